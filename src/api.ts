@@ -1,0 +1,123 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { type QuarryConfig, resolveConfig, type UserConfig } from './config/config.ts';
+import { QuarryError } from './errors.ts';
+import { type IndexOptions, type IndexReport, indexRepository } from './index/indexer.ts';
+import { type SearchOptions, type SearchResponse, search } from './search/search.ts';
+import { openSqliteStore } from './store/sqlite.ts';
+import type { Store, StoreStats } from './store/types.ts';
+import { findProjectRoot, indexPaths, isDirectory } from './workspace/root.ts';
+import { walk } from './workspace/walk.ts';
+
+/** An opened project: its root, resolved config and index store. Close it when done. */
+export interface Project {
+  root: string;
+  config: QuarryConfig;
+  store: Store;
+  close(): Promise<void>;
+}
+
+export interface OpenProjectOptions {
+  /** The project root. Default: found from `cwd` by walking up to `.quarry/` or `.git`. */
+  root?: string;
+  cwd?: string;
+  /** Create the index if there is none (for indexing). Default false: a missing index is an error. */
+  create?: boolean;
+  overrides?: UserConfig;
+  env?: NodeJS.ProcessEnv;
+  /** Read the user's `~/.config/quarry/config.toml`. Default true. */
+  userConfig?: boolean;
+}
+
+export async function openProject(options: OpenProjectOptions = {}): Promise<Project> {
+  const cwd = resolve(options.cwd ?? process.cwd());
+  let root: string;
+  if (options.root) {
+    root = resolve(cwd, options.root);
+    if (!isDirectory(root)) throw new QuarryError('BAD_INPUT', `${root} is not a directory: pass the project folder`);
+  } else {
+    const found = findProjectRoot(cwd);
+    if (!found && !options.create)
+      throw new QuarryError('NO_ROOT', `no quarry index or git repository above ${cwd}: run \`quarry index\` here`);
+    root = found ?? cwd;
+  }
+  const config = resolveConfig({
+    root,
+    ...(options.overrides ? { overrides: options.overrides } : {}),
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.userConfig === false ? { userConfig: false } : {}),
+  });
+  const { db } = indexPaths(root);
+  if (!options.create && !existsSync(db))
+    throw new QuarryError('NO_INDEX', `no index in ${root}: run \`quarry index\` there first`);
+  const store = openSqliteStore(db);
+  return { root, config, store, close: () => store.close() };
+}
+
+export type IndexProjectOptions = Omit<IndexOptions, 'root' | 'config' | 'store'>;
+
+/** Index (or bring up to date) an opened project. */
+export function indexProject(project: Project, options: IndexProjectOptions = {}): Promise<IndexReport> {
+  return indexRepository({ ...options, root: project.root, config: project.config, store: project.store });
+}
+
+export function searchProject(project: Project, query: string, options?: SearchOptions): Promise<SearchResponse> {
+  return search(project.store, project.config, query, options);
+}
+
+export interface StatusReport extends StoreStats {
+  root: string;
+  index: string;
+  lastIndexedAt: string | null;
+  /** Files on disk that differ from the index (a walk and a stat of each file, nothing read). */
+  pending: { added: number; modified: number; deleted: number };
+  /** The index run in progress, or the last one that did not finish. */
+  run: { state: 'idle' | 'running' | 'interrupted'; pid?: number };
+  skippedFiles: number;
+}
+
+export async function projectStatus(project: Project): Promise<StatusReport> {
+  const { store, root, config } = project;
+  const stats = await store.stats();
+  const known = new Map((await store.listFiles()).map((f) => [f.path, f]));
+  const walked = walk(root, config);
+  let added = 0;
+  let modified = 0;
+  const present = new Set<string>();
+  for (const f of walked.files) {
+    present.add(f.path);
+    const k = known.get(f.path);
+    if (!k) added++;
+    else if (k.size !== f.size || k.mtimeMs !== f.mtimeMs) modified++;
+  }
+  let deleted = 0;
+  for (const p of known.keys()) if (!present.has(p)) deleted++;
+  const last = await store.getMeta('last_indexed_at');
+  const run = JSON.parse((await store.getMeta('run')) ?? '{}') as { startedAt?: number; finishedAt?: number };
+  const lock = readLockPid(indexPaths(root).lock);
+  let state: StatusReport['run']['state'] = 'idle';
+  if (lock !== undefined) state = 'running';
+  else if (run.startedAt && !run.finishedAt) state = 'interrupted';
+  let skippedFiles = 0;
+  for (const f of known.values()) if (f.method === 'skipped') skippedFiles++;
+  return {
+    ...stats,
+    root,
+    index: store.location,
+    lastIndexedAt: last ? new Date(Number(last)).toISOString() : null,
+    pending: { added, modified, deleted },
+    run: lock !== undefined ? { state, pid: lock } : { state },
+    skippedFiles,
+  };
+}
+
+function readLockPid(path: string): number | undefined {
+  try {
+    const { pid } = JSON.parse(readFileSync(path, 'utf8')) as { pid: number };
+    process.kill(pid, 0);
+    return pid;
+  } catch {
+    return undefined;
+  }
+}
+

@@ -1,0 +1,379 @@
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { Language, type Node, Parser, Query } from 'web-tree-sitter';
+import type { ChunkOptions } from '../config/config.ts';
+import { GRAMMAR_SPECS, type SymbolKind } from './specs.ts';
+
+/** One piece of a file as indexed: a definition, merged small neighbours, or a line window. */
+export interface Chunk {
+  /** 1-based, inclusive. */
+  startLine: number;
+  endLine: number;
+  /** The chunk's main definition, if any. */
+  symbol: string | null;
+  kind: SymbolKind | null;
+  /** The definition that encloses this chunk (a class for its methods). */
+  container: string | null;
+  /** Every definition that starts inside the chunk. */
+  symbols: string[];
+  text: string;
+}
+
+/** A definition found in a file. */
+export interface SymbolDef {
+  name: string;
+  kind: SymbolKind;
+  startLine: number;
+  endLine: number;
+  container: string | null;
+}
+
+export interface ChunkedFile {
+  chunks: Chunk[];
+  symbols: SymbolDef[];
+  /** 'tree-sitter' when definitions were found by parsing, 'lines' for the line-window fallback. */
+  method: 'tree-sitter' | 'lines';
+}
+
+interface Def {
+  start: number; // 0-based rows
+  end: number;
+  name: string;
+  kind: SymbolKind;
+  children: Def[];
+}
+
+interface Unit {
+  start: number;
+  end: number;
+  chars: number;
+  symbol: string | null;
+  kind: SymbolKind | null;
+  container: string | null;
+  names: string[];
+}
+
+const CLASS_LIKE = new Set<SymbolKind>(['class', 'interface', 'struct', 'trait', 'impl', 'object', 'enum']);
+const ATTACHED_BEFORE = /comment|decorator|attribute|annotation/;
+const PARSE_TIMEOUT_MS = 3000;
+
+let initialised: Promise<void> | undefined;
+const grammars = new Map<string, Promise<{ language: Language; query: Query | null; kinds: Map<string, SymbolKind> }>>();
+let parser: Parser | undefined;
+
+function wasmDir(): string {
+  const require = createRequire(import.meta.url);
+  return join(dirname(require.resolve('tree-sitter-wasms/package.json')), 'out');
+}
+
+async function loadGrammar(grammar: string) {
+  initialised ??= Parser.init();
+  await initialised;
+  const language = await Language.load(join(wasmDir(), `tree-sitter-${grammar}.wasm`));
+  const spec = GRAMMAR_SPECS[grammar] ?? { defs: {} };
+  const kinds = new Map<string, SymbolKind>();
+  const patterns: string[] = [];
+  for (const [type, kind] of Object.entries(spec.defs)) {
+    if (language.idForNodeType(type, true) == null) continue;
+    kinds.set(type, kind);
+    patterns.push(`(${type}) @def`);
+  }
+  for (const extra of spec.extraPatterns ?? []) {
+    try {
+      new Query(language, extra).delete();
+      patterns.push(extra);
+    } catch {
+      // a pattern this grammar version cannot express: skip it
+    }
+  }
+  const query = patterns.length ? new Query(language, patterns.join('\n')) : null;
+  return { language, query, kinds };
+}
+
+/** Loads (once) the tree-sitter runtime and a grammar; resolves to false if the grammar cannot be loaded. */
+export async function ensureGrammar(grammar: string): Promise<boolean> {
+  let g = grammars.get(grammar);
+  if (!g) {
+    g = loadGrammar(grammar);
+    grammars.set(grammar, g);
+  }
+  try {
+    await g;
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function declaratorName(node: Node): string | undefined {
+  let cur: Node | null = node;
+  for (let i = 0; cur && i < 8; i++) {
+    const next: Node | null = cur.childForFieldName('declarator');
+    if (!next) break;
+    cur = next;
+  }
+  if (!cur || cur === node) return undefined;
+  if (/identifier|name|operator/.test(cur.type)) return cur.text;
+  const inner = cur.namedChildren.find((c) => c && /identifier|name/.test(c.type));
+  return inner?.text;
+}
+
+function defName(node: Node): string | undefined {
+  switch (node.type) {
+    case 'lexical_declaration':
+    case 'variable_declaration': {
+      const d = node.namedChildren.find((c) => c?.type === 'variable_declarator');
+      return d?.childForFieldName('name')?.text;
+    }
+    case 'impl_item': {
+      const type = node.childForFieldName('type')?.text;
+      const trait = node.childForFieldName('trait')?.text;
+      return type && trait ? `${trait} for ${type}` : type;
+    }
+    case 'type_declaration': {
+      const spec = node.namedChildren.find((c) => c && /type_spec|type_alias/.test(c.type));
+      return spec?.childForFieldName('name')?.text;
+    }
+    case 'function_definition':
+    case 'type_definition': {
+      const viaName = node.childForFieldName('name');
+      if (viaName) return viaName.text;
+      return declaratorName(node);
+    }
+    default: {
+      const viaName = node.childForFieldName('name');
+      if (viaName) return viaName.text;
+      const child = node.namedChildren.find(
+        (c) => c && /^(identifier|simple_identifier|type_identifier|constant|name|word)$/.test(c.type),
+      );
+      return child?.text;
+    }
+  }
+}
+
+/** Rows of `node` widened over the export/decorator wrapper and the comments directly above it. */
+function attachedRange(node: Node): [number, number] {
+  let outer = node;
+  while (
+    outer.parent &&
+    /^(export_statement|decorated_definition|template_declaration|ambient_declaration)$/.test(outer.parent.type)
+  )
+    outer = outer.parent;
+  let start = outer.startPosition.row;
+  let prev = outer.previousNamedSibling;
+  while (prev && ATTACHED_BEFORE.test(prev.type) && prev.endPosition.row >= start - 1) {
+    start = prev.startPosition.row;
+    prev = prev.previousNamedSibling;
+  }
+  let end = outer.endPosition.row;
+  // a node that ends at column 0 of a row ends on the previous row
+  if (outer.endPosition.column === 0 && end > start) end -= 1;
+  return [start, end];
+}
+
+function buildDefs(root: Node, query: Query, kinds: Map<string, SymbolKind>): Def[] {
+  const flat: Def[] = [];
+  const seen = new Set<number>();
+  for (const cap of query.captures(root)) {
+    const node = cap.node;
+    if (seen.has(node.id)) continue;
+    seen.add(node.id);
+    const name = defName(node)?.replace(/\s+/g, ' ').slice(0, 120);
+    if (!name) continue;
+    const [start, end] = attachedRange(node);
+    flat.push({ start, end, name, kind: kinds.get(node.type) ?? 'function', children: [] });
+  }
+  flat.sort((a, b) => a.start - b.start || b.end - a.end);
+  const top: Def[] = [];
+  const stack: Def[] = [];
+  for (const d of flat) {
+    while (stack.length && stack[stack.length - 1]!.end < d.start) stack.pop();
+    const parent = stack[stack.length - 1];
+    if (parent && d.end <= parent.end) {
+      if (d.kind === 'function' && CLASS_LIKE.has(parent.kind)) d.kind = 'method';
+      parent.children.push(d);
+    } else if (parent) {
+      continue; // overlaps its neighbour without nesting (a shared line): keep the first
+    } else top.push(d);
+    stack.push(d);
+  }
+  return top;
+}
+
+class LineText {
+  readonly lines: string[];
+  private readonly prefix: number[];
+  constructor(text: string) {
+    this.lines = text.split(/\r?\n/);
+    this.prefix = new Array(this.lines.length + 1);
+    this.prefix[0] = 0;
+    for (let i = 0; i < this.lines.length; i++) this.prefix[i + 1] = this.prefix[i]! + this.lines[i]!.length + 1;
+  }
+  chars(start: number, end: number): number {
+    return this.prefix[end + 1]! - this.prefix[start]!;
+  }
+  blank(start: number, end: number): boolean {
+    for (let i = start; i <= end; i++) if (this.lines[i]!.trim() !== '') return false;
+    return true;
+  }
+  slice(start: number, end: number): string {
+    return this.lines.slice(start, end + 1).join('\n');
+  }
+}
+
+/** Windows over rows [start, end] of at most `maxChars` characters and `maxLines` lines. */
+function windows(
+  lt: LineText,
+  start: number,
+  end: number,
+  maxChars: number,
+  maxLines: number,
+  overlap: number,
+): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  let s = start;
+  while (s <= end) {
+    let e = s;
+    while (e < end && e - s + 1 < maxLines && lt.chars(s, e + 1) <= maxChars) e++;
+    out.push([s, e]);
+    if (e >= end) break;
+    s = Math.max(s + 1, e + 1 - overlap);
+  }
+  return out;
+}
+
+function trimBlank(lt: LineText, start: number, end: number): [number, number] | undefined {
+  while (start <= end && lt.lines[start]!.trim() === '') start++;
+  while (end >= start && lt.lines[end]!.trim() === '') end--;
+  return start <= end ? [start, end] : undefined;
+}
+
+function unitsFor(lt: LineText, defs: Def[], from: number, to: number, container: string | null, o: ChunkOptions) {
+  const units: Unit[] = [];
+  const plain = (s: number, e: number, symbol: string | null, kind: SymbolKind | null, names: string[]) => {
+    const t = trimBlank(lt, s, e);
+    if (!t) return;
+    for (const [ws, we] of windows(lt, t[0], t[1], o.maxChars, Number.MAX_SAFE_INTEGER, 0))
+      units.push({
+        start: ws,
+        end: we,
+        chars: lt.chars(ws, we),
+        symbol,
+        kind,
+        container,
+        names: ws === t[0] ? names : [],
+      });
+  };
+  let cursor = from;
+  for (const d of defs) {
+    const s = Math.max(d.start, cursor);
+    const e = Math.min(d.end, to);
+    if (s > e) continue;
+    if (s > cursor) plain(cursor, s - 1, null, null, []);
+    const firstChild = d.children.find((c) => c.start > s);
+    if (lt.chars(s, e) <= o.maxChars || !firstChild) {
+      plain(s, e, d.name, d.kind, [d.name]);
+    } else {
+      plain(s, firstChild.start - 1, d.name, d.kind, [d.name]);
+      units.push(...unitsFor(lt, d.children, firstChild.start, e, d.name, o));
+    }
+    cursor = e + 1;
+  }
+  if (cursor <= to) plain(cursor, to, null, null, []);
+  return units;
+}
+
+function mergeUnits(lt: LineText, units: Unit[], o: ChunkOptions): Chunk[] {
+  const chunks: Chunk[] = [];
+  let group: Unit[] = [];
+  const flush = () => {
+    if (!group.length) return;
+    const start = group[0]!.start;
+    const end = group[group.length - 1]!.end;
+    let main: Unit | undefined;
+    for (const u of group) if (u.symbol && (!main || u.chars > main.chars)) main = u;
+    chunks.push({
+      startLine: start + 1,
+      endLine: end + 1,
+      symbol: main?.symbol ?? null,
+      kind: main?.kind ?? null,
+      container: main ? main.container : (group[0]!.container ?? null),
+      symbols: [...new Set(group.flatMap((u) => u.names))],
+      text: lt.slice(start, end),
+    });
+    group = [];
+  };
+  for (const u of units) {
+    if (group.length) {
+      const size = lt.chars(group[0]!.start, u.end);
+      if (size > o.targetChars) flush();
+    }
+    group.push(u);
+  }
+  flush();
+  return chunks;
+}
+
+function collectSymbols(defs: Def[], container: string | null, out: SymbolDef[]): void {
+  for (const d of defs) {
+    out.push({ name: d.name, kind: d.kind, startLine: d.start + 1, endLine: d.end + 1, container });
+    collectSymbols(d.children, d.name, out);
+  }
+}
+
+/** Line windows with overlap: the fallback for text files and files that fail to parse. */
+export function chunkByLines(text: string, o: ChunkOptions): ChunkedFile {
+  const lt = new LineText(text);
+  const t = trimBlank(lt, 0, lt.lines.length - 1);
+  const chunks: Chunk[] = [];
+  if (t) {
+    for (const [s, e] of windows(lt, t[0], t[1], o.maxChars, o.windowLines, o.overlapLines)) {
+      const tt = trimBlank(lt, s, e);
+      if (!tt) continue;
+      chunks.push({
+        startLine: tt[0] + 1,
+        endLine: tt[1] + 1,
+        symbol: null,
+        kind: null,
+        container: null,
+        symbols: [],
+        text: lt.slice(tt[0], tt[1]),
+      });
+    }
+  }
+  return { chunks, symbols: [], method: 'lines' };
+}
+
+/**
+ * Splits a file into chunks along its definitions. `grammar` must have been loaded with `ensureGrammar`; a file
+ * that cannot be parsed (unknown grammar, parser timeout) falls back to line windows.
+ */
+export async function chunkFile(text: string, grammar: string | undefined, o: ChunkOptions): Promise<ChunkedFile> {
+  if (!grammar || !(await ensureGrammar(grammar))) return chunkByLines(text, o);
+  const g = await grammars.get(grammar)!;
+  if (!g.query) return chunkByLines(text, o);
+  parser ??= new Parser();
+  parser.setLanguage(g.language);
+  let tree: ReturnType<Parser['parse']>;
+  const deadline = performance.now() + PARSE_TIMEOUT_MS;
+  try {
+    // returning true from the progress callback cancels the parse (setTimeoutMicros is broken in 0.25.10)
+    tree = parser.parse(text, null, { progressCallback: () => performance.now() > deadline });
+  } catch {
+    tree = null;
+  }
+  if (!tree) {
+    parser.reset();
+    return chunkByLines(text, o);
+  }
+  try {
+    const defs = buildDefs(tree.rootNode, g.query, g.kinds);
+    const lt = new LineText(text);
+    const units = unitsFor(lt, defs, 0, lt.lines.length - 1, null, o);
+    const symbols: SymbolDef[] = [];
+    collectSymbols(defs, null, symbols);
+    return { chunks: mergeUnits(lt, units, o), symbols, method: 'tree-sitter' };
+  } finally {
+    tree.delete();
+  }
+}

@@ -1,0 +1,253 @@
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import pc from 'picocolors';
+import { indexProject, openProject, projectStatus, searchProject } from '../api.ts';
+import type { UserConfig } from '../config/config.ts';
+import { isQuarryError, QuarryError } from '../errors.ts';
+import type { SearchMode } from '../search/search.ts';
+import { formatBytes, formatDuration, Progress } from './progress.ts';
+
+interface Io {
+  stdout: NodeJS.WriteStream;
+  stderr: NodeJS.WriteStream;
+}
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('expected a positive whole number');
+  return n;
+}
+
+function nonNegativeInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a whole number, 0 or more');
+  return n;
+}
+
+function colorsFor(stream: NodeJS.WriteStream, flag: boolean | undefined) {
+  const enabled = flag !== false && !process.env.NO_COLOR && (Boolean(stream.isTTY) || Boolean(process.env.FORCE_COLOR));
+  return pc.createColors(enabled);
+}
+
+/** Runs the quarry CLI; resolves to the process exit code. */
+export async function main(argv: string[], io: Io = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  let exitCode = 0;
+  const program = new Command('quarry')
+    .description('Local-first retrieval for source code: index a repository, then search it.')
+    .version('0.1.0')
+    .option('--root <dir>', 'project root (default: walk up to .quarry/ or .git)')
+    .option('--no-color', 'plain output, even on a terminal')
+    .option('--verbose', 'more detail, and stack traces on errors')
+    .configureOutput({
+      writeOut: (s) => io.stdout.write(s),
+      writeErr: (s) => io.stderr.write(s),
+    })
+    .exitOverride()
+    .showSuggestionAfterError();
+
+  program
+    .command('index')
+    .description('index a folder (default: the current project), or bring its index up to date')
+    .argument('[dir]', 'folder to index')
+    .option('--wait', 'wait for another running `quarry index` instead of exiting')
+    .option('--workers <n>', 'parse workers (0 = in the main thread)', nonNegativeInt)
+    .option('--max-file-size <bytes>', 'skip files larger than this (default 1048576)', positiveInt)
+    .option('--include-secrets', 'also index files that look like secrets (.env, keys, credentials)')
+    .option('--json', 'print the report as JSON')
+    .option('--quiet', 'no progress display')
+    .action(async (dir: string | undefined, opts) => {
+      const g = program.opts();
+      const err = colorsFor(io.stderr, g.color);
+      const overrides: UserConfig = {};
+      if (opts.maxFileSize) overrides.maxFileBytes = opts.maxFileSize;
+      if (opts.includeSecrets) overrides.includeSecrets = true;
+      const project = await openProject({ root: dir ?? g.root, create: true, overrides });
+      const progress = new Progress(io.stderr, err, !opts.quiet && !opts.json);
+      const controller = new AbortController();
+      let interrupts = 0;
+      const onSigint = () => {
+        interrupts++;
+        if (interrupts > 1) process.exit(130);
+        io.stderr.write(`\n${err.yellow('stopping')}: committing what is done (Ctrl-C again to quit now)\n`);
+        controller.abort();
+      };
+      process.on('SIGINT', onSigint);
+      process.on('SIGTERM', onSigint);
+      try {
+        const report = await indexProject(project, {
+          signal: controller.signal,
+          lockWaitMs: opts.wait ? 24 * 3600 * 1000 : 0,
+          ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
+          onWarning: (m) => {
+            progress.end();
+            io.stderr.write(`${err.yellow('warning')}: ${m}\n`);
+          },
+          onProgress: (p) => {
+            if (p.phase === 'lexical') progress.update('indexing', p.done, p.total, p.filesPerSec, p.etaMs);
+          },
+        });
+        progress.end();
+        const stats = await project.store.stats();
+        if (opts.json) {
+          io.stdout.write(`${JSON.stringify({ ...report, skipped: report.skipped.length, stats }, null, 2)}\n`);
+        } else {
+          const out = colorsFor(io.stdout, g.color);
+          const changed = report.added + report.updated + report.deleted;
+          io.stdout.write(
+            `${out.green(report.interrupted ? 'interrupted' : 'indexed')} ${project.root} in ${formatDuration(report.durationMs)}: ` +
+              `${report.files} files (${report.added} added, ${report.updated} updated, ${report.deleted} deleted` +
+              `${changed === 0 ? ', nothing changed' : ''}), ${stats.chunks} chunks, ${formatBytes(stats.bytes ?? 0)}\n`,
+          );
+          const secrets = report.skipped.filter((s) => s.reason === 'secret').length;
+          const large = report.skipped.filter((s) => s.reason === 'too-large').length;
+          const notes: string[] = [];
+          if (secrets) notes.push(`${secrets} secret-looking files left out (--include-secrets to index them)`);
+          if (large) notes.push(`${large} files over the size limit left out (--max-file-size to raise it)`);
+          if (report.skippedByContent.length)
+            notes.push(`${report.skippedByContent.length} binary or minified files recorded without chunks`);
+          for (const n of notes) io.stdout.write(`  ${out.dim(n)}\n`);
+          if (report.interrupted)
+            io.stdout.write(`  ${out.dim('run `quarry index` again to finish; committed work is kept')}\n`);
+        }
+        if (report.interrupted) exitCode = 130;
+      } finally {
+        process.off('SIGINT', onSigint);
+        process.off('SIGTERM', onSigint);
+        progress.end();
+        await project.close();
+      }
+    });
+
+  program
+    .command('status')
+    .description('what the index holds and what is pending')
+    .option('--json', 'print as JSON')
+    .action(async (opts) => {
+      const g = program.opts();
+      const project = await openProject({ root: g.root });
+      try {
+        const s = await projectStatus(project);
+        if (opts.json) {
+          io.stdout.write(`${JSON.stringify(s, null, 2)}\n`);
+          return;
+        }
+        const c = colorsFor(io.stdout, g.color);
+        const pending = s.pending.added + s.pending.modified + s.pending.deleted;
+        const langs = Object.entries(s.languages)
+          .slice(0, 8)
+          .map(([l, n]) => `${l} ${n}`)
+          .join(', ');
+        const lines = [
+          `${c.bold('root')}       ${s.root}`,
+          `${c.bold('index')}      ${s.index} (${formatBytes(s.bytes ?? 0)})`,
+          `${c.bold('files')}      ${s.files} (${s.skippedFiles} without chunks)`,
+          `${c.bold('chunks')}     ${s.chunks}`,
+          `${c.bold('symbols')}    ${s.symbols}`,
+          `${c.bold('languages')}  ${langs || '-'}`,
+          `${c.bold('updated')}    ${s.lastIndexedAt ?? 'never'}`,
+          `${c.bold('pending')}    ${
+            pending === 0
+              ? c.green('up to date')
+              : c.yellow(`${s.pending.added} new, ${s.pending.modified} modified, ${s.pending.deleted} deleted`) +
+                ' (run `quarry index`)'
+          }`,
+          `${c.bold('indexer')}    ${
+            s.run.state === 'running'
+              ? `running (pid ${s.run.pid})`
+              : s.run.state === 'interrupted'
+                ? c.yellow('last run interrupted (run `quarry index` to resume)')
+                : 'idle'
+          }`,
+        ];
+        io.stdout.write(`${lines.join('\n')}\n`);
+      } finally {
+        await project.close();
+      }
+    });
+
+  program
+    .command('search')
+    .description('search the index')
+    .argument('<query...>', 'what to look for')
+    .option('-k, --top-k <n>', 'results to show', positiveInt)
+    .option('--files', 'rank files by their best chunk')
+    .addOption(new Option('--mode <mode>', 'retrieval mode').choices(['hybrid', 'lexical', 'dense']))
+    .option('--path <prefix...>', 'only files under these path prefixes')
+    .option('--lang <language...>', 'only these languages')
+    .option('--json', 'print the JSON contract (see DESIGN.md, "Search output")')
+    .action(async (words: string[], opts) => {
+      const g = program.opts();
+      const project = await openProject({ root: g.root });
+      try {
+        const filter = {
+          ...(opts.path ? { pathPrefixes: opts.path as string[] } : {}),
+          ...(opts.lang ? { languages: opts.lang as string[] } : {}),
+        };
+        const res = await searchProject(project, words.join(' '), {
+          ...(opts.topK ? { topK: opts.topK } : {}),
+          ...(opts.mode ? { mode: opts.mode as SearchMode } : {}),
+          ...(Object.keys(filter).length ? { filter } : {}),
+        });
+        if (opts.json) {
+          const json = {
+            query: res.query,
+            mode: res.mode,
+            results: res.results.map(({ path, startLine, endLine, symbol, kind, score, snippet }) => ({
+              path,
+              startLine,
+              endLine,
+              symbol,
+              kind,
+              score,
+              snippet,
+            })),
+            files: res.files,
+          };
+          io.stdout.write(`${JSON.stringify(json)}\n`);
+          return;
+        }
+        const c = colorsFor(io.stdout, g.color);
+        if (opts.files) {
+          if (!res.files.length) io.stdout.write(`${c.dim('no matches')}\n`);
+          for (const f of res.files) io.stdout.write(`${c.dim(f.score.toFixed(3))}  ${c.cyan(f.path)}\n`);
+          return;
+        }
+        if (!res.results.length) {
+          io.stdout.write(`${c.dim('no matches')} — try other words, or check \`quarry status\`\n`);
+          return;
+        }
+        for (const [i, r] of res.results.entries()) {
+          const sym = r.symbol ? ` ${c.green(r.symbol)}${r.kind ? c.dim(` (${r.kind})`) : ''}` : '';
+          io.stdout.write(
+            `${c.dim(`${i + 1}.`)} ${c.cyan(r.path)}${c.dim(':')}${c.yellow(`${r.startLine}-${r.endLine}`)}${sym} ${c.dim(r.score.toFixed(3))}\n`,
+          );
+          for (const line of r.snippet.split('\n')) io.stdout.write(`     ${c.dim('│')} ${line}\n`);
+        }
+        if (g.verbose) io.stdout.write(c.dim(`${res.results.length} results in ${res.tookMs.toFixed(1)} ms\n`));
+      } finally {
+        await project.close();
+      }
+    });
+
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return exitCode;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // commander already printed its message (unknown option, missing argument, --help, --version)
+      return err.exitCode === 0 ? 0 : 2;
+    }
+    const verbose = program.opts().verbose;
+    const c = colorsFor(io.stderr, program.opts().color);
+    if (isQuarryError(err)) {
+      io.stderr.write(`${c.red('quarry:')} ${err.message}\n`);
+      if (verbose && err.cause) io.stderr.write(`${String((err.cause as Error).stack ?? err.cause)}\n`);
+      return err.exitCode;
+    }
+    const e = err as Error;
+    io.stderr.write(
+      `${c.red('quarry:')} internal error: ${e.message.split('\n')[0]}${verbose ? '' : ' (run with --verbose for details)'}\n`,
+    );
+    if (verbose) io.stderr.write(`${e.stack}\n`);
+    return new QuarryError('INTERNAL', e.message).exitCode;
+  }
+}

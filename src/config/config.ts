@@ -1,0 +1,161 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { parse as parseToml } from 'smol-toml';
+import { QuarryError } from '../errors.ts';
+
+/** Field weights for BM25 over a chunk's path, symbol names and body. */
+export interface FieldWeights {
+  path: number;
+  symbol: number;
+  body: number;
+}
+
+export interface ChunkOptions {
+  /** A definition larger than this (characters) is split. Default 2000. */
+  maxChars: number;
+  /** Small neighbouring pieces are merged up to this size (characters). Default 1000. */
+  targetChars: number;
+  /** Line-window fallback: lines per window. Default 60. */
+  windowLines: number;
+  /** Line-window fallback: lines shared by neighbouring windows. Default 8. */
+  overlapLines: number;
+}
+
+export interface QuarryConfig {
+  /** Files larger than this are skipped. Default 1 MiB. */
+  maxFileBytes: number;
+  /** Index files that look like secrets (`.env*`, private keys, credentials). Default false. */
+  includeSecrets: boolean;
+  /** Extra ignore patterns (gitignore syntax), on top of `.gitignore` and `.quarryignore`. */
+  ignore: string[];
+  chunk: ChunkOptions;
+  /** Parse workers for indexing; 0 picks one per core, at most 4. */
+  workers: number;
+  search: {
+    /** Results returned by default. Default 10. */
+    topK: number;
+    weights: FieldWeights;
+  };
+}
+
+export type UserConfig = {
+  [K in keyof QuarryConfig]?: QuarryConfig[K] extends object
+    ? QuarryConfig[K] extends unknown[]
+      ? QuarryConfig[K]
+      : Partial<QuarryConfig[K]>
+    : QuarryConfig[K];
+};
+
+export const DEFAULT_CONFIG: QuarryConfig = {
+  maxFileBytes: 1024 * 1024,
+  includeSecrets: false,
+  ignore: [],
+  chunk: { maxChars: 2000, targetChars: 1000, windowLines: 60, overlapLines: 8 },
+  workers: 0,
+  search: { topK: 10, weights: { path: 4, symbol: 3, body: 1 } },
+};
+
+function readToml(file: string): UserConfig {
+  if (!existsSync(file)) return {};
+  try {
+    return toUserConfig(parseToml(readFileSync(file, 'utf8')) as Record<string, unknown>, file);
+  } catch (err) {
+    if (err instanceof QuarryError) throw err;
+    throw new QuarryError('BAD_CONFIG', `cannot parse ${file}: ${(err as Error).message.split('\n')[0]}`, {
+      cause: err,
+    });
+  }
+}
+
+function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig {
+  const out: UserConfig = {};
+  const num = (v: unknown, key: string): number => {
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+      throw new QuarryError('BAD_CONFIG', `${source}: ${key} must be a non-negative number, got ${JSON.stringify(v)}`);
+    return v;
+  };
+  const known = new Set(['max_file_bytes', 'include_secrets', 'ignore', 'chunk', 'workers', 'search']);
+  for (const key of Object.keys(raw))
+    if (!known.has(key))
+      throw new QuarryError('BAD_CONFIG', `${source}: unknown setting "${key}" (known: ${[...known].join(', ')})`);
+  if (raw.max_file_bytes !== undefined) out.maxFileBytes = num(raw.max_file_bytes, 'max_file_bytes');
+  if (raw.include_secrets !== undefined) out.includeSecrets = Boolean(raw.include_secrets);
+  if (raw.workers !== undefined) out.workers = num(raw.workers, 'workers');
+  if (raw.ignore !== undefined) {
+    if (!Array.isArray(raw.ignore) || raw.ignore.some((p) => typeof p !== 'string'))
+      throw new QuarryError('BAD_CONFIG', `${source}: ignore must be a list of patterns`);
+    out.ignore = raw.ignore as string[];
+  }
+  const chunk = raw.chunk as Record<string, unknown> | undefined;
+  if (chunk) {
+    out.chunk = {};
+    if (chunk.max_chars !== undefined) out.chunk.maxChars = num(chunk.max_chars, 'chunk.max_chars');
+    if (chunk.target_chars !== undefined) out.chunk.targetChars = num(chunk.target_chars, 'chunk.target_chars');
+    if (chunk.window_lines !== undefined) out.chunk.windowLines = num(chunk.window_lines, 'chunk.window_lines');
+    if (chunk.overlap_lines !== undefined) out.chunk.overlapLines = num(chunk.overlap_lines, 'chunk.overlap_lines');
+  }
+  const search = raw.search as Record<string, unknown> | undefined;
+  if (search) {
+    out.search = {};
+    if (search.top_k !== undefined) out.search.topK = num(search.top_k, 'search.top_k');
+  }
+  return out;
+}
+
+function fromEnv(env: NodeJS.ProcessEnv): UserConfig {
+  const out: UserConfig = {};
+  const n = (name: string): number | undefined => {
+    const v = env[name];
+    if (v === undefined || v === '') return undefined;
+    const parsed = Number(v);
+    if (!Number.isFinite(parsed) || parsed < 0)
+      throw new QuarryError('BAD_CONFIG', `${name} must be a non-negative number, got "${v}"`);
+    return parsed;
+  };
+  const maxBytes = n('QUARRY_MAX_FILE_BYTES');
+  if (maxBytes !== undefined) out.maxFileBytes = maxBytes;
+  const workers = n('QUARRY_WORKERS');
+  if (workers !== undefined) out.workers = workers;
+  if (env.QUARRY_INCLUDE_SECRETS) out.includeSecrets = /^(1|true|yes)$/i.test(env.QUARRY_INCLUDE_SECRETS);
+  return out;
+}
+
+function merge(base: QuarryConfig, over: UserConfig): QuarryConfig {
+  return {
+    ...base,
+    ...Object.fromEntries(Object.entries(over).filter(([, v]) => v !== undefined && typeof v !== 'object')),
+    ignore: [...base.ignore, ...(over.ignore ?? [])],
+    chunk: { ...base.chunk, ...over.chunk },
+    search: {
+      ...base.search,
+      ...over.search,
+      weights: { ...base.search.weights, ...over.search?.weights },
+    },
+  } as QuarryConfig;
+}
+
+export interface ResolveConfigOptions {
+  /** Project root; its `quarry.toml` is read. */
+  root?: string;
+  /** Highest-priority overrides (command-line flags, library callers). */
+  overrides?: UserConfig;
+  env?: NodeJS.ProcessEnv;
+  /** Read `~/.config/quarry/config.toml` (or `$XDG_CONFIG_HOME/quarry/config.toml`). Default true. */
+  userConfig?: boolean;
+}
+
+/** defaults < user config < project `quarry.toml` < `QUARRY_*` environment < overrides. */
+export function resolveConfig(options: ResolveConfigOptions = {}): QuarryConfig {
+  const env = options.env ?? process.env;
+  let config = DEFAULT_CONFIG;
+  if (options.userConfig !== false) {
+    const dir = env.XDG_CONFIG_HOME || join(homedir(), '.config');
+    config = merge(config, readToml(join(dir, 'quarry', 'config.toml')));
+  }
+  if (options.root) config = merge(config, readToml(join(options.root, 'quarry.toml')));
+  config = merge(config, fromEnv(env));
+  if (options.overrides) config = merge(config, options.overrides);
+  if (config.chunk.targetChars > config.chunk.maxChars) config.chunk.targetChars = config.chunk.maxChars;
+  return config;
+}

@@ -1,0 +1,37 @@
+/** quarry's library entry: the CLI, the server and the MCP server call exactly these functions. */
+export {
+  type IndexProjectOptions,
+  indexProject,
+  type OpenProjectOptions,
+  openProject,
+  type Project,
+  projectStatus,
+  type StatusReport,
+  searchProject,
+} from './api.ts';
+export { type Chunk, type ChunkedFile, chunkByLines, chunkFile, type SymbolDef } from './chunk/chunker.ts';
+export type { SymbolKind } from './chunk/specs.ts';
+export { codeTokenText, identifierParts, pathTokenText } from './chunk/tokens.ts';
+export {
+  DEFAULT_CONFIG,
+  type QuarryConfig,
+  type ResolveConfigOptions,
+  resolveConfig,
+  type UserConfig,
+} from './config/config.ts';
+export { isQuarryError, QuarryError, type QuarryErrorCode } from './errors.ts';
+export { type IndexOptions, type IndexProgress, type IndexReport, indexRepository } from './index/indexer.ts';
+export { analyzeQuery } from './search/query.ts';
+export {
+  type FileResult,
+  type SearchMode,
+  type SearchOptions,
+  type SearchResponse,
+  type SearchResult,
+  search,
+} from './search/search.ts';
+export { openSqliteStore, SCHEMA_VERSION, SqliteStore } from './store/sqlite.ts';
+export type * from './store/types.ts';
+export { detectLanguage, parsedLanguages } from './workspace/languages.ts';
+export { findProjectRoot, indexPaths } from './workspace/root.ts';
+export { type WalkEntry, type WalkResult, type WalkSkip, walk } from './workspace/walk.ts';

@@ -1,0 +1,202 @@
+import { performance } from 'node:perf_hooks';
+import type { QuarryConfig } from '../config/config.ts';
+import { QuarryError } from '../errors.ts';
+import type { FileUpdate, Store } from '../store/types.ts';
+import { indexPaths, isDirectory } from '../workspace/root.ts';
+import { type WalkSkip, walk } from '../workspace/walk.ts';
+import { acquireWriterLock } from './lock.ts';
+import { createFilePool } from './pool.ts';
+import type { FileTask } from './process-file.ts';
+
+export interface IndexProgress {
+  phase: 'walk' | 'lexical' | 'done';
+  /** Files whose content had to be read this run. */
+  total: number;
+  done: number;
+  /** Files already up to date (nothing to read). */
+  upToDate: number;
+  filesPerSec: number;
+  /** Estimated time left, ms; undefined until there is a rate. */
+  etaMs?: number;
+}
+
+export interface IndexReport {
+  root: string;
+  /** Files the walk found. */
+  files: number;
+  added: number;
+  updated: number;
+  /** Stat changed but content did not. */
+  touched: number;
+  deleted: number;
+  /** Files indexed without chunks (binary, minified, secret by content). */
+  skippedByContent: Array<{ path: string; reason: string }>;
+  /** Paths the walk left out (too large, secret names, symlinks, unreadable). */
+  skipped: WalkSkip[];
+  warnings: string[];
+  chunks: number;
+  durationMs: number;
+  /** True when the run was stopped (signal) before it finished; the index is consistent and resumes. */
+  interrupted: boolean;
+}
+
+export interface IndexOptions {
+  root: string;
+  config: QuarryConfig;
+  store: Store;
+  onProgress?: (p: IndexProgress) => void;
+  onWarning?: (message: string) => void;
+  /** Stops the run at the next commit; what was committed stays. */
+  signal?: AbortSignal;
+  /** Wait this long for another writer. Default 0. */
+  lockWaitMs?: number;
+  /** Parse workers (0 = in this thread). Default: from config. */
+  workers?: number;
+}
+
+const COMMIT_FILES = 256;
+const COMMIT_MS = 500;
+const IN_FLIGHT_PER_WORKER = 16;
+
+/**
+ * Brings the index in line with the files on disk: stats every file, reads only those whose size or mtime changed,
+ * removes deleted ones, and replaces each changed file's rows atomically. Safe to kill at any moment.
+ */
+export async function indexRepository(options: IndexOptions): Promise<IndexReport> {
+  const { root, config, store } = options;
+  if (!isDirectory(root)) throw new QuarryError('BAD_INPUT', `${root} is not a directory: pass a folder to index`);
+  const started = performance.now();
+  const lock = await acquireWriterLock(indexPaths(root).lock, { waitMs: options.lockWaitMs ?? 0 });
+  const warnings: string[] = [];
+  const warn = (m: string) => {
+    warnings.push(m);
+    options.onWarning?.(m);
+  };
+  const report: IndexReport = {
+    root,
+    files: 0,
+    added: 0,
+    updated: 0,
+    touched: 0,
+    deleted: 0,
+    skippedByContent: [],
+    skipped: [],
+    warnings,
+    chunks: 0,
+    durationMs: 0,
+    interrupted: false,
+  };
+  try {
+    options.onProgress?.({ phase: 'walk', total: 0, done: 0, upToDate: 0, filesPerSec: 0 });
+    const walked = walk(root, config, {
+      onSkip: (s) => {
+        if (s.reason === 'unreadable') warn(`skipped unreadable ${s.path} (${s.detail})`);
+      },
+    });
+    report.files = walked.files.length;
+    report.skipped = walked.skipped;
+
+    const known = new Map((await store.listFiles()).map((f) => [f.path, f]));
+    const present = new Set(walked.files.map((f) => f.path));
+    const gone = [...known.keys()].filter((p) => !present.has(p));
+    if (gone.length) {
+      await store.deleteFiles(gone);
+      report.deleted += gone.length;
+    }
+
+    const tasks: FileTask[] = [];
+    for (const f of walked.files) {
+      const k = known.get(f.path);
+      if (k && k.size === f.size && k.mtimeMs === f.mtimeMs) continue;
+      tasks.push(k ? { ...f, knownHash: k.hash } : f);
+    }
+    const upToDate = walked.files.length - tasks.length;
+    await store.setMeta('run', JSON.stringify({ startedAt: Date.now(), pending: tasks.length }));
+
+    let done = 0;
+    let batch: FileUpdate[] = [];
+    let touches: Array<{ path: string; size: number; mtimeMs: number }> = [];
+    let lastCommit = performance.now();
+    const lexicalStart = performance.now();
+    const progress = (phase: IndexProgress['phase']) => {
+      const secs = (performance.now() - lexicalStart) / 1000;
+      const rate = secs > 0 ? done / secs : 0;
+      options.onProgress?.({
+        phase,
+        total: tasks.length,
+        done,
+        upToDate,
+        filesPerSec: rate,
+        etaMs: rate > 0 ? ((tasks.length - done) / rate) * 1000 : undefined,
+      });
+    };
+    const commit = async () => {
+      // take the batch first: outcomes that arrive while this commit runs go to the next one
+      const updates = batch;
+      const touched = touches;
+      batch = [];
+      touches = [];
+      lastCommit = performance.now();
+      if (updates.length) await store.replaceFiles(updates);
+      if (touched.length) await store.touchFiles(touched);
+    };
+
+    if (tasks.length) {
+      const pool = createFilePool(root, config, options.workers);
+      try {
+        const inFlight = new Set<Promise<void>>();
+        const limit = Math.max(1, pool.size) * IN_FLIGHT_PER_WORKER;
+        for (const task of tasks) {
+          if (options.signal?.aborted) break;
+          const p = pool.run(task).then(async (outcome) => {
+            done++;
+            switch (outcome.status) {
+              case 'indexed': {
+                batch.push(outcome.update);
+                report.chunks += outcome.update.chunks.length;
+                if (task.knownHash) report.updated++;
+                else report.added++;
+                if (outcome.skipReason) report.skippedByContent.push({ path: task.path, reason: outcome.skipReason });
+                break;
+              }
+              case 'unchanged':
+                touches.push({ path: outcome.path, size: outcome.size, mtimeMs: outcome.mtimeMs });
+                report.touched++;
+                break;
+              case 'gone':
+                if (task.knownHash) {
+                  await store.deleteFiles([task.path]);
+                  report.deleted++;
+                }
+                break;
+              case 'unreadable':
+                warn(`skipped unreadable ${outcome.path} (${outcome.detail})`);
+                break;
+            }
+          });
+          const tracked = p.finally(() => inFlight.delete(tracked));
+          inFlight.add(tracked);
+          if (inFlight.size >= limit) await Promise.race(inFlight);
+          if (batch.length + touches.length >= COMMIT_FILES || performance.now() - lastCommit > COMMIT_MS) {
+            await commit();
+            progress('lexical');
+          }
+        }
+        await Promise.all(inFlight);
+        await commit();
+      } finally {
+        await pool.close();
+      }
+    }
+    report.interrupted = options.signal?.aborted ?? false;
+    if (!report.interrupted) {
+      await store.setMeta('last_indexed_at', String(Date.now()));
+      await store.setMeta('run', JSON.stringify({ finishedAt: Date.now(), pending: 0 }));
+    }
+    progress('done');
+    report.durationMs = performance.now() - started;
+    return report;
+  } finally {
+    lock.release();
+  }
+}

@@ -1,0 +1,110 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { chunkFile } from '../chunk/chunker.ts';
+import { codeTokenText, pathTokenText } from '../chunk/tokens.ts';
+import type { QuarryConfig } from '../config/config.ts';
+import type { FileUpdate } from '../store/types.ts';
+import { containsPrivateKey } from '../workspace/ignore-rules.ts';
+import { detectLanguage } from '../workspace/languages.ts';
+
+export interface FileTask {
+  path: string;
+  size: number;
+  mtimeMs: number;
+  /** The hash the index holds for this path; when the content still has it, chunking is skipped. */
+  knownHash?: string;
+}
+
+export type FileOutcome =
+  | { status: 'indexed'; update: FileUpdate; skipReason?: 'binary' | 'minified' | 'secret' }
+  | { status: 'unchanged'; path: string; size: number; mtimeMs: number }
+  | { status: 'gone'; path: string }
+  | { status: 'unreadable'; path: string; detail: string };
+
+const decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false });
+
+/** Binary by content: a NUL byte, or mostly control characters, in the first 8 KiB. */
+export function looksBinary(buf: Uint8Array): boolean {
+  const n = Math.min(buf.length, 8192);
+  let control = 0;
+  for (let i = 0; i < n; i++) {
+    const b = buf[i]!;
+    if (b === 0) return true;
+    if (b < 7 || (b > 13 && b < 32 && b !== 27)) control++;
+  }
+  return n > 0 && control / n > 0.1;
+}
+
+/** Minified or generated on one line: long lines that no person wrote. */
+export function looksMinified(text: string): boolean {
+  if (text.length < 4096) return false;
+  let lines = 1;
+  let longest = 0;
+  let start = 0;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) {
+    longest = Math.max(longest, i - start);
+    start = i + 1;
+    lines++;
+  }
+  longest = Math.max(longest, text.length - start);
+  return longest > 2000 && text.length / lines > 300;
+}
+
+function skipped(task: FileTask, hash: string, language: string, reason: 'binary' | 'minified' | 'secret'): FileOutcome {
+  return {
+    status: 'indexed',
+    skipReason: reason,
+    update: {
+      file: { path: task.path, size: task.size, mtimeMs: task.mtimeMs, hash, language, method: 'skipped' },
+      chunks: [],
+      symbols: [],
+    },
+  };
+}
+
+/** Reads, classifies, chunks and tokenises one file. Runs in a worker thread or, as a fallback, in the caller's. */
+export async function processFile(root: string, task: FileTask, config: QuarryConfig): Promise<FileOutcome> {
+  let buf: Buffer;
+  try {
+    buf = readFileSync(join(root, task.path));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { status: 'gone', path: task.path };
+    return { status: 'unreadable', path: task.path, detail: code ?? String(err) };
+  }
+  // the file may have changed since the walk: describe what was read
+  const size = buf.length;
+  const hash = createHash('sha256').update(buf).digest('hex');
+  if (task.knownHash === hash) return { status: 'unchanged', path: task.path, size, mtimeMs: task.mtimeMs };
+  const t = { ...task, size };
+  const lang = detectLanguage(task.path);
+  if (looksBinary(buf)) return skipped(t, hash, lang.id, 'binary');
+  const text = decoder.decode(buf);
+  if (looksMinified(text)) return skipped(t, hash, lang.id, 'minified');
+  if (!config.includeSecrets && containsPrivateKey(text)) return skipped(t, hash, lang.id, 'secret');
+
+  const chunked = await chunkFile(text, lang.grammar, config.chunk);
+  const pathTokens = pathTokenText(task.path);
+  return {
+    status: 'indexed',
+    update: {
+      file: { path: task.path, size, mtimeMs: task.mtimeMs, hash, language: lang.id, method: chunked.method },
+      chunks: chunked.chunks.map((c, ordinal) => ({
+        ordinal,
+        startLine: c.startLine,
+        endLine: c.endLine,
+        symbol: c.symbol,
+        kind: c.kind,
+        container: c.container,
+        text: c.text,
+        tokens: {
+          path: pathTokens,
+          symbols: codeTokenText([...c.symbols, c.container ?? ''].join(' ')),
+          body: codeTokenText(c.text),
+        },
+      })),
+      symbols: chunked.symbols,
+    },
+  };
+}

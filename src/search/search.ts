@@ -1,0 +1,248 @@
+import { pushCodeTokens } from '../chunk/tokens.ts';
+import type { QuarryConfig } from '../config/config.ts';
+import { QuarryError } from '../errors.ts';
+import type { ChunkHit, SearchFilter, Store, StoredChunk } from '../store/types.ts';
+import { type AnalyzedQuery, analyzeQuery } from './query.ts';
+
+export type SearchMode = 'hybrid' | 'lexical' | 'dense';
+
+export interface SearchOptions {
+  /** Chunks returned. Default: config `search.top_k` (10). */
+  topK?: number;
+  /** Retrieval mode. Only 'lexical' exists until vectors do; 'hybrid' falls back to it. */
+  mode?: SearchMode;
+  filter?: SearchFilter;
+  /** Files returned in `files`. Default: max(topK, 10). */
+  topFiles?: number;
+}
+
+/** One result, as `quarry search --json` prints it (DESIGN.md, "Search output"). */
+export interface SearchResult {
+  path: string;
+  startLine: number;
+  endLine: number;
+  symbol: string | null;
+  kind: string | null;
+  score: number;
+  snippet: string;
+  /** Why it ranked: which signals contributed. */
+  signals: { lexical: number; fileHint: number; symbolHint: number };
+  chunkId: number;
+}
+
+export interface FileResult {
+  path: string;
+  score: number;
+}
+
+export interface SearchResponse {
+  query: string;
+  mode: SearchMode;
+  results: SearchResult[];
+  files: FileResult[];
+  /** Time spent, ms. */
+  tookMs: number;
+}
+
+/** How much a hint can lift a chunk, relative to the best lexical match (1.0). */
+const FILE_HINT_WEIGHT = 0.6;
+const SYMBOL_HINT_WEIGHT = 0.5;
+/** Lexical candidates fetched per result wanted. */
+const CANDIDATES_PER_RESULT = 20;
+const MIN_CANDIDATES = 200;
+/** A file ranks by its best chunk plus a little for each further matching chunk (evidence spread over a file). */
+const FILE_SPREAD_WEIGHT = 0.15;
+const FILE_SPREAD_CHUNKS = 4;
+
+interface Candidate {
+  hit: Omit<ChunkHit, 'score'>;
+  lexical: number;
+  fileHint: number;
+  symbolHint: number;
+}
+
+const total = (c: Candidate) => c.lexical + FILE_HINT_WEIGHT * c.fileHint + SYMBOL_HINT_WEIGHT * c.symbolHint;
+
+/** Hint strength per file from the names the query mentions, damped when a name matches many files. */
+async function fileHints(store: Store, q: AnalyzedQuery, filter?: SearchFilter): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const { query, strength } = q.fileNames;
+  if (!query.basenames.length && !query.stems.length && !query.fragments.length) return out;
+  const hits = await store.findFilesByName(query);
+  const perName = new Map<string, number>();
+  for (const h of hits) perName.set(`${h.match}:${h.name}`, (perName.get(`${h.match}:${h.name}`) ?? 0) + 1);
+  const excluded = new Set(filter?.excludePaths ?? []);
+  for (const h of hits) {
+    if (excluded.has(h.path)) continue;
+    const n = perName.get(`${h.match}:${h.name}`) ?? 1;
+    const s = (strength.get(h.name) ?? 0.3) / (1 + Math.log2(n));
+    out.set(h.path, Math.max(out.get(h.path) ?? 0, s));
+  }
+  return out;
+}
+
+/** Hint strength per chunk from identifiers in the query that a file defines, damped by how common they are. */
+async function symbolHints(
+  store: Store,
+  q: AnalyzedQuery,
+  filter?: SearchFilter,
+): Promise<Map<number, { strength: number; hit: Omit<ChunkHit, 'score'> }>> {
+  const out = new Map<number, { strength: number; hit: Omit<ChunkHit, 'score'> }>();
+  const names = [...q.identifiers.keys()];
+  if (!names.length) return out;
+  const counts = await store.countSymbolFiles(names);
+  // a name defined in very many files says little about which one is meant
+  const useful = names.filter((n) => (counts.get(n) ?? 0) > 0 && (counts.get(n) ?? 0) <= 50);
+  if (!useful.length) return out;
+  const syms = await store.findSymbols(useful, { limit: 500, ...(filter ? { filter } : {}) });
+  for (const s of syms) {
+    if (s.chunkId == null) continue;
+    const lower = s.name.toLowerCase();
+    const strength = (q.identifiers.get(lower) ?? 0) / (1 + Math.log2(counts.get(lower) ?? 1));
+    const prev = out.get(s.chunkId);
+    if (!prev || prev.strength < strength)
+      out.set(s.chunkId, {
+        strength,
+        hit: {
+          chunkId: s.chunkId,
+          path: s.path,
+          startLine: s.startLine,
+          endLine: s.endLine,
+          symbol: s.name,
+          kind: s.kind,
+        },
+      });
+  }
+  return out;
+}
+
+/** A few lines of the chunk around where the query's words are densest. */
+export function makeSnippet(text: string, terms: ReadonlySet<string>, maxLines = 4, maxChars = 320): string {
+  const lines = text.split('\n');
+  let best = 0;
+  let bestScore = -1;
+  for (let i = 0; i < lines.length; i++) {
+    const toks: string[] = [];
+    pushCodeTokens(lines[i]!, toks);
+    let s = 0;
+    for (const t of toks) if (terms.has(t)) s++;
+    if (s > bestScore) {
+      bestScore = s;
+      best = i;
+    }
+  }
+  if (bestScore <= 0) best = 0;
+  const start = Math.max(0, Math.min(best - 1, lines.length - maxLines));
+  let snippet = lines
+    .slice(start, start + maxLines)
+    .map((l) => l.replace(/\s+$/, ''))
+    .join('\n');
+  if (snippet.length > maxChars) snippet = snippet.slice(0, maxChars - 1) + '…';
+  return snippet;
+}
+
+/**
+ * The one search function every interface calls. Lexical BM25 over chunks (path, symbol and body fields), lifted by
+ * file-name hints (`registry.py`, `trie-router`, `src/server`) and symbol hints (an identifier the query names that a
+ * file defines), then files ranked by their best chunk.
+ */
+export async function search(
+  store: Store,
+  config: QuarryConfig,
+  rawQuery: string,
+  options: SearchOptions = {},
+): Promise<SearchResponse> {
+  const started = performance.now();
+  const query = rawQuery.trim();
+  if (!query) throw new QuarryError('BAD_INPUT', 'empty query: say what to look for, e.g. quarry search "parse config"');
+  const topK = Math.max(1, Math.floor(options.topK ?? config.search.topK));
+  const topFiles = Math.max(1, Math.floor(options.topFiles ?? Math.max(topK, 10)));
+  const mode: SearchMode = options.mode === 'dense' ? 'dense' : 'lexical';
+  if (mode === 'dense')
+    throw new QuarryError('BAD_INPUT', 'dense search needs vectors, which this index does not have: use --mode lexical');
+  const q = analyzeQuery(query);
+  const filter = options.filter;
+  const weights = config.search.weights;
+  const limit = Math.max(MIN_CANDIDATES, topK * CANDIDATES_PER_RESULT);
+
+  const [lexHits, fHints, sHints] = await Promise.all([
+    store.searchLexical({ terms: q.terms, limit, weights, ...(filter ? { filter } : {}) }),
+    fileHints(store, q, filter),
+    symbolHints(store, q, filter),
+  ]);
+  const maxLex = lexHits.reduce((m, h) => Math.max(m, h.score), 0) || 1;
+  const cands = new Map<number, Candidate>();
+  for (const h of lexHits)
+    cands.set(h.chunkId, { hit: h, lexical: h.score / maxLex, fileHint: fHints.get(h.path) ?? 0, symbolHint: 0 });
+
+  // hinted files that lexical search did not reach: take their best-matching chunks, or their first one
+  const seenFiles = new Set(lexHits.map((h) => h.path));
+  const missing = [...fHints.keys()].filter((p) => !seenFiles.has(p)).slice(0, 50);
+  if (missing.length) {
+    const extra = await store.searchLexical({
+      terms: q.terms,
+      limit: missing.length * 3,
+      weights,
+      filter: { ...filter, paths: missing },
+    });
+    for (const h of extra)
+      if (!cands.has(h.chunkId))
+        cands.set(h.chunkId, { hit: h, lexical: h.score / maxLex, fileHint: fHints.get(h.path) ?? 0, symbolHint: 0 });
+    const covered = new Set(extra.map((h) => h.path));
+    for (const p of missing) {
+      if (covered.has(p)) continue;
+      const first = (await store.getFileChunks(p))[0];
+      if (first) cands.set(first.chunkId, { hit: first, lexical: 0, fileHint: fHints.get(p) ?? 0, symbolHint: 0 });
+    }
+  }
+  for (const [chunkId, s] of sHints) {
+    const c = cands.get(chunkId);
+    if (c) c.symbolHint = Math.max(c.symbolHint, s.strength);
+    else {
+      const [chunk] = await store.getChunks([chunkId]);
+      if (chunk)
+        cands.set(chunkId, { hit: chunk, lexical: 0, fileHint: fHints.get(chunk.path) ?? 0, symbolHint: s.strength });
+    }
+  }
+
+  const ranked = [...cands.values()].sort((a, b) => total(b) - total(a) || a.hit.chunkId - b.hit.chunkId);
+
+  const perFile = new Map<string, number[]>();
+  for (const c of ranked) {
+    const list = perFile.get(c.hit.path);
+    if (list) list.push(total(c));
+    else perFile.set(c.hit.path, [total(c)]);
+  }
+  const files: FileResult[] = [...perFile.entries()]
+    .map(([path, scores]) => {
+      let score = scores[0]!;
+      for (let i = 1; i < Math.min(scores.length, FILE_SPREAD_CHUNKS + 1); i++)
+        score += (FILE_SPREAD_WEIGHT * scores[i]!) / i;
+      return { path, score: round(score) };
+    })
+    .sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1))
+    .slice(0, topFiles);
+
+  const top = ranked.slice(0, topK);
+  const texts = new Map((await store.getChunks(top.map((c) => c.hit.chunkId))).map((c) => [c.chunkId, c]));
+  const termSet = new Set(q.terms);
+  const results: SearchResult[] = top.map((c) => {
+    const stored = texts.get(c.hit.chunkId) as StoredChunk | undefined;
+    return {
+      path: c.hit.path,
+      startLine: stored?.startLine ?? c.hit.startLine,
+      endLine: stored?.endLine ?? c.hit.endLine,
+      symbol: stored?.symbol ?? c.hit.symbol,
+      kind: stored?.kind ?? c.hit.kind,
+      score: round(total(c)),
+      snippet: stored ? makeSnippet(stored.text, termSet) : '',
+      signals: { lexical: round(c.lexical), fileHint: round(c.fileHint), symbolHint: round(c.symbolHint) },
+      chunkId: c.hit.chunkId,
+    };
+  });
+  return { query, mode, results, files, tookMs: performance.now() - started };
+}
+
+function round(n: number): number {
+  return Math.round(n * 10000) / 10000;
+}

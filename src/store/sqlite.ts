@@ -1,0 +1,503 @@
+import { mkdirSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { QuarryError } from '../errors.ts';
+import type {
+  ChunkHit,
+  FileNameHit,
+  FileNameQuery,
+  FileRecord,
+  FileUpdate,
+  LexicalQuery,
+  SearchFilter,
+  Store,
+  StoreStats,
+  StoredChunk,
+  SymbolHit,
+} from './types.ts';
+
+/** Bump with a new entry in MIGRATIONS; never edit an old one. */
+const MIGRATIONS: Array<(db: Database.Database) => void> = [
+  (db) => {
+    db.exec(`
+      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE files (
+        id INTEGER PRIMARY KEY,
+        path TEXT NOT NULL UNIQUE,
+        basename TEXT NOT NULL,
+        stem TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ms REAL NOT NULL,
+        hash TEXT NOT NULL,
+        language TEXT NOT NULL,
+        method TEXT NOT NULL,
+        indexed_at INTEGER NOT NULL
+      );
+      CREATE INDEX files_basename ON files (basename);
+      CREATE INDEX files_stem ON files (stem);
+      CREATE TABLE chunks (
+        id INTEGER PRIMARY KEY,
+        file_id INTEGER NOT NULL REFERENCES files (id) ON DELETE CASCADE,
+        ordinal INTEGER NOT NULL,
+        start_line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        symbol TEXT,
+        kind TEXT,
+        container TEXT,
+        text TEXT NOT NULL
+      );
+      CREATE INDEX chunks_file ON chunks (file_id, ordinal);
+      CREATE TABLE symbols (
+        id INTEGER PRIMARY KEY,
+        file_id INTEGER NOT NULL REFERENCES files (id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        name_lc TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        start_line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        container TEXT
+      );
+      CREATE INDEX symbols_name ON symbols (name_lc);
+      CREATE INDEX symbols_file ON symbols (file_id);
+      -- Contentless: the text lives in chunks; FTS5 keeps only the code-aware token streams.
+      CREATE VIRTUAL TABLE chunks_fts USING fts5 (
+        path, symbols, body,
+        content = '', contentless_delete = 1,
+        tokenize = "unicode61 remove_diacritics 0 tokenchars '_$'"
+      );
+    `);
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export interface SqliteStoreOptions {
+  /** Open without writing anything (no migration); fails if the database does not exist. */
+  readonly?: boolean;
+}
+
+function fileNameParts(path: string): { basename: string; stem: string } {
+  const basename = path.slice(path.lastIndexOf('/') + 1).toLowerCase();
+  const dot = basename.indexOf('.', 1);
+  return { basename, stem: dot > 0 ? basename.slice(0, dot) : basename };
+}
+
+function ftsQuote(term: string): string {
+  return `"${term.replace(/"/g, '""')}"`;
+}
+
+type Row = Record<string, unknown>;
+
+function toChunk(r: Row): StoredChunk {
+  return {
+    chunkId: r.id as number,
+    path: r.path as string,
+    ordinal: r.ordinal as number,
+    startLine: r.start_line as number,
+    endLine: r.end_line as number,
+    symbol: (r.symbol as string | null) ?? null,
+    kind: (r.kind as StoredChunk['kind']) ?? null,
+    container: (r.container as string | null) ?? null,
+    text: r.text as string,
+  };
+}
+
+function toFile(r: Row): FileRecord {
+  return {
+    path: r.path as string,
+    size: r.size as number,
+    mtimeMs: r.mtime_ms as number,
+    hash: r.hash as string,
+    language: r.language as string,
+    method: r.method as FileRecord['method'],
+  };
+}
+
+/** SQL and parameters restricting `files f` to a filter. */
+function filterSql(filter: SearchFilter | undefined): { sql: string; params: unknown[] } {
+  if (!filter) return { sql: '', params: [] };
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  if (filter.paths) {
+    parts.push(`f.path IN (SELECT value FROM json_each(?))`);
+    params.push(JSON.stringify(filter.paths));
+  }
+  if (filter.excludePaths?.length) {
+    parts.push(`f.path NOT IN (SELECT value FROM json_each(?))`);
+    params.push(JSON.stringify(filter.excludePaths));
+  }
+  if (filter.languages?.length) {
+    parts.push(`f.language IN (SELECT value FROM json_each(?))`);
+    params.push(JSON.stringify(filter.languages));
+  }
+  if (filter.pathPrefixes?.length) {
+    parts.push(`(${filter.pathPrefixes.map(() => `substr(f.path, 1, ?) = ?`).join(' OR ')})`);
+    for (const p of filter.pathPrefixes) params.push(p.length, p);
+  }
+  return { sql: parts.length ? ` AND ${parts.join(' AND ')}` : '', params };
+}
+
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite';
+  readonly location: string;
+  private readonly db: Database.Database;
+  private readonly stmts: ReturnType<SqliteStore['prepare']>;
+
+  constructor(path: string, options: SqliteStoreOptions = {}) {
+    this.location = path;
+    if (!options.readonly) mkdirSync(dirname(path), { recursive: true });
+    try {
+      this.db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+    } catch (err) {
+      throw new QuarryError('IO', `cannot open index ${path}: ${(err as Error).message}`, { cause: err });
+    }
+    this.db.pragma('busy_timeout = 10000');
+    if (!options.readonly) {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = NORMAL');
+      this.db.pragma('foreign_keys = ON');
+      this.migrate();
+    } else {
+      const version = this.schemaVersion();
+      if (version !== SCHEMA_VERSION)
+        throw new QuarryError(
+          version > SCHEMA_VERSION ? 'SCHEMA_TOO_NEW' : 'NO_INDEX',
+          version > SCHEMA_VERSION
+            ? `index ${path} was written by a newer quarry (schema ${version}): upgrade quarry or delete .quarry/`
+            : `index ${path} uses an older schema: run \`quarry index\` to upgrade it`,
+        );
+    }
+    this.db.pragma('cache_size = -32000');
+    this.stmts = this.prepare();
+  }
+
+  private schemaVersion(): number {
+    const hasMeta = this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'`).get();
+    if (!hasMeta) return 0;
+    const row = this.db.prepare(`SELECT value FROM meta WHERE key = 'schema_version'`).get() as Row | undefined;
+    return row ? Number(row.value) : 0;
+  }
+
+  private migrate(): void {
+    const run = this.db.transaction(() => {
+      const version = this.schemaVersion();
+      if (version > SCHEMA_VERSION)
+        throw new QuarryError(
+          'SCHEMA_TOO_NEW',
+          `index ${this.location} was written by a newer quarry (schema ${version}): upgrade quarry or delete .quarry/`,
+        );
+      for (let v = version; v < SCHEMA_VERSION; v++) MIGRATIONS[v]!(this.db);
+      if (version !== SCHEMA_VERSION)
+        this.db
+          .prepare(`INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)`)
+          .run(String(SCHEMA_VERSION));
+    });
+    run.immediate();
+  }
+
+  private prepare() {
+    const db = this.db;
+    return {
+      getMeta: db.prepare(`SELECT value FROM meta WHERE key = ?`).pluck(),
+      setMeta: db.prepare(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)`),
+      listFiles: db.prepare(`SELECT * FROM files ORDER BY path`),
+      getFile: db.prepare(`SELECT * FROM files WHERE path = ?`),
+      fileId: db.prepare(`SELECT id FROM files WHERE path = ?`).pluck(),
+      deleteFts: db.prepare(`DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)`),
+      deleteChunks: db.prepare(`DELETE FROM chunks WHERE file_id = ?`),
+      deleteSymbols: db.prepare(`DELETE FROM symbols WHERE file_id = ?`),
+      deleteFile: db.prepare(`DELETE FROM files WHERE id = ?`),
+      insertFile: db.prepare(
+        `INSERT INTO files (path, basename, stem, size, mtime_ms, hash, language, method, indexed_at)
+         VALUES (@path, @basename, @stem, @size, @mtimeMs, @hash, @language, @method, @indexedAt)`,
+      ),
+      updateFile: db.prepare(
+        `UPDATE files SET size = @size, mtime_ms = @mtimeMs, hash = @hash, language = @language,
+         method = @method, indexed_at = @indexedAt WHERE id = @id`,
+      ),
+      touchFile: db.prepare(`UPDATE files SET size = ?, mtime_ms = ? WHERE path = ?`),
+      insertChunk: db.prepare(
+        `INSERT INTO chunks (file_id, ordinal, start_line, end_line, symbol, kind, container, text)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      insertFts: db.prepare(`INSERT INTO chunks_fts (rowid, path, symbols, body) VALUES (?, ?, ?, ?)`),
+      insertSymbol: db.prepare(
+        `INSERT INTO symbols (file_id, name, name_lc, kind, start_line, end_line, container)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      fileChunks: db.prepare(
+        `SELECT c.*, f.path FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? ORDER BY c.ordinal`,
+      ),
+      fileSymbols: db.prepare(
+        `SELECT s.*, f.path,
+           (SELECT c.id FROM chunks c WHERE c.file_id = s.file_id AND c.start_line <= s.start_line
+              ORDER BY c.start_line DESC LIMIT 1) AS chunk_id
+         FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ? ORDER BY s.start_line`,
+      ),
+    };
+  }
+
+  async getMeta(key: string): Promise<string | undefined> {
+    return this.stmts.getMeta.get(key) as string | undefined;
+  }
+
+  async setMeta(key: string, value: string): Promise<void> {
+    this.stmts.setMeta.run(key, value);
+  }
+
+  async listFiles(): Promise<FileRecord[]> {
+    return (this.stmts.listFiles.all() as Row[]).map(toFile);
+  }
+
+  async getFile(path: string): Promise<FileRecord | undefined> {
+    const r = this.stmts.getFile.get(path) as Row | undefined;
+    return r ? toFile(r) : undefined;
+  }
+
+  private removeRows(id: number): void {
+    this.stmts.deleteFts.run(id);
+    this.stmts.deleteChunks.run(id);
+    this.stmts.deleteSymbols.run(id);
+  }
+
+  private readonly replaceTx = (updates: FileUpdate[]): void => {
+    const s = this.stmts;
+    const now = Date.now();
+    for (const { file, chunks, symbols } of updates) {
+      const existing = s.fileId.get(file.path) as number | undefined;
+      const row = { ...file, ...fileNameParts(file.path), indexedAt: now };
+      let id: number;
+      if (existing !== undefined) {
+        this.removeRows(existing);
+        s.updateFile.run({ ...row, id: existing });
+        id = existing;
+      } else {
+        id = Number(s.insertFile.run(row).lastInsertRowid);
+      }
+      for (const c of chunks) {
+        const chunkId = s.insertChunk.run(
+          id,
+          c.ordinal,
+          c.startLine,
+          c.endLine,
+          c.symbol,
+          c.kind,
+          c.container,
+          c.text,
+        ).lastInsertRowid;
+        s.insertFts.run(chunkId, c.tokens.path, c.tokens.symbols, c.tokens.body);
+      }
+      for (const sym of symbols)
+        s.insertSymbol.run(
+          id,
+          sym.name,
+          sym.name.toLowerCase(),
+          sym.kind,
+          sym.startLine,
+          sym.endLine,
+          sym.container,
+        );
+    }
+  };
+
+  async replaceFiles(updates: FileUpdate[]): Promise<void> {
+    if (updates.length) this.db.transaction(this.replaceTx).immediate(updates);
+  }
+
+  async touchFiles(files: Array<Pick<FileRecord, 'path' | 'size' | 'mtimeMs'>>): Promise<void> {
+    if (!files.length) return;
+    this.db
+      .transaction(() => {
+        for (const f of files) this.stmts.touchFile.run(f.size, f.mtimeMs, f.path);
+      })
+      .immediate();
+  }
+
+  async deleteFiles(paths: string[]): Promise<void> {
+    if (!paths.length) return;
+    this.db
+      .transaction(() => {
+        for (const p of paths) {
+          const id = this.stmts.fileId.get(p) as number | undefined;
+          if (id === undefined) continue;
+          this.removeRows(id);
+          this.stmts.deleteFile.run(id);
+        }
+      })
+      .immediate();
+  }
+
+  async searchLexical(q: LexicalQuery): Promise<ChunkHit[]> {
+    const terms = [...new Set(q.terms)].filter((t) => t.length > 0);
+    if (!terms.length || q.limit <= 0) return [];
+    const match = terms.map(ftsQuote).join(' OR ');
+    const { sql: where, params } = filterSql(q.filter);
+    const w = q.weights;
+    const rank = `bm25(${Number(w.path)}, ${Number(w.symbol)}, ${Number(w.body)})`;
+    // Without a filter, let FTS5 order and cut the list itself; with one, join first so the cut is after filtering.
+    const sql = where
+      ? `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, -fts.rank AS score
+         FROM chunks_fts fts JOIN chunks c ON c.id = fts.rowid JOIN files f ON f.id = c.file_id
+         WHERE chunks_fts MATCH ? AND fts.rank MATCH ? ${where}
+         ORDER BY fts.rank LIMIT ?`
+      : `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, -m.rank AS score
+         FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ?
+               ORDER BY rank LIMIT ?) m
+         JOIN chunks c ON c.id = m.rowid JOIN files f ON f.id = c.file_id ORDER BY m.rank`;
+    const args = where ? [match, rank, ...params, q.limit] : [match, rank, q.limit];
+    const rows = this.db.prepare(sql).all(...args) as Row[];
+    return rows.map((r) => ({
+      chunkId: r.id as number,
+      path: r.path as string,
+      startLine: r.start_line as number,
+      endLine: r.end_line as number,
+      symbol: (r.symbol as string | null) ?? null,
+      kind: (r.kind as ChunkHit['kind']) ?? null,
+      score: r.score as number,
+    }));
+  }
+
+  async findFilesByName(q: FileNameQuery): Promise<FileNameHit[]> {
+    const hits: FileNameHit[] = [];
+    if (q.basenames.length) {
+      const rows = this.db
+        .prepare(`SELECT path, basename FROM files WHERE basename IN (SELECT value FROM json_each(?))`)
+        .all(JSON.stringify(q.basenames)) as Row[];
+      for (const r of rows) hits.push({ path: r.path as string, match: 'basename', name: r.basename as string });
+    }
+    if (q.stems.length) {
+      const rows = this.db
+        .prepare(`SELECT path, stem FROM files WHERE stem IN (SELECT value FROM json_each(?))`)
+        .all(JSON.stringify(q.stems)) as Row[];
+      for (const r of rows) hits.push({ path: r.path as string, match: 'stem', name: r.stem as string });
+    }
+    for (const frag of q.fragments) {
+      // a fragment matches whole path segments: `src/server` matches `src/server.ts` and `x/src/server/a.go`
+      const needle = `/${frag}`;
+      const rows = this.db
+        .prepare(`SELECT path FROM files WHERE instr('/' || lower(path), ?) > 0 LIMIT 5000`)
+        .all(needle) as Row[];
+      for (const r of rows) {
+        const lp = `/${(r.path as string).toLowerCase()}`;
+        for (let i = lp.indexOf(needle); i >= 0; i = lp.indexOf(needle, i + 1)) {
+          const next = lp[i + needle.length];
+          if (next === undefined || next === '/' || next === '.') {
+            hits.push({ path: r.path as string, match: 'fragment', name: frag });
+            break;
+          }
+        }
+      }
+    }
+    return hits;
+  }
+
+  async findSymbols(names: string[], options: { limit?: number; filter?: SearchFilter } = {}): Promise<SymbolHit[]> {
+    if (!names.length) return [];
+    const { sql: where, params } = filterSql(options.filter);
+    const rows = this.db
+      .prepare(
+        `SELECT s.*, f.path,
+           (SELECT c.id FROM chunks c WHERE c.file_id = s.file_id AND c.start_line <= s.start_line
+              ORDER BY c.start_line DESC LIMIT 1) AS chunk_id
+         FROM symbols s JOIN files f ON f.id = s.file_id
+         WHERE s.name_lc IN (SELECT value FROM json_each(?)) ${where}
+         ORDER BY f.path, s.start_line LIMIT ?`,
+      )
+      .all(JSON.stringify(names.map((n) => n.toLowerCase())), ...params, options.limit ?? 200) as Row[];
+    return rows.map(toSymbol);
+  }
+
+  async countSymbolFiles(names: string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    if (!names.length) return out;
+    const rows = this.db
+      .prepare(
+        `SELECT name_lc, COUNT(DISTINCT file_id) AS n FROM symbols
+         WHERE name_lc IN (SELECT value FROM json_each(?)) GROUP BY name_lc`,
+      )
+      .all(JSON.stringify(names.map((n) => n.toLowerCase()))) as Row[];
+    for (const r of rows) out.set(r.name_lc as string, r.n as number);
+    return out;
+  }
+
+  async getChunks(ids: number[]): Promise<StoredChunk[]> {
+    if (!ids.length) return [];
+    const rows = this.db
+      .prepare(
+        `SELECT c.*, f.path FROM chunks c JOIN files f ON f.id = c.file_id
+         WHERE c.id IN (SELECT value FROM json_each(?))`,
+      )
+      .all(JSON.stringify(ids)) as Row[];
+    const byId = new Map(rows.map((r) => [r.id as number, toChunk(r)]));
+    return ids.flatMap((id) => {
+      const c = byId.get(id);
+      return c ? [c] : [];
+    });
+  }
+
+  async getFileChunks(path: string): Promise<StoredChunk[]> {
+    return (this.stmts.fileChunks.all(path) as Row[]).map(toChunk);
+  }
+
+  async listSymbols(path: string): Promise<SymbolHit[]> {
+    return (this.stmts.fileSymbols.all(path) as Row[]).map(toSymbol);
+  }
+
+  async stats(): Promise<StoreStats> {
+    const count = (sql: string) => this.db.prepare(sql).pluck().get() as number;
+    const languages: Record<string, number> = {};
+    for (const r of this.db
+      .prepare(`SELECT language, COUNT(*) AS n FROM files GROUP BY language ORDER BY n DESC`)
+      .all() as Row[])
+      languages[r.language as string] = r.n as number;
+    let bytes = 0;
+    for (const suffix of ['', '-wal']) {
+      try {
+        bytes += statSync(this.location + suffix).size;
+      } catch {
+        // no write-ahead log right now
+      }
+    }
+    return {
+      files: count(`SELECT COUNT(*) FROM files`),
+      chunks: count(`SELECT COUNT(*) FROM chunks`),
+      symbols: count(`SELECT COUNT(*) FROM symbols`),
+      languages,
+      bytes,
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) {
+      if (!this.db.readonly) {
+        try {
+          this.db.pragma('optimize');
+        } catch {
+          // best effort
+        }
+      }
+      this.db.close();
+    }
+  }
+
+  /** Runs `fn` in one write transaction (used by the indexer to commit progress markers with data). */
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+}
+
+function toSymbol(r: Row): SymbolHit {
+  return {
+    name: r.name as string,
+    kind: r.kind as SymbolHit['kind'],
+    path: r.path as string,
+    startLine: r.start_line as number,
+    endLine: r.end_line as number,
+    container: (r.container as string | null) ?? null,
+    chunkId: (r.chunk_id as number | null) ?? null,
+  };
+}
+
+export function openSqliteStore(path: string, options?: SqliteStoreOptions): SqliteStore {
+  return new SqliteStore(path, options);
+}

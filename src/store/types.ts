@@ -1,0 +1,156 @@
+import type { SymbolKind } from '../chunk/specs.ts';
+
+/** A file as the index knows it. */
+export interface FileRecord {
+  /** Repository-relative POSIX path. */
+  path: string;
+  size: number;
+  mtimeMs: number;
+  /** sha256 of the content, hex. */
+  hash: string;
+  language: string;
+  /** How the file was chunked: 'tree-sitter', 'lines', or 'skipped' (binary, minified, secret by content). */
+  method: 'tree-sitter' | 'lines' | 'skipped';
+}
+
+/** A chunk ready to be stored, with its search fields already turned into code-aware tokens. */
+export interface ChunkInput {
+  ordinal: number;
+  startLine: number;
+  endLine: number;
+  symbol: string | null;
+  kind: SymbolKind | null;
+  container: string | null;
+  text: string;
+  /** Token streams (see chunk/tokens.ts) for the lexical index. */
+  tokens: { path: string; symbols: string; body: string };
+}
+
+export interface SymbolInput {
+  name: string;
+  kind: SymbolKind;
+  startLine: number;
+  endLine: number;
+  container: string | null;
+}
+
+/** Everything about one file that changes together, in one transaction. */
+export interface FileUpdate {
+  file: FileRecord;
+  chunks: ChunkInput[];
+  symbols: SymbolInput[];
+}
+
+export interface SearchFilter {
+  /** Only these files. */
+  paths?: string[];
+  /** Only files under one of these path prefixes (`src/`, `lib/server`). */
+  pathPrefixes?: string[];
+  /** Only these languages (`typescript`, `python`, …). */
+  languages?: string[];
+  /** Never these files. */
+  excludePaths?: string[];
+}
+
+export interface FieldWeightsInput {
+  path: number;
+  symbol: number;
+  body: number;
+}
+
+export interface LexicalQuery {
+  /** Code-aware query tokens; any may match (OR), BM25 ranks. */
+  terms: string[];
+  limit: number;
+  weights: FieldWeightsInput;
+  filter?: SearchFilter;
+}
+
+/** A chunk that matched, without its text (fetch text for the few results shown with `getChunks`). */
+export interface ChunkHit {
+  chunkId: number;
+  path: string;
+  startLine: number;
+  endLine: number;
+  symbol: string | null;
+  kind: SymbolKind | null;
+  /** Higher is better; comparable only within one result list. */
+  score: number;
+}
+
+export interface StoredChunk extends Omit<ChunkHit, 'score'> {
+  ordinal: number;
+  container: string | null;
+  text: string;
+}
+
+export interface SymbolHit {
+  name: string;
+  kind: SymbolKind;
+  path: string;
+  startLine: number;
+  endLine: number;
+  container: string | null;
+  /** The chunk that holds the definition's first line. */
+  chunkId: number | null;
+}
+
+export interface FileNameQuery {
+  /** Lower-case basenames with extension (`registry.py`). */
+  basenames: string[];
+  /** Lower-case stems (`trie-router`, `registry`). */
+  stems: string[];
+  /** Lower-case path fragments with a slash (`src/server`). */
+  fragments: string[];
+}
+
+export interface FileNameHit {
+  path: string;
+  /** Which kind of name matched. */
+  match: 'basename' | 'stem' | 'fragment';
+  /** The query name that matched. */
+  name: string;
+}
+
+export interface StoreStats {
+  files: number;
+  chunks: number;
+  symbols: number;
+  languages: Record<string, number>;
+  /** Bytes on disk (database and its write-ahead log), when the store knows. */
+  bytes?: number;
+}
+
+/**
+ * The storage seam. The embedded default is SQLite (`store/sqlite.ts`); PostgreSQL and Chroma implement the same
+ * contract and pass the same suite (`test/store-contract.ts`). Every method is async so that network stores fit.
+ */
+export interface Store {
+  readonly kind: string;
+  /** Where the store lives, for messages (`/repo/.quarry/index.db`). */
+  readonly location: string;
+
+  getMeta(key: string): Promise<string | undefined>;
+  setMeta(key: string, value: string): Promise<void>;
+
+  listFiles(): Promise<FileRecord[]>;
+  getFile(path: string): Promise<FileRecord | undefined>;
+  /** Replaces each file's record, chunks and symbols; each file changes atomically (the batch may share one). */
+  replaceFiles(updates: FileUpdate[]): Promise<void>;
+  /** Records a new size and mtime for files whose content hash did not change. */
+  touchFiles(files: Array<Pick<FileRecord, 'path' | 'size' | 'mtimeMs'>>): Promise<void>;
+  deleteFiles(paths: string[]): Promise<void>;
+
+  searchLexical(query: LexicalQuery): Promise<ChunkHit[]>;
+  findFilesByName(query: FileNameQuery): Promise<FileNameHit[]>;
+  /** Definitions whose name equals one of `names`, compared without case. */
+  findSymbols(names: string[], options?: { limit?: number; filter?: SearchFilter }): Promise<SymbolHit[]>;
+  /** How many files define each name (lower-cased), to weigh symbol hints by rarity. */
+  countSymbolFiles(names: string[]): Promise<Map<string, number>>;
+  getChunks(ids: number[]): Promise<StoredChunk[]>;
+  getFileChunks(path: string): Promise<StoredChunk[]>;
+  listSymbols(path: string): Promise<SymbolHit[]>;
+
+  stats(): Promise<StoreStats>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,180 @@
+/**
+ * Ignores that apply before any `.gitignore`: version-control folders, dependencies, build outputs, vendored code,
+ * lock files, minified bundles, media, archives and compiled binaries. A `.quarryignore` can re-include any of
+ * them with a negation (`!vendor/`).
+ */
+export const DEFAULT_IGNORES: readonly string[] = [
+  // version control and quarry itself
+  '.git/',
+  '.hg/',
+  '.svn/',
+  '.bzr/',
+  '.jj/',
+  '_darcs/',
+  '.quarry/',
+  // dependencies and vendored code
+  'node_modules/',
+  'bower_components/',
+  'jspm_packages/',
+  'vendor/',
+  'third_party/',
+  '.venv/',
+  'venv/',
+  'site-packages/',
+  'Pods/',
+  // build outputs and caches
+  'dist/',
+  'build/',
+  'out/',
+  'target/',
+  'obj/',
+  '.next/',
+  '.nuxt/',
+  '.svelte-kit/',
+  '.turbo/',
+  '.parcel-cache/',
+  '.cache/',
+  'coverage/',
+  '.nyc_output/',
+  '__pycache__/',
+  '.pytest_cache/',
+  '.mypy_cache/',
+  '.ruff_cache/',
+  '.tox/',
+  '.gradle/',
+  '.idea/',
+  '.eggs/',
+  '*.egg-info/',
+  // lock files
+  '*.lock',
+  'package-lock.json',
+  'npm-shrinkwrap.json',
+  'pnpm-lock.yaml',
+  'go.sum',
+  'bun.lockb',
+  // minified and generated bundles
+  '*.min.js',
+  '*.min.css',
+  '*.min.mjs',
+  '*.map',
+  '*.bundle.js',
+  '*.chunk.js',
+  // media
+  '*.png',
+  '*.jpg',
+  '*.jpeg',
+  '*.gif',
+  '*.bmp',
+  '*.ico',
+  '*.icns',
+  '*.webp',
+  '*.avif',
+  '*.tif',
+  '*.tiff',
+  '*.psd',
+  '*.svg',
+  '*.pdf',
+  '*.mp3',
+  '*.mp4',
+  '*.m4a',
+  '*.mov',
+  '*.avi',
+  '*.mkv',
+  '*.webm',
+  '*.wav',
+  '*.ogg',
+  '*.flac',
+  '*.woff',
+  '*.woff2',
+  '*.ttf',
+  '*.otf',
+  '*.eot',
+  // archives
+  '*.zip',
+  '*.tar',
+  '*.gz',
+  '*.tgz',
+  '*.bz2',
+  '*.xz',
+  '*.zst',
+  '*.7z',
+  '*.rar',
+  '*.jar',
+  '*.war',
+  '*.whl',
+  '*.egg',
+  '*.deb',
+  '*.rpm',
+  '*.dmg',
+  '*.iso',
+  // compiled and binary data
+  '*.exe',
+  '*.dll',
+  '*.so',
+  '*.dylib',
+  '*.o',
+  '*.obj',
+  '*.a',
+  '*.lib',
+  '*.class',
+  '*.pyc',
+  '*.pyo',
+  '*.wasm',
+  '*.node',
+  '*.bin',
+  '*.db',
+  '*.sqlite',
+  '*.sqlite3',
+  '*.parquet',
+  '*.npy',
+  '*.npz',
+  '*.pkl',
+  '*.onnx',
+  '*.pt',
+  '*.safetensors',
+];
+
+/** File names that look like secrets. Never indexed unless the user opts in (`include_secrets`). */
+const SECRET_NAMES = new Set([
+  '.netrc',
+  '_netrc',
+  '.pgpass',
+  '.npmrc',
+  '.pypirc',
+  '.git-credentials',
+  '.htpasswd',
+  '.dockercfg',
+  'credentials',
+  'credentials.json',
+  'credentials.yml',
+  'credentials.yaml',
+  'credentials.xml',
+  'secrets.json',
+  'secrets.yml',
+  'secrets.yaml',
+  'secrets.toml',
+  'id_rsa',
+  'id_dsa',
+  'id_ecdsa',
+  'id_ed25519',
+]);
+const SECRET_EXTENSIONS = /\.(pem|key|p12|pfx|jks|keystore|ppk|kdbx|asc|gpg|p8|der|crt)$/i;
+const SAFE_ENV_SUFFIX = /\.(example|sample|template|dist|defaults)$/i;
+
+/** True when a file name looks like it holds secrets. */
+export function looksLikeSecretName(basename: string): boolean {
+  const lower = basename.toLowerCase();
+  if (lower === '.env' || lower.startsWith('.env.') || lower.endsWith('.env'))
+    return !SAFE_ENV_SUFFIX.test(lower);
+  if (SECRET_NAMES.has(lower)) return true;
+  if (/^id_(rsa|dsa|ecdsa|ed25519)(?!\.pub$)/.test(lower)) return true;
+  if (/^service[-_]?account.*\.json$/.test(lower)) return true;
+  return SECRET_EXTENSIONS.test(lower);
+}
+
+const PRIVATE_KEY = /-----BEGIN (?:[A-Z]+ )*PRIVATE KEY(?: BLOCK)?-----/;
+
+/** True when text contains a private key block (checked on content, whatever the file's name). */
+export function containsPrivateKey(text: string): boolean {
+  return PRIVATE_KEY.test(text);
+}

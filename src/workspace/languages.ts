@@ -1,0 +1,76 @@
+/** Language detection by file name. `grammar` names a tree-sitter-wasms grammar when quarry can parse it. */
+export interface LanguageInfo {
+  id: string;
+  grammar?: string;
+}
+
+const BY_EXTENSION: Record<string, LanguageInfo> = {};
+function add(id: string, grammar: string | undefined, exts: string[]): void {
+  for (const e of exts) BY_EXTENSION[e] = grammar ? { id, grammar } : { id };
+}
+
+add('typescript', 'typescript', ['.ts', '.mts', '.cts']);
+add('tsx', 'tsx', ['.tsx']);
+add('javascript', 'javascript', ['.js', '.mjs', '.cjs', '.jsx']);
+add('python', 'python', ['.py', '.pyi', '.pyw']);
+add('go', 'go', ['.go']);
+add('rust', 'rust', ['.rs']);
+add('java', 'java', ['.java']);
+add('c', 'c', ['.c', '.h']);
+add('cpp', 'cpp', ['.cc', '.cpp', '.cxx', '.c++', '.hh', '.hpp', '.hxx', '.h++', '.ipp', '.inl']);
+add('csharp', 'c_sharp', ['.cs']);
+add('ruby', 'ruby', ['.rb', '.rake', '.gemspec']);
+add('php', 'php', ['.php', '.phtml']);
+add('kotlin', 'kotlin', ['.kt', '.kts']);
+add('swift', 'swift', ['.swift']);
+add('scala', 'scala', ['.scala', '.sc']);
+add('bash', 'bash', ['.sh', '.bash', '.zsh']);
+add('lua', 'lua', ['.lua']);
+add('dart', 'dart', ['.dart']);
+add('elixir', 'elixir', ['.ex', '.exs']);
+add('zig', 'zig', ['.zig']);
+add('ocaml', 'ocaml', ['.ml', '.mli']);
+add('solidity', 'solidity', ['.sol']);
+add('objc', 'objc', ['.m', '.mm']);
+add('elm', 'elm', ['.elm']);
+add('vue', undefined, ['.vue']);
+add('svelte', undefined, ['.svelte']);
+add('html', undefined, ['.html', '.htm']);
+add('css', undefined, ['.css', '.scss', '.sass', '.less']);
+add('json', undefined, ['.json', '.jsonc', '.json5']);
+add('yaml', undefined, ['.yaml', '.yml']);
+add('toml', undefined, ['.toml']);
+add('markdown', undefined, ['.md', '.mdx', '.markdown', '.rst', '.adoc']);
+add('sql', undefined, ['.sql']);
+add('proto', undefined, ['.proto']);
+add('graphql', undefined, ['.graphql', '.gql']);
+add('haskell', undefined, ['.hs']);
+add('r', undefined, ['.r']);
+add('perl', undefined, ['.pl', '.pm']);
+add('text', undefined, ['.txt']);
+
+const BY_NAME: Record<string, LanguageInfo> = {
+  makefile: { id: 'make' },
+  dockerfile: { id: 'dockerfile' },
+  gemfile: { id: 'ruby', grammar: 'ruby' },
+  rakefile: { id: 'ruby', grammar: 'ruby' },
+  'cmakelists.txt': { id: 'cmake' },
+};
+
+/** The language of `path` (by extension, or whole file name); `text` for anything else that is text. */
+export function detectLanguage(path: string): LanguageInfo {
+  const base = path.slice(path.lastIndexOf('/') + 1).toLowerCase();
+  const named = BY_NAME[base];
+  if (named) return named;
+  const dot = base.lastIndexOf('.');
+  if (dot > 0) {
+    const byExt = BY_EXTENSION[base.slice(dot)];
+    if (byExt) return byExt;
+  }
+  return { id: 'text' };
+}
+
+/** Languages whose chunks come from tree-sitter definitions. */
+export function parsedLanguages(): string[] {
+  return [...new Set(Object.values(BY_EXTENSION).flatMap((l) => (l.grammar ? [l.id] : [])))];
+}

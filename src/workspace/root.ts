@@ -1,0 +1,32 @@
+import { existsSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+
+export const QUARRY_DIR = '.quarry';
+
+/** Paths of a project's index files. */
+export function indexPaths(root: string) {
+  const dir = join(root, QUARRY_DIR);
+  return { dir, db: join(dir, 'index.db'), lock: join(dir, 'index.lock') };
+}
+
+/**
+ * The project that `start` belongs to: the nearest folder, walking up, that holds `.quarry/` or `.git`.
+ * Undefined when there is none.
+ */
+export function findProjectRoot(start: string): string | undefined {
+  let dir = resolve(start);
+  for (;;) {
+    if (existsSync(join(dir, QUARRY_DIR, 'index.db')) || existsSync(join(dir, '.git'))) return dir;
+    const parent = dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
+
+export function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}

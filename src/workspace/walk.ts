@@ -1,0 +1,138 @@
+import { type Dirent, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import ignore, { type Ignore } from 'ignore';
+import type { QuarryConfig } from '../config/config.ts';
+import { DEFAULT_IGNORES, looksLikeSecretName } from './ignore-rules.ts';
+
+export interface WalkEntry {
+  /** Repository-relative POSIX path. */
+  path: string;
+  size: number;
+  mtimeMs: number;
+}
+
+export type SkipReason = 'too-large' | 'secret' | 'symlink' | 'special' | 'unreadable';
+
+export interface WalkSkip {
+  path: string;
+  reason: SkipReason;
+  detail?: string;
+}
+
+export interface WalkResult {
+  /** Files to index, sorted by path. */
+  files: WalkEntry[];
+  skipped: WalkSkip[];
+}
+
+interface Matcher {
+  /** Directory the patterns are relative to ('' for the root). */
+  base: string;
+  ig: Ignore;
+}
+
+function readPatterns(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Decides whether `rel` is ignored. Matchers are ordered lowest to highest priority (defaults, config, git's
+ * exclude file, then `.gitignore` and `.quarryignore` from the root down); like git, the highest-priority matcher
+ * that says anything about a path decides, so a nested `!negation` re-includes what a parent ignored.
+ */
+function isIgnored(matchers: readonly Matcher[], rel: string, isDir: boolean): boolean {
+  for (let i = matchers.length - 1; i >= 0; i--) {
+    const m = matchers[i]!;
+    let sub = rel;
+    if (m.base) {
+      if (!rel.startsWith(m.base + '/')) continue;
+      sub = rel.slice(m.base.length + 1);
+    }
+    const r = m.ig.test(isDir ? sub + '/' : sub);
+    if (r.ignored) return true;
+    if (r.unignored) return false;
+  }
+  return false;
+}
+
+export interface WalkOptions {
+  /** Called for every skipped path as the walk meets it. */
+  onSkip?: (skip: WalkSkip) => void;
+}
+
+/**
+ * Lists the files of `root` that quarry indexes. Symbolic links are never followed (like git, which stores a link,
+ * not its target), so the walk cannot loop or leave the root. Works the same with or without a `.git` folder.
+ */
+export function walk(root: string, config: QuarryConfig, options: WalkOptions = {}): WalkResult {
+  const files: WalkEntry[] = [];
+  const skipped: WalkSkip[] = [];
+  const skip = (s: WalkSkip): void => {
+    skipped.push(s);
+    options.onSkip?.(s);
+  };
+
+  const base: Matcher[] = [{ base: '', ig: ignore().add(DEFAULT_IGNORES as string[]) }];
+  if (config.ignore.length) base.push({ base: '', ig: ignore().add(config.ignore) });
+  const exclude = readPatterns(join(root, '.git', 'info', 'exclude'));
+  if (exclude) base.push({ base: '', ig: ignore().add(exclude) });
+
+  const visit = (dirRel: string, inherited: Matcher[]): void => {
+    const dirAbs = dirRel ? join(root, dirRel) : root;
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(dirAbs, { withFileTypes: true });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return; // removed while walking
+      skip({ path: dirRel || '.', reason: 'unreadable', detail: code ?? String(err) });
+      return;
+    }
+    let matchers = inherited;
+    for (const name of ['.gitignore', '.quarryignore']) {
+      const text = entries.some((e) => e.name === name) ? readPatterns(join(dirAbs, name)) : undefined;
+      if (text) matchers = [...matchers, { base: dirRel, ig: ignore().add(text) }];
+    }
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const entry of entries) {
+      const rel = dirRel ? `${dirRel}/${entry.name}` : entry.name;
+      if (entry.isSymbolicLink()) {
+        if (!isIgnored(matchers, rel, false)) skip({ path: rel, reason: 'symlink' });
+        continue;
+      }
+      if (entry.isDirectory()) {
+        if (!isIgnored(matchers, rel, true)) visit(rel, matchers);
+        continue;
+      }
+      if (isIgnored(matchers, rel, false)) continue;
+      if (!entry.isFile()) {
+        skip({ path: rel, reason: 'special' });
+        continue;
+      }
+      if (!config.includeSecrets && looksLikeSecretName(entry.name)) {
+        skip({ path: rel, reason: 'secret' });
+        continue;
+      }
+      let st: ReturnType<typeof lstatSync>;
+      try {
+        st = lstatSync(join(dirAbs, entry.name));
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== 'ENOENT') skip({ path: rel, reason: 'unreadable', detail: code ?? String(err) });
+        continue;
+      }
+      if (!st.isFile()) continue;
+      if (st.size > config.maxFileBytes) {
+        skip({ path: rel, reason: 'too-large', detail: `${st.size} bytes` });
+        continue;
+      }
+      files.push({ path: rel, size: st.size, mtimeMs: st.mtimeMs });
+    }
+  };
+  visit('', base);
+  return { files, skipped };
+}
