@@ -34,11 +34,15 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Pro
   let root: string;
   if (options.root) {
     root = resolve(cwd, options.root);
-    if (!isDirectory(root)) throw new QuarryError('BAD_INPUT', `${root} is not a directory: pass the project folder`);
+    if (!isDirectory(root))
+      throw new QuarryError('BAD_INPUT', `${root} is not a directory: pass the project folder`);
   } else {
     const found = findProjectRoot(cwd);
     if (!found && !options.create)
-      throw new QuarryError('NO_ROOT', `no quarry index or git repository above ${cwd}: run \`quarry index\` here`);
+      throw new QuarryError(
+        'NO_ROOT',
+        `no quarry index or git repository above ${cwd}: run \`quarry index\` here`,
+      );
     root = found ?? cwd;
   }
   const config = resolveConfig({
@@ -61,7 +65,11 @@ export function indexProject(project: Project, options: IndexProjectOptions = {}
   return indexRepository({ ...options, root: project.root, config: project.config, store: project.store });
 }
 
-export function searchProject(project: Project, query: string, options?: SearchOptions): Promise<SearchResponse> {
+export function searchProject(
+  project: Project,
+  query: string,
+  options?: SearchOptions,
+): Promise<SearchResponse> {
   return search(project.store, project.config, query, options);
 }
 
@@ -120,4 +128,3 @@ function readLockPid(path: string): number | undefined {
     return undefined;
   }
 }
-

@@ -58,7 +58,10 @@ const ATTACHED_BEFORE = /comment|decorator|attribute|annotation/;
 const PARSE_TIMEOUT_MS = 3000;
 
 let initialised: Promise<void> | undefined;
-const grammars = new Map<string, Promise<{ language: Language; query: Query | null; kinds: Map<string, SymbolKind> }>>();
+const grammars = new Map<
+  string,
+  Promise<{ language: Language; query: Query | null; kinds: Map<string, SymbolKind> }>
+>();
 let parser: Parser | undefined;
 
 function wasmDir(): string {
@@ -156,7 +159,9 @@ function attachedRange(node: Node): [number, number] {
   let outer = node;
   while (
     outer.parent &&
-    /^(export_statement|decorated_definition|template_declaration|ambient_declaration)$/.test(outer.parent.type)
+    /^(export_statement|decorated_definition|template_declaration|ambient_declaration)$/.test(
+      outer.parent.type,
+    )
   )
     outer = outer.parent;
   let start = outer.startPosition.row;
@@ -178,6 +183,8 @@ function buildDefs(root: Node, query: Query, kinds: Map<string, SymbolKind>): De
     const node = cap.node;
     if (seen.has(node.id)) continue;
     seen.add(node.id);
+    // `struct buffer *b` names a type; only a specifier with a body defines one
+    if (node.type.endsWith('_specifier') && !node.childForFieldName('body')) continue;
     const name = defName(node)?.replace(/\s+/g, ' ').slice(0, 120);
     if (!name) continue;
     const [start, end] = attachedRange(node);
@@ -207,7 +214,8 @@ class LineText {
     this.lines = text.split(/\r?\n/);
     this.prefix = new Array(this.lines.length + 1);
     this.prefix[0] = 0;
-    for (let i = 0; i < this.lines.length; i++) this.prefix[i + 1] = this.prefix[i]! + this.lines[i]!.length + 1;
+    for (let i = 0; i < this.lines.length; i++)
+      this.prefix[i + 1] = this.prefix[i]! + this.lines[i]!.length + 1;
   }
   chars(start: number, end: number): number {
     return this.prefix[end + 1]! - this.prefix[start]!;
@@ -248,7 +256,14 @@ function trimBlank(lt: LineText, start: number, end: number): [number, number] |
   return start <= end ? [start, end] : undefined;
 }
 
-function unitsFor(lt: LineText, defs: Def[], from: number, to: number, container: string | null, o: ChunkOptions) {
+function unitsFor(
+  lt: LineText,
+  defs: Def[],
+  from: number,
+  to: number,
+  container: string | null,
+  o: ChunkOptions,
+) {
   const units: Unit[] = [];
   const plain = (s: number, e: number, symbol: string | null, kind: SymbolKind | null, names: string[]) => {
     const t = trimBlank(lt, s, e);
@@ -290,8 +305,9 @@ function mergeUnits(lt: LineText, units: Unit[], o: ChunkOptions): Chunk[] {
     if (!group.length) return;
     const start = group[0]!.start;
     const end = group[group.length - 1]!.end;
-    let main: Unit | undefined;
-    for (const u of group) if (u.symbol && (!main || u.chars > main.chars)) main = u;
+    // a class header merged with its first methods still reads as the class; otherwise the largest definition
+    let main = group.find((u) => u.symbol && group.some((v) => v !== u && v.container === u.symbol));
+    if (!main) for (const u of group) if (u.symbol && (!main || u.chars > main.chars)) main = u;
     chunks.push({
       startLine: start + 1,
       endLine: end + 1,
@@ -348,7 +364,11 @@ export function chunkByLines(text: string, o: ChunkOptions): ChunkedFile {
  * Splits a file into chunks along its definitions. `grammar` must have been loaded with `ensureGrammar`; a file
  * that cannot be parsed (unknown grammar, parser timeout) falls back to line windows.
  */
-export async function chunkFile(text: string, grammar: string | undefined, o: ChunkOptions): Promise<ChunkedFile> {
+export async function chunkFile(
+  text: string,
+  grammar: string | undefined,
+  o: ChunkOptions,
+): Promise<ChunkedFile> {
   if (!grammar || !(await ensureGrammar(grammar))) return chunkByLines(text, o);
   const g = await grammars.get(grammar)!;
   if (!g.query) return chunkByLines(text, o);

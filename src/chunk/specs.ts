@@ -39,7 +39,9 @@ const JS_DEFS: Record<string, SymbolKind> = {
 };
 // Separate patterns, not an alternation: web-tree-sitter 0.25.10 ignores an alternation under a field.
 const JS_EXTRA = ['lexical_declaration', 'variable_declaration'].flatMap((decl) =>
-  ['arrow_function', 'function_expression'].map((fn) => `(${decl} (variable_declarator value: (${fn}))) @def`),
+  ['arrow_function', 'function_expression'].map(
+    (fn) => `(${decl} (variable_declarator value: (${fn}))) @def`,
+  ),
 );
 
 export const GRAMMAR_SPECS: Record<string, GrammarSpec> = {

@@ -42,5 +42,5 @@ export function codeTokenText(text: string): string {
 
 /** Tokens of a repository path: every segment, the file's stem, and their identifier parts. */
 export function pathTokenText(path: string): string {
-  return codeTokenText(path.replace(/[/.\\-]+/g, ' '));
+  return codeTokenText(path.replace(/[/.-]+/g, ' '));
 }

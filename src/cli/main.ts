@@ -24,12 +24,16 @@ function nonNegativeInt(value: string): number {
 }
 
 function colorsFor(stream: NodeJS.WriteStream, flag: boolean | undefined) {
-  const enabled = flag !== false && !process.env.NO_COLOR && (Boolean(stream.isTTY) || Boolean(process.env.FORCE_COLOR));
+  const enabled =
+    flag !== false && !process.env.NO_COLOR && (Boolean(stream.isTTY) || Boolean(process.env.FORCE_COLOR));
   return pc.createColors(enabled);
 }
 
 /** Runs the quarry CLI; resolves to the process exit code. */
-export async function main(argv: string[], io: Io = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+export async function main(
+  argv: string[],
+  io: Io = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
   let exitCode = 0;
   const program = new Command('quarry')
     .description('Local-first retrieval for source code: index a repository, then search it.')
@@ -88,7 +92,9 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
         progress.end();
         const stats = await project.store.stats();
         if (opts.json) {
-          io.stdout.write(`${JSON.stringify({ ...report, skipped: report.skipped.length, stats }, null, 2)}\n`);
+          io.stdout.write(
+            `${JSON.stringify({ ...report, skipped: report.skipped.length, stats }, null, 2)}\n`,
+          );
         } else {
           const out = colorsFor(io.stdout, g.color);
           const changed = report.added + report.updated + report.deleted;
@@ -100,7 +106,8 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
           const secrets = report.skipped.filter((s) => s.reason === 'secret').length;
           const large = report.skipped.filter((s) => s.reason === 'too-large').length;
           const notes: string[] = [];
-          if (secrets) notes.push(`${secrets} secret-looking files left out (--include-secrets to index them)`);
+          if (secrets)
+            notes.push(`${secrets} secret-looking files left out (--include-secrets to index them)`);
           if (large) notes.push(`${large} files over the size limit left out (--max-file-size to raise it)`);
           if (report.skippedByContent.length)
             notes.push(`${report.skippedByContent.length} binary or minified files recorded without chunks`);
@@ -147,8 +154,9 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
           `${c.bold('pending')}    ${
             pending === 0
               ? c.green('up to date')
-              : c.yellow(`${s.pending.added} new, ${s.pending.modified} modified, ${s.pending.deleted} deleted`) +
-                ' (run `quarry index`)'
+              : c.yellow(
+                  `${s.pending.added} new, ${s.pending.modified} modified, ${s.pending.deleted} deleted`,
+                ) + ' (run `quarry index`)'
           }`,
           `${c.bold('indexer')}    ${
             s.run.state === 'running'
@@ -222,7 +230,8 @@ export async function main(argv: string[], io: Io = { stdout: process.stdout, st
           );
           for (const line of r.snippet.split('\n')) io.stdout.write(`     ${c.dim('│')} ${line}\n`);
         }
-        if (g.verbose) io.stdout.write(c.dim(`${res.results.length} results in ${res.tookMs.toFixed(1)} ms\n`));
+        if (g.verbose)
+          io.stdout.write(c.dim(`${res.results.length} results in ${res.tookMs.toFixed(1)} ms\n`));
       } finally {
         await project.close();
       }

@@ -72,13 +72,19 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
   const out: UserConfig = {};
   const num = (v: unknown, key: string): number => {
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
-      throw new QuarryError('BAD_CONFIG', `${source}: ${key} must be a non-negative number, got ${JSON.stringify(v)}`);
+      throw new QuarryError(
+        'BAD_CONFIG',
+        `${source}: ${key} must be a non-negative number, got ${JSON.stringify(v)}`,
+      );
     return v;
   };
   const known = new Set(['max_file_bytes', 'include_secrets', 'ignore', 'chunk', 'workers', 'search']);
   for (const key of Object.keys(raw))
     if (!known.has(key))
-      throw new QuarryError('BAD_CONFIG', `${source}: unknown setting "${key}" (known: ${[...known].join(', ')})`);
+      throw new QuarryError(
+        'BAD_CONFIG',
+        `${source}: unknown setting "${key}" (known: ${[...known].join(', ')})`,
+      );
   if (raw.max_file_bytes !== undefined) out.maxFileBytes = num(raw.max_file_bytes, 'max_file_bytes');
   if (raw.include_secrets !== undefined) out.includeSecrets = Boolean(raw.include_secrets);
   if (raw.workers !== undefined) out.workers = num(raw.workers, 'workers');
@@ -91,9 +97,12 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
   if (chunk) {
     out.chunk = {};
     if (chunk.max_chars !== undefined) out.chunk.maxChars = num(chunk.max_chars, 'chunk.max_chars');
-    if (chunk.target_chars !== undefined) out.chunk.targetChars = num(chunk.target_chars, 'chunk.target_chars');
-    if (chunk.window_lines !== undefined) out.chunk.windowLines = num(chunk.window_lines, 'chunk.window_lines');
-    if (chunk.overlap_lines !== undefined) out.chunk.overlapLines = num(chunk.overlap_lines, 'chunk.overlap_lines');
+    if (chunk.target_chars !== undefined)
+      out.chunk.targetChars = num(chunk.target_chars, 'chunk.target_chars');
+    if (chunk.window_lines !== undefined)
+      out.chunk.windowLines = num(chunk.window_lines, 'chunk.window_lines');
+    if (chunk.overlap_lines !== undefined)
+      out.chunk.overlapLines = num(chunk.overlap_lines, 'chunk.overlap_lines');
   }
   const search = raw.search as Record<string, unknown> | undefined;
   if (search) {

@@ -64,7 +64,8 @@ const IN_FLIGHT_PER_WORKER = 16;
  */
 export async function indexRepository(options: IndexOptions): Promise<IndexReport> {
   const { root, config, store } = options;
-  if (!isDirectory(root)) throw new QuarryError('BAD_INPUT', `${root} is not a directory: pass a folder to index`);
+  if (!isDirectory(root))
+    throw new QuarryError('BAD_INPUT', `${root} is not a directory: pass a folder to index`);
   const started = performance.now();
   const lock = await acquireWriterLock(indexPaths(root).lock, { waitMs: options.lockWaitMs ?? 0 });
   const warnings: string[] = [];
@@ -156,7 +157,8 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
                 report.chunks += outcome.update.chunks.length;
                 if (task.knownHash) report.updated++;
                 else report.added++;
-                if (outcome.skipReason) report.skippedByContent.push({ path: task.path, reason: outcome.skipReason });
+                if (outcome.skipReason)
+                  report.skippedByContent.push({ path: task.path, reason: outcome.skipReason });
                 break;
               }
               case 'unchanged':

@@ -16,7 +16,8 @@ export function defaultWorkerCount(config: QuarryConfig): number {
 }
 
 function startWorker(workerData: unknown): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker.js', import.meta.url), { workerData });
+  if (!import.meta.url.endsWith('.ts'))
+    return new Worker(new URL('./worker.js', import.meta.url), { workerData });
   // running from source under tsx (tests, development): workers do not inherit its loader, so register it first
   const tsx = import.meta.resolve('tsx/esm/api');
   const entry = new URL('./worker.ts', import.meta.url).href;
@@ -24,7 +25,11 @@ function startWorker(workerData: unknown): Worker {
   return new Worker(code, { eval: true, workerData });
 }
 
-export function createFilePool(root: string, config: QuarryConfig, size = defaultWorkerCount(config)): FilePool {
+export function createFilePool(
+  root: string,
+  config: QuarryConfig,
+  size = defaultWorkerCount(config),
+): FilePool {
   if (size <= 0) {
     return { size: 0, run: (task) => processFile(root, task, config), close: async () => {} };
   }

@@ -51,7 +51,12 @@ export function looksMinified(text: string): boolean {
   return longest > 2000 && text.length / lines > 300;
 }
 
-function skipped(task: FileTask, hash: string, language: string, reason: 'binary' | 'minified' | 'secret'): FileOutcome {
+function skipped(
+  task: FileTask,
+  hash: string,
+  language: string,
+  reason: 'binary' | 'minified' | 'secret',
+): FileOutcome {
   return {
     status: 'indexed',
     skipReason: reason,

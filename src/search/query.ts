@@ -43,11 +43,13 @@ export function analyzeQuery(raw: string): AnalyzedQuery {
   const basenames = new Set<string>();
   const stems = new Set<string>();
   const fragments = new Set<string>();
-  const note = (map: Map<string, number>, key: string, s: number) => map.set(key, Math.max(map.get(key) ?? 0, s));
+  const note = (map: Map<string, number>, key: string, s: number) =>
+    map.set(key, Math.max(map.get(key) ?? 0, s));
 
   // backticked or called names (`parseConfig`, parse_config()) are code for sure
   const codeSpans = new Set<string>();
-  for (const m of raw.matchAll(/`([^`\n]{1,120})`|([A-Za-z_$][\w$]*)\(\)/g)) codeSpans.add((m[1] ?? m[2])!.trim());
+  for (const m of raw.matchAll(/`([^`\n]{1,120})`|([A-Za-z_$][\w$]*)\(\)/g))
+    codeSpans.add((m[1] ?? m[2])!.trim());
 
   // words keep dots, slashes and dashes so that `registry.py`, `src/server` and `trie-router` survive
   for (const m of raw.matchAll(/[A-Za-z0-9_$][\w$./-]*[\w$]|[A-Za-z0-9_$]/g)) {
@@ -102,6 +104,9 @@ export function analyzeQuery(raw: string): AnalyzedQuery {
     raw,
     terms,
     identifiers,
-    fileNames: { query: { basenames: [...basenames], stems: [...stems], fragments: [...fragments] }, strength },
+    fileNames: {
+      query: { basenames: [...basenames], stems: [...stems], fragments: [...fragments] },
+      strength,
+    },
   };
 }

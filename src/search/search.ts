@@ -64,7 +64,11 @@ interface Candidate {
 const total = (c: Candidate) => c.lexical + FILE_HINT_WEIGHT * c.fileHint + SYMBOL_HINT_WEIGHT * c.symbolHint;
 
 /** Hint strength per file from the names the query mentions, damped when a name matches many files. */
-async function fileHints(store: Store, q: AnalyzedQuery, filter?: SearchFilter): Promise<Map<string, number>> {
+async function fileHints(
+  store: Store,
+  q: AnalyzedQuery,
+  filter?: SearchFilter,
+): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   const { query, strength } = q.fileNames;
   if (!query.basenames.length && !query.stems.length && !query.fragments.length) return out;
@@ -154,12 +158,19 @@ export async function search(
 ): Promise<SearchResponse> {
   const started = performance.now();
   const query = rawQuery.trim();
-  if (!query) throw new QuarryError('BAD_INPUT', 'empty query: say what to look for, e.g. quarry search "parse config"');
+  if (!query)
+    throw new QuarryError(
+      'BAD_INPUT',
+      'empty query: say what to look for, e.g. quarry search "parse config"',
+    );
   const topK = Math.max(1, Math.floor(options.topK ?? config.search.topK));
   const topFiles = Math.max(1, Math.floor(options.topFiles ?? Math.max(topK, 10)));
   const mode: SearchMode = options.mode === 'dense' ? 'dense' : 'lexical';
   if (mode === 'dense')
-    throw new QuarryError('BAD_INPUT', 'dense search needs vectors, which this index does not have: use --mode lexical');
+    throw new QuarryError(
+      'BAD_INPUT',
+      'dense search needs vectors, which this index does not have: use --mode lexical',
+    );
   const q = analyzeQuery(query);
   const filter = options.filter;
   const weights = config.search.weights;
@@ -173,7 +184,12 @@ export async function search(
   const maxLex = lexHits.reduce((m, h) => Math.max(m, h.score), 0) || 1;
   const cands = new Map<number, Candidate>();
   for (const h of lexHits)
-    cands.set(h.chunkId, { hit: h, lexical: h.score / maxLex, fileHint: fHints.get(h.path) ?? 0, symbolHint: 0 });
+    cands.set(h.chunkId, {
+      hit: h,
+      lexical: h.score / maxLex,
+      fileHint: fHints.get(h.path) ?? 0,
+      symbolHint: 0,
+    });
 
   // hinted files that lexical search did not reach: take their best-matching chunks, or their first one
   const seenFiles = new Set(lexHits.map((h) => h.path));
@@ -187,12 +203,18 @@ export async function search(
     });
     for (const h of extra)
       if (!cands.has(h.chunkId))
-        cands.set(h.chunkId, { hit: h, lexical: h.score / maxLex, fileHint: fHints.get(h.path) ?? 0, symbolHint: 0 });
+        cands.set(h.chunkId, {
+          hit: h,
+          lexical: h.score / maxLex,
+          fileHint: fHints.get(h.path) ?? 0,
+          symbolHint: 0,
+        });
     const covered = new Set(extra.map((h) => h.path));
     for (const p of missing) {
       if (covered.has(p)) continue;
       const first = (await store.getFileChunks(p))[0];
-      if (first) cands.set(first.chunkId, { hit: first, lexical: 0, fileHint: fHints.get(p) ?? 0, symbolHint: 0 });
+      if (first)
+        cands.set(first.chunkId, { hit: first, lexical: 0, fileHint: fHints.get(p) ?? 0, symbolHint: 0 });
     }
   }
   for (const [chunkId, s] of sHints) {
@@ -201,7 +223,12 @@ export async function search(
     else {
       const [chunk] = await store.getChunks([chunkId]);
       if (chunk)
-        cands.set(chunkId, { hit: chunk, lexical: 0, fileHint: fHints.get(chunk.path) ?? 0, symbolHint: s.strength });
+        cands.set(chunkId, {
+          hit: chunk,
+          lexical: 0,
+          fileHint: fHints.get(chunk.path) ?? 0,
+          symbolHint: s.strength,
+        });
     }
   }
 

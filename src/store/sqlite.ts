@@ -11,8 +11,8 @@ import type {
   LexicalQuery,
   SearchFilter,
   Store,
-  StoreStats,
   StoredChunk,
+  StoreStats,
   SymbolHit,
 } from './types.ts';
 
@@ -147,7 +147,10 @@ export class SqliteStore implements Store {
     this.location = path;
     if (!options.readonly) mkdirSync(dirname(path), { recursive: true });
     try {
-      this.db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+      this.db = new Database(path, {
+        readonly: options.readonly ?? false,
+        fileMustExist: options.readonly ?? false,
+      });
     } catch (err) {
       throw new QuarryError('IO', `cannot open index ${path}: ${(err as Error).message}`, { cause: err });
     }
@@ -172,9 +175,13 @@ export class SqliteStore implements Store {
   }
 
   private schemaVersion(): number {
-    const hasMeta = this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'`).get();
+    const hasMeta = this.db
+      .prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'`)
+      .get();
     if (!hasMeta) return 0;
-    const row = this.db.prepare(`SELECT value FROM meta WHERE key = 'schema_version'`).get() as Row | undefined;
+    const row = this.db.prepare(`SELECT value FROM meta WHERE key = 'schema_version'`).get() as
+      | Row
+      | undefined;
     return row ? Number(row.value) : 0;
   }
 
@@ -203,7 +210,9 @@ export class SqliteStore implements Store {
       listFiles: db.prepare(`SELECT * FROM files ORDER BY path`),
       getFile: db.prepare(`SELECT * FROM files WHERE path = ?`),
       fileId: db.prepare(`SELECT id FROM files WHERE path = ?`).pluck(),
-      deleteFts: db.prepare(`DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)`),
+      deleteFts: db.prepare(
+        `DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)`,
+      ),
       deleteChunks: db.prepare(`DELETE FROM chunks WHERE file_id = ?`),
       deleteSymbols: db.prepare(`DELETE FROM symbols WHERE file_id = ?`),
       deleteFile: db.prepare(`DELETE FROM files WHERE id = ?`),
@@ -363,7 +372,8 @@ export class SqliteStore implements Store {
       const rows = this.db
         .prepare(`SELECT path, basename FROM files WHERE basename IN (SELECT value FROM json_each(?))`)
         .all(JSON.stringify(q.basenames)) as Row[];
-      for (const r of rows) hits.push({ path: r.path as string, match: 'basename', name: r.basename as string });
+      for (const r of rows)
+        hits.push({ path: r.path as string, match: 'basename', name: r.basename as string });
     }
     if (q.stems.length) {
       const rows = this.db
@@ -391,7 +401,10 @@ export class SqliteStore implements Store {
     return hits;
   }
 
-  async findSymbols(names: string[], options: { limit?: number; filter?: SearchFilter } = {}): Promise<SymbolHit[]> {
+  async findSymbols(
+    names: string[],
+    options: { limit?: number; filter?: SearchFilter } = {},
+  ): Promise<SymbolHit[]> {
     if (!names.length) return [];
     const { sql: where, params } = filterSql(options.filter);
     const rows = this.db

@@ -44,20 +44,41 @@ function readPatterns(file: string): string | undefined {
  * exclude file, then `.gitignore` and `.quarryignore` from the root down); like git, the highest-priority matcher
  * that says anything about a path decides, so a nested `!negation` re-includes what a parent ignored.
  */
-function isIgnored(matchers: readonly Matcher[], rel: string, isDir: boolean): boolean {
+function verdict(
+  m: Matcher,
+  rel: string,
+  isDir: boolean,
+): { ignored: boolean; unignored: boolean } | undefined {
+  let sub = rel;
+  if (m.base) {
+    if (!rel.startsWith(m.base + '/')) return undefined;
+    sub = rel.slice(m.base.length + 1);
+  }
+  return m.ig.test(isDir ? sub + '/' : sub);
+}
+
+/**
+ * `overridden` holds the matchers that ignore a parent folder that a higher-priority matcher re-included: their
+ * say about the folder's contents comes from that parent rule, which no longer applies.
+ */
+function isIgnored(
+  matchers: readonly Matcher[],
+  rel: string,
+  isDir: boolean,
+  overridden: ReadonlySet<Matcher>,
+): boolean {
   for (let i = matchers.length - 1; i >= 0; i--) {
     const m = matchers[i]!;
-    let sub = rel;
-    if (m.base) {
-      if (!rel.startsWith(m.base + '/')) continue;
-      sub = rel.slice(m.base.length + 1);
-    }
-    const r = m.ig.test(isDir ? sub + '/' : sub);
+    if (overridden.has(m)) continue;
+    const r = verdict(m, rel, isDir);
+    if (!r) continue;
     if (r.ignored) return true;
     if (r.unignored) return false;
   }
   return false;
 }
+
+const NONE: ReadonlySet<Matcher> = new Set();
 
 export interface WalkOptions {
   /** Called for every skipped path as the walk meets it. */
@@ -81,7 +102,7 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
   const exclude = readPatterns(join(root, '.git', 'info', 'exclude'));
   if (exclude) base.push({ base: '', ig: ignore().add(exclude) });
 
-  const visit = (dirRel: string, inherited: Matcher[]): void => {
+  const visit = (dirRel: string, inherited: Matcher[], overridden: ReadonlySet<Matcher>): void => {
     const dirAbs = dirRel ? join(root, dirRel) : root;
     let entries: Dirent[];
     try {
@@ -101,14 +122,21 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
     for (const entry of entries) {
       const rel = dirRel ? `${dirRel}/${entry.name}` : entry.name;
       if (entry.isSymbolicLink()) {
-        if (!isIgnored(matchers, rel, false)) skip({ path: rel, reason: 'symlink' });
+        if (!isIgnored(matchers, rel, false, overridden)) skip({ path: rel, reason: 'symlink' });
         continue;
       }
       if (entry.isDirectory()) {
-        if (!isIgnored(matchers, rel, true)) visit(rel, matchers);
+        if (isIgnored(matchers, rel, true, overridden)) continue;
+        let next = overridden;
+        for (const m of matchers) {
+          if (next.has(m) || !verdict(m, rel, true)?.ignored) continue;
+          if (next === overridden) next = new Set(overridden);
+          (next as Set<Matcher>).add(m);
+        }
+        visit(rel, matchers, next);
         continue;
       }
-      if (isIgnored(matchers, rel, false)) continue;
+      if (isIgnored(matchers, rel, false, overridden)) continue;
       if (!entry.isFile()) {
         skip({ path: rel, reason: 'special' });
         continue;
@@ -133,6 +161,6 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
       files.push({ path: rel, size: st.size, mtimeMs: st.mtimeMs });
     }
   };
-  visit('', base);
+  visit('', base, NONE);
   return { files, skipped };
 }

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: install, lint, typecheck, build, tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+npm run --silent lint
+npm run --silent typecheck
+npm test

@@ -1,0 +1,195 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { chunkByLines, chunkFile } from '../src/chunk/chunker.ts';
+import { detectLanguage } from '../src/workspace/languages.ts';
+import { FIXTURES, testConfig } from './helpers.ts';
+
+const polyglot = join(FIXTURES, 'polyglot');
+const noMerge = { ...testConfig().chunk, targetChars: 0 };
+
+async function chunkFixture(name: string, options = noMerge) {
+  const text = readFileSync(join(polyglot, name), 'utf8');
+  return { text, ...(await chunkFile(text, detectLanguage(name).grammar, options)) };
+}
+
+/** Expected definitions per fixture: `kind:name@start-end` (and `<container` when nested). */
+const EXPECTED: Record<string, string[]> = {
+  'shapes.ts': [
+    'interface:Shape@3-5',
+    'class:Circle@7-13',
+    'method:area@10-12<Circle',
+    'function:totalArea@15-17',
+    'function:describeShape@19-19',
+  ],
+  'widget.tsx': ['type:Props@3-3', 'function:Button@5-7', 'class:Panel@9-13', 'method:render@10-12<Panel'],
+  'util.js': ['function:joinAll@3-5', 'class:Cache@7-15', 'method:lookup@12-14<Cache'],
+  'config_loader.py': [
+    'function:parse_config@8-11',
+    'class:ConfigStore@14-23',
+    'method:files@18-20<ConfigStore',
+    'method:load@22-23<ConfigStore',
+  ],
+  'server.go': ['type:Server@8-11', 'method:HandleHealth@13-16', 'function:NewServer@18-20'],
+  'lib.rs': [
+    'struct:Registry@3-5',
+    'impl:Registry@7-17',
+    'method:register@12-16<Registry',
+    'trait:Named@19-21',
+    'function:checksum@23-25',
+  ],
+  'Greeter.java': ['class:Greeter@5-15', 'method:greet@12-14<Greeter', 'interface:Polite@17-19'],
+  'buffer.c': ['struct:buffer@4-7', 'function:buffer_new@9-14', 'function:buffer_free@16-19'],
+  'matrix.cpp': [
+    'module:linalg@3-21',
+    'class:Matrix@5-13<linalg',
+    'method:at@8-8<Matrix',
+    'function:trace@15-19<linalg',
+  ],
+  'Inventory.cs': [
+    'module:Shop@3-19',
+    'class:Inventory@5-13<Shop',
+    'method:AddItem@9-12<Inventory',
+    'interface:IPriced@15-18<Shop',
+  ],
+  'account.rb': [
+    'module:Bank@3-14',
+    'class:Account@4-13<Bank',
+    'method:deposit@10-12<Account',
+    'method:audit@16-18',
+  ],
+  'Router.php': ['class:Router@5-13', 'method:add@9-12<Router', 'function:dispatch@15-18'],
+  'Queue.kt': [
+    'class:TaskQueue@5-11',
+    'method:push@8-10<TaskQueue',
+    'object:Defaults@13-15',
+    'function:drain@17-19',
+  ],
+  'Temperature.swift': [
+    'class:Temperature@3-9',
+    'method:fahrenheit@6-8<Temperature',
+    'interface:Sensor@11-13',
+    'function:average@15-17',
+  ],
+  'Ledger.scala': [
+    'class:Ledger@5-9',
+    'method:record@8-8<Ledger',
+    'object:Ledger@11-13',
+    'trait:Auditable@15-17',
+  ],
+  'deploy.sh': ['function:build_image@4-6', 'function:push_image@8-10'],
+};
+
+describe('tree-sitter chunking', () => {
+  it('covers at least 15 languages with fixtures', () => {
+    const langs = new Set(Object.keys(EXPECTED).map((f) => detectLanguage(f).id));
+    assert.ok(langs.size >= 15, `only ${langs.size} languages`);
+    for (const f of Object.keys(EXPECTED)) assert.ok(readdirSync(polyglot).includes(f));
+  });
+
+  for (const [file, expected] of Object.entries(EXPECTED)) {
+    it(`finds the definitions of ${file}`, async () => {
+      const r = await chunkFixture(file);
+      assert.equal(r.method, 'tree-sitter');
+      const got = r.symbols.map(
+        (s) => `${s.kind}:${s.name}@${s.startLine}-${s.endLine}${s.container ? `<${s.container}` : ''}`,
+      );
+      for (const e of expected) assert.ok(got.includes(e), `${file}: missing ${e}; got ${got.join(' ')}`);
+    });
+
+    it(`keeps every non-blank line of ${file} in some chunk`, async () => {
+      const r = await chunkFixture(file);
+      const lines = r.text.split('\n');
+      const covered = new Set<number>();
+      for (const c of r.chunks) {
+        assert.ok(c.startLine <= c.endLine);
+        assert.equal(c.text, lines.slice(c.startLine - 1, c.endLine).join('\n'));
+        for (let l = c.startLine; l <= c.endLine; l++) covered.add(l);
+      }
+      lines.forEach((line, i) => {
+        if (line.trim()) assert.ok(covered.has(i + 1), `${file}: line ${i + 1} dropped: ${line}`);
+      });
+    });
+  }
+
+  it('keeps imports and top-level statements between definitions', async () => {
+    const r = await chunkFixture('config_loader.py');
+    const first = r.chunks[0]!;
+    assert.equal(first.symbol, null);
+    assert.match(first.text, /import json/);
+    assert.match(r.chunks[r.chunks.length - 1]!.text, /__main__/);
+  });
+
+  it('gives a chunk its definition name, kind and enclosing symbol', async () => {
+    const r = await chunkFixture('shapes.ts');
+    const total = r.chunks.find((c) => c.symbol === 'totalArea');
+    assert.ok(total);
+    assert.equal(total.kind, 'function');
+    assert.equal(total.startLine, 15);
+    assert.equal(total.endLine, 17);
+  });
+
+  it('merges small neighbours up to the target size', async () => {
+    const merged = await chunkFixture('shapes.ts', { ...noMerge, targetChars: 10_000 });
+    assert.equal(merged.chunks.length, 1);
+    assert.ok(merged.chunks[0]!.symbols.includes('totalArea'));
+    assert.ok(merged.chunks[0]!.symbols.includes('Circle'));
+  });
+
+  it('splits an oversized class at its methods, and an oversized function into windows', async () => {
+    const methods = Array.from(
+      { length: 30 },
+      (_, i) => `  method${i}(x: number): number {\n${'    x = x + 1;\n'.repeat(8)}    return x;\n  }\n`,
+    ).join('\n');
+    const text = `export class Big {\n  field = 1;\n\n${methods}}\n\nfunction huge() {\n${'  call();\n'.repeat(800)}}\n`;
+    const r = await chunkFile(text, 'typescript', { ...noMerge, maxChars: 1500, targetChars: 1000 });
+    const bigHeader = r.chunks.find((c) => c.symbol === 'Big');
+    assert.ok(bigHeader, 'class header chunk');
+    assert.ok(bigHeader.text.length <= 1500);
+    const m7 = r.chunks.filter((c) => c.symbols.includes('method7'));
+    assert.equal(m7.length, 1);
+    assert.equal(m7[0]!.container, 'Big');
+    const huge = r.chunks.filter((c) => c.symbol === 'huge');
+    assert.ok(huge.length >= 4, `huge split into ${huge.length}`);
+    for (const c of r.chunks) assert.ok(c.text.length <= 1500, `chunk ${c.startLine}-${c.endLine} too big`);
+  });
+
+  it('survives deeply nested code', async () => {
+    const depth = 2000;
+    const text = `function deep() {\n  return ${'('.repeat(depth)}1${')'.repeat(depth)};\n}\n${'{'.repeat(depth)}${'}'.repeat(depth)}\n`;
+    const r = await chunkFile(text, 'javascript', testConfig().chunk);
+    assert.ok(r.chunks.length >= 1);
+    assert.ok(r.symbols.some((s) => s.name === 'deep'));
+  });
+
+  it('falls back to overlapping line windows for text', () => {
+    const text = Array.from({ length: 150 }, (_, i) => `line ${i + 1}`).join('\n');
+    const r = chunkByLines(text, { ...testConfig().chunk, windowLines: 60, overlapLines: 8 });
+    assert.equal(r.method, 'lines');
+    assert.deepEqual(
+      r.chunks.map((c) => [c.startLine, c.endLine]),
+      [
+        [1, 60],
+        [53, 112],
+        [105, 150],
+      ],
+    );
+  });
+
+  it('falls back to line windows for a language without a grammar', async () => {
+    const r = await chunkFixture('notes.md');
+    assert.equal(r.method, 'lines');
+    assert.equal(r.chunks.length, 1);
+  });
+
+  it('chunks a file with syntax errors without losing lines', async () => {
+    const text = 'function ok() { return 1; }\n\nfunction broken( {\n  let x = ;\n}\n\nclass Fine {}\n';
+    const r = await chunkFile(text, 'javascript', noMerge);
+    assert.ok(r.symbols.some((s) => s.name === 'ok'));
+    const covered = r.chunks.flatMap((c) =>
+      Array.from({ length: c.endLine - c.startLine + 1 }, (_, i) => c.startLine + i),
+    );
+    for (const l of [1, 3, 4, 5, 7]) assert.ok(covered.includes(l), `line ${l}`);
+  });
+});

@@ -1,0 +1,121 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { DEFAULT_CONFIG, type QuarryConfig } from '../src/config/config.ts';
+
+export const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const FIXTURES = join(REPO, 'test', 'fixtures');
+export const CLI = join(REPO, 'src', 'cli', 'run.ts');
+
+export function testConfig(over: Partial<QuarryConfig> = {}): QuarryConfig {
+  return { ...DEFAULT_CONFIG, ...over, chunk: { ...DEFAULT_CONFIG.chunk, ...over.chunk } };
+}
+
+/** A temporary folder holding `files` (path → content); removed by the returned cleanup. */
+export function makeTree(files: Record<string, string | Buffer>, prefix = 'quarry-test-'): string {
+  const root = mkdtempSync(join(tmpdir(), prefix));
+  writeFiles(root, files);
+  return root;
+}
+
+export function writeFiles(root: string, files: Record<string, string | Buffer>): void {
+  for (const [rel, content] of Object.entries(files)) {
+    const abs = join(root, rel);
+    mkdirSync(dirname(abs), { recursive: true });
+    writeFileSync(abs, content);
+  }
+}
+
+export function removeTree(root: string): void {
+  rmSync(root, { recursive: true, force: true });
+}
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+const CLI_ENV = {
+  ...process.env,
+  NO_COLOR: '1',
+  FORCE_COLOR: '',
+  XDG_CONFIG_HOME: join(tmpdir(), 'quarry-no-config'),
+};
+
+/** Runs the CLI from source in a child process. */
+export function runCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): CliResult {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    cwd: options.cwd ?? REPO,
+    env: { ...CLI_ENV, ...options.env },
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+}
+
+export function spawnCli(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; uid?: number; gid?: number } = {},
+) {
+  return spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    cwd: options.cwd ?? REPO,
+    env: { ...CLI_ENV, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(options.uid !== undefined ? { uid: options.uid, gid: options.gid ?? options.uid } : {}),
+  });
+}
+
+/** Everything an index holds that must not depend on how it was built (ids and timestamps left out). */
+export function dumpIndex(dbPath: string): {
+  files: unknown[];
+  chunks: unknown[];
+  symbols: unknown[];
+  fts: unknown[];
+} {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    const files = db
+      .prepare(`SELECT path, size, mtime_ms, hash, language, method FROM files ORDER BY path`)
+      .all();
+    const chunks = db
+      .prepare(
+        `SELECT f.path, c.ordinal, c.start_line, c.end_line, c.symbol, c.kind, c.container, c.text
+         FROM chunks c JOIN files f ON f.id = c.file_id ORDER BY f.path, c.ordinal`,
+      )
+      .all();
+    const symbols = db
+      .prepare(
+        `SELECT f.path, s.name, s.kind, s.start_line, s.end_line, s.container
+         FROM symbols s JOIN files f ON f.id = s.file_id ORDER BY f.path, s.start_line, s.name`,
+      )
+      .all();
+    // every chunk has exactly one FTS row and no FTS row is orphaned: compare what the lexical index answers
+    const fts = db
+      .prepare(
+        `SELECT f.path, c.ordinal FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+         JOIN files f ON f.id = c.file_id WHERE chunks_fts MATCH 'return OR function OR def OR fn'
+         ORDER BY f.path, c.ordinal`,
+      )
+      .all();
+    return { files, chunks, symbols, fts };
+  } finally {
+    db.close();
+  }
+}
+
+export function ftsRowCount(dbPath: string): { fts: number; chunks: number } {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    // the contentless table's own docsize shadow table has one row per indexed document
+    const fts = db.prepare(`SELECT COUNT(*) FROM chunks_fts_docsize`).pluck().get() as number;
+    const chunks = db.prepare(`SELECT COUNT(*) FROM chunks`).pluck().get() as number;
+    return { fts, chunks };
+  } finally {
+    db.close();
+  }
+}

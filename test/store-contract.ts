@@ -1,0 +1,192 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { codeTokenText, pathTokenText } from '../src/chunk/tokens.ts';
+import type { ChunkInput, FileUpdate, Store } from '../src/store/types.ts';
+
+function chunk(path: string, ordinal: number, text: string, symbol: string | null = null): ChunkInput {
+  const lines = text.split('\n').length;
+  return {
+    ordinal,
+    startLine: ordinal * 10 + 1,
+    endLine: ordinal * 10 + lines,
+    symbol,
+    kind: symbol ? 'function' : null,
+    container: null,
+    text,
+    tokens: { path: pathTokenText(path), symbols: codeTokenText(symbol ?? ''), body: codeTokenText(text) },
+  };
+}
+
+function update(path: string, chunks: Array<[string, string | null]>, hash = `h-${path}`): FileUpdate {
+  return {
+    file: { path, size: 100, mtimeMs: 1000, hash, language: 'typescript', method: 'tree-sitter' },
+    chunks: chunks.map(([text, sym], i) => chunk(path, i, text, sym)),
+    symbols: chunks.flatMap(([, sym], i) =>
+      sym
+        ? [
+            {
+              name: sym,
+              kind: 'function' as const,
+              startLine: i * 10 + 1,
+              endLine: i * 10 + 3,
+              container: null,
+            },
+          ]
+        : [],
+    ),
+  };
+}
+
+const W = { path: 4, symbol: 3, body: 1 };
+
+/**
+ * The behaviour every Store must have. Run it against each implementation:
+ * `storeContract(() => open a fresh, empty store)`.
+ */
+export function storeContract(open: () => Promise<Store>): void {
+  it('keeps meta values', async () => {
+    const s = await open();
+    assert.equal(await s.getMeta('missing'), undefined);
+    await s.setMeta('k', 'v1');
+    await s.setMeta('k', 'v2');
+    assert.equal(await s.getMeta('k'), 'v2');
+    await s.close();
+  });
+
+  it('replaces a file’s rows as a whole', async () => {
+    const s = await open();
+    await s.replaceFiles([
+      update('src/a.ts', [
+        ['function alpha() {}', 'alpha'],
+        ['const beta = 1', null],
+      ]),
+    ]);
+    assert.equal((await s.getFileChunks('src/a.ts')).length, 2);
+    await s.replaceFiles([update('src/a.ts', [['function gamma() {}', 'gamma']], 'h2')]);
+    const chunks = await s.getFileChunks('src/a.ts');
+    assert.deepEqual(
+      chunks.map((c) => c.symbol),
+      ['gamma'],
+    );
+    assert.equal((await s.getFile('src/a.ts'))?.hash, 'h2');
+    assert.deepEqual(await s.searchLexical({ terms: ['alpha'], limit: 10, weights: W }), []);
+    assert.deepEqual((await s.findSymbols(['alpha'])).length, 0);
+    assert.equal((await s.findSymbols(['GAMMA']))[0]?.path, 'src/a.ts');
+    const stats = await s.stats();
+    assert.equal(stats.files, 1);
+    assert.equal(stats.chunks, 1);
+    assert.equal(stats.symbols, 1);
+    await s.close();
+  });
+
+  it('deletes files with all their rows', async () => {
+    const s = await open();
+    await s.replaceFiles([update('a.ts', [['alpha beta', 'alpha']]), update('b.ts', [['beta', null]])]);
+    await s.deleteFiles(['a.ts', 'never-indexed.ts']);
+    assert.deepEqual(
+      (await s.listFiles()).map((f) => f.path),
+      ['b.ts'],
+    );
+    const hits = await s.searchLexical({ terms: ['beta'], limit: 10, weights: W });
+    assert.deepEqual(
+      hits.map((h) => h.path),
+      ['b.ts'],
+    );
+    assert.deepEqual(await s.findSymbols(['alpha']), []);
+    await s.close();
+  });
+
+  it('records a new stat without touching content', async () => {
+    const s = await open();
+    await s.replaceFiles([update('a.ts', [['alpha', null]])]);
+    await s.touchFiles([{ path: 'a.ts', size: 5, mtimeMs: 42 }]);
+    const f = await s.getFile('a.ts');
+    assert.equal(f?.size, 5);
+    assert.equal(f?.mtimeMs, 42);
+    assert.equal(f?.hash, 'h-a.ts');
+    await s.close();
+  });
+
+  it('ranks lexical matches by BM25 with field weights and filters', async () => {
+    const s = await open();
+    await s.replaceFiles([
+      update('src/parser.ts', [['function parseConfig(text) { return JSON.parse(text) }', 'parseConfig']]),
+      update('src/http.ts', [['function handle(req) { log("config parse") }', 'handle']]),
+      update('lib/other.py', [['def unrelated(): pass', 'unrelated']]),
+    ]);
+    const hits = await s.searchLexical({ terms: ['parseconfig', 'parse', 'config'], limit: 10, weights: W });
+    assert.equal(hits[0]?.path, 'src/parser.ts');
+    assert.ok(hits[0]!.score > hits[1]!.score);
+    assert.equal(hits[0]?.symbol, 'parseConfig');
+    const filtered = await s.searchLexical({
+      terms: ['parse'],
+      limit: 10,
+      weights: W,
+      filter: { excludePaths: ['src/parser.ts'] },
+    });
+    assert.deepEqual(
+      filtered.map((h) => h.path),
+      ['src/http.ts'],
+    );
+    const byPrefix = await s.searchLexical({
+      terms: ['unrelated', 'parse'],
+      limit: 10,
+      weights: W,
+      filter: { pathPrefixes: ['lib/'] },
+    });
+    assert.deepEqual(
+      byPrefix.map((h) => h.path),
+      ['lib/other.py'],
+    );
+    const byLang = await s.searchLexical({
+      terms: ['parse'],
+      limit: 10,
+      weights: W,
+      filter: { languages: ['python'] },
+    });
+    assert.deepEqual(byLang, []);
+    await s.close();
+  });
+
+  it('finds files by basename, stem and path fragment', async () => {
+    const s = await open();
+    await s.replaceFiles([
+      update('pkg/registry.py', [['x', null]]),
+      update('src/router/trie-router.ts', [['x', null]]),
+      update('src/server.ts', [['x', null]]),
+      update('src/serverless/a.ts', [['x', null]]),
+    ]);
+    const hits = await s.findFilesByName({
+      basenames: ['registry.py'],
+      stems: ['trie-router'],
+      fragments: ['src/server'],
+    });
+    const got = hits.map((h) => `${h.match}:${h.path}`).sort();
+    assert.deepEqual(got, [
+      'basename:pkg/registry.py',
+      'fragment:src/server.ts',
+      'stem:src/router/trie-router.ts',
+    ]);
+    await s.close();
+  });
+
+  it('returns chunk text and symbol-to-chunk links', async () => {
+    const s = await open();
+    await s.replaceFiles([
+      update('a.ts', [
+        ['first', null],
+        ['function second() {}', 'second'],
+      ]),
+    ]);
+    const [sym] = await s.findSymbols(['second']);
+    assert.ok(sym?.chunkId);
+    const [c] = await s.getChunks([sym.chunkId]);
+    assert.equal(c?.text, 'function second() {}');
+    assert.equal((await s.countSymbolFiles(['second', 'nope'])).get('second'), 1);
+    assert.deepEqual(
+      (await s.listSymbols('a.ts')).map((x) => x.name),
+      ['second'],
+    );
+    await s.close();
+  });
+}

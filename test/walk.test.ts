@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { walk } from '../src/workspace/walk.ts';
+import { makeTree, removeTree, testConfig } from './helpers.ts';
+
+const trees: string[] = [];
+after(() => trees.forEach(removeTree));
+function tree(files: Record<string, string | Buffer>): string {
+  const t = makeTree(files);
+  trees.push(t);
+  return t;
+}
+const paths = (root: string, config = testConfig()) => walk(root, config).files.map((f) => f.path);
+
+describe('walking the tree', () => {
+  it('honours .gitignore at every level, with negations', () => {
+    const root = tree({
+      '.gitignore': '*.log\ngenerated/\n!keep.log\n',
+      'a.ts': 'x',
+      'debug.log': 'x',
+      'keep.log': 'x',
+      'generated/out.ts': 'x',
+      'pkg/.gitignore': 'local.ts\n!debug2.log\n',
+      'pkg/local.ts': 'x',
+      'pkg/main.ts': 'x',
+      'pkg/debug2.log': 'x',
+      'pkg/deeper/local.ts': 'x',
+      'other/local.ts': 'x',
+    });
+    assert.deepEqual(
+      paths(root).sort(),
+      [
+        '.gitignore',
+        'a.ts',
+        'keep.log',
+        'other/local.ts',
+        'pkg/.gitignore',
+        'pkg/debug2.log',
+        'pkg/main.ts',
+      ].sort(),
+    );
+  });
+
+  it('honours .quarryignore and .git/info/exclude, and re-includes defaults on request', () => {
+    const root = tree({
+      '.git/info/exclude': 'scratch.ts\n',
+      '.git/HEAD': 'ref: refs/heads/main\n',
+      '.quarryignore': 'docs/\n!vendor/\n',
+      'scratch.ts': 'x',
+      'main.ts': 'x',
+      'docs/guide.md': 'x',
+      'vendor/lib.go': 'x',
+      'node_modules/dep/index.js': 'x',
+    });
+    assert.deepEqual(paths(root).sort(), ['.quarryignore', 'main.ts', 'vendor/lib.go']);
+  });
+
+  it('leaves out dependencies, build outputs, lock files, bundles, media and archives by default', () => {
+    const root = tree({
+      'src/app.py': 'x',
+      'node_modules/x/index.js': 'x',
+      'dist/bundle.js': 'x',
+      'target/debug/a.rs': 'x',
+      '__pycache__/a.pyc': 'x',
+      'package-lock.json': '{}',
+      'Cargo.lock': 'x',
+      'app.min.js': 'x',
+      'logo.png': 'x',
+      'release.tar.gz': 'x',
+      '.venv/lib/site.py': 'x',
+    });
+    assert.deepEqual(paths(root), ['src/app.py']);
+  });
+
+  it('never indexes files that look like secrets unless asked', () => {
+    const root = tree({
+      '.env': 'TOKEN=1',
+      '.env.production': 'TOKEN=1',
+      '.env.example': 'TOKEN=',
+      'deploy/server.pem': 'x',
+      id_rsa: 'x',
+      'id_rsa.pub': 'x',
+      'credentials.json': '{}',
+      'app.ts': 'x',
+    });
+    const result = walk(root, testConfig());
+    assert.deepEqual(result.files.map((f) => f.path).sort(), ['.env.example', 'app.ts', 'id_rsa.pub']);
+    assert.equal(result.skipped.filter((s) => s.reason === 'secret').length, 5);
+    assert.equal(paths(root, testConfig({ includeSecrets: true })).length, 8);
+  });
+
+  it('skips files over the size limit', () => {
+    const root = tree({ 'big.ts': 'x'.repeat(2000), 'small.ts': 'x' });
+    const result = walk(root, testConfig({ maxFileBytes: 1000 }));
+    assert.deepEqual(
+      result.files.map((f) => f.path),
+      ['small.ts'],
+    );
+    assert.deepEqual(result.skipped, [{ path: 'big.ts', reason: 'too-large', detail: '2000 bytes' }]);
+  });
+
+  it('does not follow symlinks: no loops, nothing outside the root', () => {
+    const outside = tree({ 'secret-place/a.ts': 'x' });
+    const root = tree({ 'src/a.ts': 'x' });
+    symlinkSync(root, join(root, 'src', 'loop'));
+    symlinkSync(join(outside, 'secret-place'), join(root, 'escape'));
+    symlinkSync(join(root, 'src', 'a.ts'), join(root, 'alias.ts'));
+    const result = walk(root, testConfig());
+    assert.deepEqual(
+      result.files.map((f) => f.path),
+      ['src/a.ts'],
+    );
+    assert.deepEqual(
+      result.skipped.map((s) => s.reason),
+      ['symlink', 'symlink', 'symlink'],
+    );
+  });
+
+  it('handles an empty directory and a folder that is not a git repository', () => {
+    const root = tree({});
+    mkdirSync(join(root, 'empty'));
+    assert.deepEqual(paths(root), []);
+    writeFileSync(join(root, 'one.py'), 'print(1)\n');
+    assert.deepEqual(paths(root), ['one.py']);
+  });
+});
