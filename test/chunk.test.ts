@@ -113,6 +113,16 @@ describe('tree-sitter chunking', () => {
     });
   }
 
+  it('chunks the same whether files are chunked one by one or concurrently', async () => {
+    // regression: concurrent grammar loads left some grammars finding no definitions
+    const files = Object.keys(EXPECTED);
+    const parallel = await Promise.all(files.map((f) => chunkFixture(f)));
+    for (const [i, f] of files.entries()) {
+      const one = await chunkFixture(f);
+      assert.deepEqual(parallel[i]!.chunks, one.chunks, f);
+    }
+  });
+
   it('keeps imports and top-level statements between definitions', async () => {
     const r = await chunkFixture('config_loader.py');
     const first = r.chunks[0]!;

@@ -70,7 +70,7 @@ export function spawnCli(
   });
 }
 
-/** Everything an index holds that must not depend on how it was built (ids and timestamps left out). */
+/** Everything an index holds that must not depend on how it was built (row ids, timestamps and mtimes left out). */
 export function dumpIndex(dbPath: string): {
   files: unknown[];
   chunks: unknown[];
@@ -79,9 +79,7 @@ export function dumpIndex(dbPath: string): {
 } {
   const db = new Database(dbPath, { readonly: true });
   try {
-    const files = db
-      .prepare(`SELECT path, size, mtime_ms, hash, language, method FROM files ORDER BY path`)
-      .all();
+    const files = db.prepare(`SELECT path, size, hash, language, method FROM files ORDER BY path`).all();
     const chunks = db
       .prepare(
         `SELECT f.path, c.ordinal, c.start_line, c.end_line, c.symbol, c.kind, c.container, c.text

@@ -63,6 +63,7 @@ const grammars = new Map<
   Promise<{ language: Language; query: Query | null; kinds: Map<string, SymbolKind> }>
 >();
 let parser: Parser | undefined;
+let loading: Promise<unknown> = Promise.resolve();
 
 function wasmDir(): string {
   const require = createRequire(import.meta.url);
@@ -97,7 +98,12 @@ async function loadGrammar(grammar: string) {
 export async function ensureGrammar(grammar: string): Promise<boolean> {
   let g = grammars.get(grammar);
   if (!g) {
-    g = loadGrammar(grammar);
+    // one load at a time: concurrent Language.load calls leave some grammars finding no definitions
+    g = loading.then(() => loadGrammar(grammar));
+    loading = g.then(
+      () => undefined,
+      () => undefined,
+    );
     grammars.set(grammar, g);
   }
   try {

@@ -62,8 +62,6 @@ export async function acquireWriterLock(path: string, options: LockOptions = {})
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
     const holder = readLock(path);
-    if (holder && holder.pid === me.pid && holder.host === me.host)
-      throw new QuarryError('LOCKED', `this process already holds the index lock ${path}`);
     if (!holder && lockAgeMs(path) < 2000) {
       await sleep(50); // a writer between creating the file and writing its pid
       continue;

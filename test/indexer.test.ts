@@ -1,0 +1,154 @@
+import assert from 'node:assert/strict';
+import { cpSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { indexRepository } from '../src/index/indexer.ts';
+import { acquireWriterLock } from '../src/index/lock.ts';
+import { processFile } from '../src/index/process-file.ts';
+import { openSqliteStore } from '../src/store/sqlite.ts';
+import { indexPaths } from '../src/workspace/root.ts';
+import { dumpIndex, FIXTURES, ftsRowCount, makeTree, removeTree, testConfig } from './helpers.ts';
+
+const trees: string[] = [];
+after(() => trees.forEach(removeTree));
+
+function copyFixture(): string {
+  const root = makeTree({});
+  trees.push(root);
+  cpSync(join(FIXTURES, 'polyglot'), root, { recursive: true, preserveTimestamps: true });
+  return root;
+}
+
+async function indexOnce(root: string, config = testConfig(), workers?: number) {
+  const store = openSqliteStore(indexPaths(root).db);
+  try {
+    return await indexRepository({ root, config, store, ...(workers !== undefined ? { workers } : {}) });
+  } finally {
+    await store.close();
+  }
+}
+
+/** Index a copy of `root` (same bytes, same mtimes) from nothing, and dump it. */
+async function cleanBuildDump(root: string) {
+  const copy = makeTree({});
+  trees.push(copy);
+  cpSync(root, copy, {
+    recursive: true,
+    preserveTimestamps: true,
+    filter: (src) => !src.includes('.quarry'),
+  });
+  await indexOnce(copy);
+  return dumpIndex(indexPaths(copy).db);
+}
+
+describe('indexing', () => {
+  it('indexes a polyglot repository with workers and without, to the same result', async () => {
+    const a = copyFixture();
+    const b = copyFixture();
+    const ra = await indexOnce(a, testConfig(), 2);
+    await indexOnce(b, testConfig(), 0);
+    assert.equal(ra.files, 17);
+    assert.equal(ra.added, 17);
+    assert.ok(ra.chunks >= 17, `${ra.chunks} chunks`);
+    assert.deepEqual(dumpIndex(indexPaths(a).db), dumpIndex(indexPaths(b).db));
+  });
+
+  it('re-reads nothing when nothing changed, and follows edits, touches, renames and deletes', async () => {
+    const root = copyFixture();
+    await indexOnce(root);
+    const noop = await indexOnce(root);
+    assert.deepEqual([noop.added, noop.updated, noop.touched, noop.deleted], [0, 0, 0, 0]);
+
+    writeFileSync(join(root, 'server.go'), 'package server\n\nfunc Renamed() {}\n');
+    utimesSync(join(root, 'lib.rs'), new Date(), new Date(Date.now() + 5000));
+    renameSync(join(root, 'util.js'), join(root, 'helpers.js'));
+    rmSync(join(root, 'deploy.sh'));
+    const r = await indexOnce(root);
+    assert.equal(r.updated, 1);
+    assert.equal(r.touched, 1);
+    assert.equal(r.added, 1);
+    assert.equal(r.deleted, 2);
+
+    const store = openSqliteStore(indexPaths(root).db);
+    assert.deepEqual(
+      (await store.findSymbols(['Renamed'])).map((s) => s.path),
+      ['server.go'],
+    );
+    assert.deepEqual(await store.findSymbols(['HandleHealth']), []);
+    assert.deepEqual(
+      (await store.findSymbols(['joinAll'])).map((s) => s.path),
+      ['helpers.js'],
+    );
+    assert.equal(await store.getFile('deploy.sh'), undefined);
+    await store.close();
+
+    assert.deepEqual(dumpIndex(indexPaths(root).db), await cleanBuildDump(root));
+    const counts = ftsRowCount(indexPaths(root).db);
+    assert.equal(counts.fts, counts.chunks, 'one lexical row per chunk, none orphaned');
+  });
+
+  it('copes with binary files, invalid UTF-8, minified bundles, empty files and deep nesting', async () => {
+    const root = makeTree({
+      'image.dat.ts': Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0x0d, 0x0a]),
+      'latin1.py': Buffer.concat([
+        Buffer.from('def caf'),
+        Buffer.from([0xe9]),
+        Buffer.from('():\n    return 1\n'),
+      ]),
+      'huge.js': `var a=${'1+'.repeat(2_500_000)}1;`,
+      'bundle.js': `!function(){${'var x=1;'.repeat(20_000)}}();`,
+      'empty.ts': '',
+      'nested.py': `def outer():\n${Array.from({ length: 60 }, (_, i) => `${'    '.repeat(i + 1)}def f${i}():`).join('\n')}\n${'    '.repeat(61)}return 1\n`,
+    });
+    trees.push(root);
+    const r = await indexOnce(root);
+    assert.equal(r.skipped.find((s) => s.path === 'huge.js')?.reason, 'too-large');
+    const byPath = Object.fromEntries(r.skippedByContent.map((s) => [s.path, s.reason]));
+    assert.equal(byPath['image.dat.ts'], 'binary');
+    assert.equal(byPath['bundle.js'], 'minified');
+    const store = openSqliteStore(indexPaths(root).db);
+    const latin = await store.getFileChunks('latin1.py');
+    assert.match(latin[0]!.text, /def caf\uFFFD\(\)/);
+    assert.equal((await store.getFileChunks('empty.ts')).length, 0);
+    assert.equal((await store.getFile('empty.ts'))?.method, 'tree-sitter');
+    assert.ok((await store.findSymbols(['f59'])).length === 1);
+    await store.close();
+
+    // with the limit raised, the 5 MB one-line file is read, and recognised as minified
+    const big = await indexOnce(root, testConfig({ maxFileBytes: 10 * 1024 * 1024 }));
+    assert.deepEqual(
+      big.skippedByContent.map((s) => s.path),
+      ['huge.js'],
+    );
+  });
+
+  it('skips a private key by content whatever its name', async () => {
+    const root = makeTree({
+      'notes.txt': '-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n',
+    });
+    trees.push(root);
+    const r = await indexOnce(root);
+    assert.deepEqual(r.skippedByContent, [{ path: 'notes.txt', reason: 'secret' }]);
+  });
+
+  it('treats a file deleted between the walk and its read as gone', async () => {
+    const root = makeTree({ 'a.ts': 'x' });
+    trees.push(root);
+    const outcome = await processFile(root, { path: 'vanished.ts', size: 1, mtimeMs: 1 }, testConfig());
+    assert.deepEqual(outcome, { status: 'gone', path: 'vanished.ts' });
+  });
+
+  it('lets one writer at a time in, and reclaims a dead writer’s lock', async () => {
+    const root = copyFixture();
+    const { lock } = indexPaths(root);
+    const held = await acquireWriterLock(lock);
+    await assert.rejects(indexOnce(root), /another quarry \(pid \d+\) is indexing this project/);
+    held.release();
+    writeFileSync(
+      lock,
+      JSON.stringify({ pid: 2 ** 22 + 12345, host: (await import('node:os')).hostname(), startedAt: 1 }),
+    );
+    const r = await indexOnce(root);
+    assert.equal(r.added, 17);
+  });
+});
