@@ -9,6 +9,8 @@ import { DEFAULT_CONFIG, type QuarryConfig } from '../src/config/config.ts';
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const FIXTURES = join(REPO, 'test', 'fixtures');
 export const CLI = join(REPO, 'src', 'cli', 'run.ts');
+/** tsx by absolute URL: the CLI runs with other working directories, where a bare `tsx` does not resolve. */
+const TSX = import.meta.resolve('tsx');
 
 export function testConfig(over: Partial<QuarryConfig> = {}): QuarryConfig {
   return { ...DEFAULT_CONFIG, ...over, chunk: { ...DEFAULT_CONFIG.chunk, ...over.chunk } };
@@ -49,7 +51,7 @@ const CLI_ENV = {
 
 /** Runs the CLI from source in a child process. */
 export function runCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): CliResult {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args], {
+  const r = spawnSync(process.execPath, ['--import', TSX, CLI, ...args], {
     cwd: options.cwd ?? REPO,
     env: { ...CLI_ENV, ...options.env },
     encoding: 'utf8',
@@ -62,7 +64,7 @@ export function spawnCli(
   args: string[],
   options: { cwd?: string; env?: NodeJS.ProcessEnv; uid?: number; gid?: number } = {},
 ) {
-  return spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+  return spawn(process.execPath, ['--import', TSX, CLI, ...args], {
     cwd: options.cwd ?? REPO,
     env: { ...CLI_ENV, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

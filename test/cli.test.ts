@@ -1,0 +1,250 @@
+import assert from 'node:assert/strict';
+import { appendFileSync, chmodSync, cpSync, existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Database from 'better-sqlite3';
+import { openProject, searchProject } from '../src/api.ts';
+import { indexPaths } from '../src/workspace/root.ts';
+import { dumpIndex, FIXTURES, makeTree, removeTree, runCli, spawnCli } from './helpers.ts';
+
+const trees: string[] = [];
+after(() => trees.forEach(removeTree));
+
+/** A generated repository big enough that indexing takes a few seconds. */
+function bigTree(files = 1500): string {
+  const content: Record<string, string> = {};
+  for (let i = 0; i < files; i++) {
+    const fns = Array.from(
+      { length: 12 },
+      (_, j) =>
+        `export function handler${i}x${j}(input: Request${j}): Response${i} {\n  const value = compute${j}(input.field${i});\n  if (value > ${j}) {\n    return respond(value, 'module ${i} step ${j}');\n  }\n  return fallback${j}(input);\n}\n`,
+    ).join('\n');
+    content[`src/mod${Math.floor(i / 50)}/file${i}.ts`] = `import { respond } from '../respond';\n\n${fns}`;
+  }
+  const root = makeTree(content);
+  trees.push(root);
+  return root;
+}
+
+function polyglot(): string {
+  const root = makeTree({});
+  trees.push(root);
+  cpSync(join(FIXTURES, 'polyglot'), root, { recursive: true, preserveTimestamps: true });
+  return root;
+}
+
+function indexedCount(db: string): number {
+  if (!existsSync(db)) return 0;
+  try {
+    const d = new Database(db, { readonly: true, fileMustExist: true });
+    try {
+      return d.prepare(`SELECT COUNT(*) FROM files`).pluck().get() as number;
+    } finally {
+      d.close();
+    }
+  } catch {
+    return 0;
+  }
+}
+
+describe('quarry CLI', () => {
+  let root: string;
+  before(() => {
+    root = polyglot();
+    const r = runCli(['index', root, '--quiet']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /indexed .* 17 files \(17 added/);
+  });
+
+  it('prints the search JSON contract', () => {
+    const r = runCli(['search', '--json', '--top-k', '3', 'parse config file'], { cwd: root });
+    assert.equal(r.code, 0, r.stderr);
+    const json = JSON.parse(r.stdout);
+    assert.equal(json.query, 'parse config file');
+    assert.equal(json.mode, 'lexical');
+    assert.ok(json.results.length >= 1);
+    assert.deepEqual(Object.keys(json.results[0]).sort(), [
+      'endLine',
+      'kind',
+      'path',
+      'score',
+      'snippet',
+      'startLine',
+      'symbol',
+    ]);
+    assert.equal(json.results[0].path, 'config_loader.py');
+    assert.ok(json.files.length >= 1);
+    assert.deepEqual(Object.keys(json.files[0]).sort(), ['path', 'score']);
+    const many = JSON.parse(runCli(['search', '--json', '-k', '3', 'return'], { cwd: root }).stdout);
+    assert.equal(many.results.length, 3);
+  });
+
+  it('finds the project root by walking up, and ranks files with --files', () => {
+    const r = runCli(['search', '--files', 'TaskQueue', 'push'], { cwd: join(root, '.quarry') });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout.split('\n')[0]!, /Queue\.kt$/);
+  });
+
+  it('shows path:lines, the symbol and a snippet in plain text when not on a terminal', () => {
+    const r = runCli(['search', 'HandleHealth'], { cwd: root });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^1\. server\.go:1-20 HandleHealth \(method\) /);
+    assert.match(r.stdout, /│ func \(s \*Server\) HandleHealth/);
+    assert.doesNotMatch(r.stdout, /\x1b\[/);
+  });
+
+  it('reports status, as text and as JSON', () => {
+    const text = runCli(['status'], { cwd: root });
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /files +17/);
+    assert.match(text.stdout, /pending +up to date/);
+    const r = runCli(['status', '--json', '--root', root]);
+    const s = JSON.parse(r.stdout);
+    assert.equal(s.files, 17);
+    assert.ok(s.chunks > 0 && s.bytes > 0);
+    assert.equal(s.languages.typescript, 1);
+    assert.deepEqual(s.pending, { added: 0, modified: 0, deleted: 0 });
+    assert.equal(s.run.state, 'idle');
+  });
+
+  it('fails with one clear line and a meaningful exit code', () => {
+    const empty = makeTree({ 'a.txt': 'hello' });
+    trees.push(empty);
+    const noIndex = runCli(['search', 'x', '--root', empty]);
+    assert.equal(noIndex.code, 3);
+    assert.equal(noIndex.stderr, `quarry: no index in ${empty}: run \`quarry index\` there first\n`);
+    const emptyQuery = runCli(['search', '  '], { cwd: root });
+    assert.equal(emptyQuery.code, 2);
+    assert.match(emptyQuery.stderr, /^quarry: empty query: /);
+    const badFlag = runCli(['search', '--top-k', 'lots', 'x'], { cwd: root });
+    assert.equal(badFlag.code, 2);
+    assert.match(badFlag.stderr, /expected a positive whole number/);
+    const notDir = runCli(['index', join(root, 'server.go')]);
+    assert.equal(notDir.code, 2);
+    assert.match(notDir.stderr, /is not a directory/);
+  });
+
+  it('indexes an empty directory', () => {
+    const empty = makeTree({});
+    trees.push(empty);
+    const r = runCli(['index', empty, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(JSON.parse(r.stdout).files, 0);
+  });
+
+  it('resumes after kill -9 and ends identical to a clean build', async () => {
+    const big = bigTree();
+    const { db } = indexPaths(big);
+    const child = spawnCli(['index', big, '--quiet']);
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    // kill it once some files are committed, well before the end
+    for (let i = 0; i < 600 && indexedCount(db) < 100; i++) await sleep(25);
+    child.kill('SIGKILL');
+    await exited;
+    const partial = indexedCount(db);
+    assert.ok(partial > 0 && partial < 1500, `killed after ${partial} files`);
+    const check = new Database(db);
+    assert.equal(check.pragma('integrity_check', { simple: true }), 'ok');
+    check.close();
+
+    const status = JSON.parse(runCli(['status', '--json', '--root', big]).stdout);
+    assert.equal(status.run.state, 'interrupted');
+    assert.equal(status.pending.added, 1500 - partial);
+
+    const resumed = runCli(['index', big, '--json']);
+    assert.equal(resumed.code, 0, resumed.stderr);
+    assert.equal(
+      JSON.parse(resumed.stdout).added,
+      1500 - partial,
+      'the resumed run reads only what was missing',
+    );
+
+    const clean = makeTree({});
+    trees.push(clean);
+    cpSync(big, clean, {
+      recursive: true,
+      preserveTimestamps: true,
+      filter: (src) => !src.endsWith('.quarry'),
+    });
+    assert.equal(runCli(['index', clean, '--quiet']).code, 0);
+    assert.deepEqual(dumpIndex(db), dumpIndex(indexPaths(clean).db));
+  });
+
+  it('answers searches while the index is being written, and refuses a second writer', async () => {
+    const big = bigTree(1200);
+    assert.equal(runCli(['index', big, '--quiet']).code, 0);
+    // change every file so that the next run re-chunks all of them
+    for (const dir of readdirSync(join(big, 'src')))
+      for (const f of readdirSync(join(big, 'src', dir)))
+        appendFileSync(join(big, 'src', dir, f), '\n// edited\n');
+    const { lock } = indexPaths(big);
+    const child = spawnCli(['index', big, '--quiet', '--json']);
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    let running = true;
+    const exited = new Promise<number | null>((resolve) =>
+      child.on('exit', (code) => {
+        running = false;
+        resolve(code);
+      }),
+    );
+    for (let i = 0; i < 400 && !existsSync(lock); i++) await sleep(25);
+    assert.ok(existsSync(lock), 'the writer took the lock');
+    const second = spawnCli(['index', big, '--quiet']);
+    let secondErr = '';
+    second.stderr.on('data', (d) => {
+      secondErr += d;
+    });
+    const secondCode = new Promise((resolve) => second.on('exit', resolve));
+    const project = await openProject({ root: big });
+    let searchesDuringWrite = 0;
+    try {
+      while (running) {
+        const res = await searchProject(project, 'respond value module step', { topK: 5 });
+        assert.equal(res.results.length, 5);
+        if (running) searchesDuringWrite++;
+        await sleep(5);
+      }
+    } finally {
+      await project.close();
+    }
+    assert.equal(await exited, 0);
+    assert.equal(JSON.parse(out).updated, 1200);
+    assert.equal(await secondCode, 4);
+    assert.match(
+      secondErr,
+      /another quarry \(pid \d+\) is indexing this project: wait for it, or run with --wait/,
+    );
+    assert.ok(searchesDuringWrite > 0, 'searched while the writer ran');
+  });
+
+  it('skips an unreadable file with a warning and indexes the rest', async (t) => {
+    const dir = polyglot();
+    chmodSync(dir, 0o755);
+    chmodSync(join(dir, 'lib.rs'), 0o000);
+    const isRoot = process.getuid?.() === 0;
+    if (isRoot) {
+      // root reads anything: run quarry as an unprivileged user so that the permission bites
+      const { chownSync } = await import('node:fs');
+      chownSync(dir, 65534, 65534);
+      for (const f of readdirSync(dir)) chownSync(join(dir, f), 65534, 65534);
+    }
+    const child = spawnCli(['index', dir, '--json'], isRoot ? { uid: 65534, gid: 65534 } : {});
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const code = await new Promise((resolve) => child.on('exit', resolve));
+    t.diagnostic(stderr);
+    assert.equal(code, 0, stderr);
+    assert.match(stderr, /warning: skipped unreadable lib\.rs \(EACCES\)/);
+    assert.equal(JSON.parse(stdout).added, 16);
+  });
+});
