@@ -18,7 +18,13 @@ function chunk(path: string, ordinal: number, text: string, symbol: string | nul
 }
 
 function update(path: string, chunks: Array<[string, string | null]>, hash = `h-${path}`): FileUpdate {
+  const names = chunks.flatMap(([, sym]) => (sym ? [sym] : []));
   return {
+    tokens: {
+      path: pathTokenText(path),
+      symbols: codeTokenText(names.join(' ')),
+      body: chunks.map(([text]) => codeTokenText(text)).join(' '),
+    },
     file: { path, size: 100, mtimeMs: 1000, hash, language: 'typescript', method: 'tree-sitter' },
     chunks: chunks.map(([text, sym], i) => chunk(path, i, text, sym)),
     symbols: chunks.flatMap(([, sym], i) =>
@@ -145,6 +151,28 @@ export function storeContract(open: () => Promise<Store>): void {
       filter: { languages: ['python'] },
     });
     assert.deepEqual(byLang, []);
+    await s.close();
+  });
+
+  it('ranks whole files by BM25 over all their chunks', async () => {
+    const s = await open();
+    await s.replaceFiles([
+      update('src/spread.ts', [
+        ['function connect() { retry() }', 'connect'],
+        ['function backoff() { delay() }', 'backoff'],
+      ]),
+      update('src/one.ts', [['function connect() { open() }', 'connect']]),
+    ]);
+    const hits = await s.searchFiles({ terms: ['connect', 'backoff'], limit: 10, weights: W });
+    assert.deepEqual(
+      hits.map((h) => h.path),
+      ['src/spread.ts', 'src/one.ts'],
+    );
+    await s.replaceFiles([update('src/spread.ts', [['nothing here', null]], 'h3')]);
+    const after = await s.searchFiles({ terms: ['backoff'], limit: 10, weights: W });
+    assert.deepEqual(after, []);
+    await s.deleteFiles(['src/one.ts']);
+    assert.deepEqual(await s.searchFiles({ terms: ['connect'], limit: 10, weights: W }), []);
     await s.close();
   });
 

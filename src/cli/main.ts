@@ -191,10 +191,15 @@ export async function main(
           ...(opts.lang ? { languages: opts.lang as string[] } : {}),
         };
         const res = await searchProject(project, words.join(' '), {
-          ...(opts.topK ? { topK: opts.topK } : {}),
+          ...(opts.topK ? { topK: opts.topK, topFiles: opts.topK } : {}),
           ...(opts.mode ? { mode: opts.mode as SearchMode } : {}),
           ...(Object.keys(filter).length ? { filter } : {}),
         });
+        if (opts.json && opts.files) {
+          // the file view of the contract: just the ranked files
+          io.stdout.write(`${JSON.stringify({ query: res.query, mode: res.mode, files: res.files })}\n`);
+          return;
+        }
         if (opts.json) {
           const json = {
             query: res.query,

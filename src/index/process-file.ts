@@ -64,6 +64,7 @@ function skipped(
       file: { path: task.path, size: task.size, mtimeMs: task.mtimeMs, hash, language, method: 'skipped' },
       chunks: [],
       symbols: [],
+      tokens: { path: '', symbols: '', body: '' },
     },
   };
 }
@@ -91,25 +92,31 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
 
   const chunked = await chunkFile(text, lang.grammar, config.chunk);
   const pathTokens = pathTokenText(task.path);
+  const chunks = chunked.chunks.map((c, ordinal) => ({
+    ordinal,
+    startLine: c.startLine,
+    endLine: c.endLine,
+    symbol: c.symbol,
+    kind: c.kind,
+    container: c.container,
+    text: c.text,
+    tokens: {
+      path: pathTokens,
+      symbols: codeTokenText([...c.symbols, c.container ?? ''].join(' ')),
+      body: codeTokenText(c.text),
+    },
+  }));
   return {
     status: 'indexed',
     update: {
       file: { path: task.path, size, mtimeMs: task.mtimeMs, hash, language: lang.id, method: chunked.method },
-      chunks: chunked.chunks.map((c, ordinal) => ({
-        ordinal,
-        startLine: c.startLine,
-        endLine: c.endLine,
-        symbol: c.symbol,
-        kind: c.kind,
-        container: c.container,
-        text: c.text,
-        tokens: {
-          path: pathTokens,
-          symbols: codeTokenText([...c.symbols, c.container ?? ''].join(' ')),
-          body: codeTokenText(c.text),
-        },
-      })),
+      chunks,
       symbols: chunked.symbols,
+      tokens: {
+        path: pathTokens,
+        symbols: codeTokenText(chunked.symbols.map((s) => s.name).join(' ')),
+        body: chunks.map((c) => c.tokens.body).join(' '),
+      },
     },
   };
 }

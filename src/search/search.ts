@@ -3,6 +3,7 @@ import type { QuarryConfig } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
 import type { ChunkHit, SearchFilter, Store, StoredChunk } from '../store/types.ts';
 import { type AnalyzedQuery, analyzeQuery } from './query.ts';
+import { type FileRole, fileRole } from './roles.ts';
 
 export type SearchMode = 'hybrid' | 'lexical' | 'dense';
 
@@ -26,7 +27,7 @@ export interface SearchResult {
   score: number;
   snippet: string;
   /** Why it ranked: which signals contributed. */
-  signals: { lexical: number; fileHint: number; symbolHint: number };
+  signals: { lexical: number; fileLexical: number; fileHint: number; symbolHint: number };
   chunkId: number;
 }
 
@@ -54,14 +55,33 @@ const MIN_CANDIDATES = 200;
 const FILE_SPREAD_WEIGHT = 0.15;
 const FILE_SPREAD_CHUNKS = 4;
 
+/** Weight of the file's coarse (whole-file) BM25 score in each of its chunks' scores. */
+const FILE_LEXICAL_WEIGHT = 1;
+const FILE_CANDIDATES = 100;
+
 interface Candidate {
   hit: Omit<ChunkHit, 'score'>;
   lexical: number;
+  fileLexical: number;
   fileHint: number;
   symbolHint: number;
+  /** The file role's prior (1 for code). */
+  prior: number;
 }
 
-const total = (c: Candidate) => c.lexical + FILE_HINT_WEIGHT * c.fileHint + SYMBOL_HINT_WEIGHT * c.symbolHint;
+const ROLE_PRIOR: Record<FileRole, number> = {
+  code: 1,
+  test: 0.8,
+  docs: 0.7,
+  data: 0.8,
+};
+
+const total = (c: Candidate) =>
+  c.prior *
+  (c.lexical +
+    FILE_LEXICAL_WEIGHT * c.fileLexical +
+    FILE_HINT_WEIGHT * c.fileHint +
+    SYMBOL_HINT_WEIGHT * c.symbolHint);
 
 /** Hint strength per file from the names the query mentions, damped when a name matches many files. */
 async function fileHints(
@@ -176,24 +196,42 @@ export async function search(
   const weights = config.search.weights;
   const limit = Math.max(MIN_CANDIDATES, topK * CANDIDATES_PER_RESULT);
 
-  const [lexHits, fHints, sHints] = await Promise.all([
+  const [lexHits, fileHits, fHints, sHints] = await Promise.all([
     store.searchLexical({ terms: q.terms, limit, weights, ...(filter ? { filter } : {}) }),
+    store.searchFiles({
+      terms: q.terms,
+      limit: Math.max(FILE_CANDIDATES, topFiles * 5),
+      weights,
+      ...(filter ? { filter } : {}),
+    }),
     fileHints(store, q, filter),
     symbolHints(store, q, filter),
   ]);
   const maxLex = lexHits.reduce((m, h) => Math.max(m, h.score), 0) || 1;
+  const maxFileLex = fileHits.reduce((m, h) => Math.max(m, h.score), 0) || 1;
+  const fileLex = new Map(fileHits.map((h) => [h.path, h.score / maxFileLex]));
   const cands = new Map<number, Candidate>();
-  for (const h of lexHits)
-    cands.set(h.chunkId, {
-      hit: h,
-      lexical: h.score / maxLex,
-      fileHint: fHints.get(h.path) ?? 0,
-      symbolHint: 0,
-    });
+  const candidate = (hit: Omit<ChunkHit, 'score'>, lexical: number, symbolHint = 0): Candidate => ({
+    hit,
+    lexical,
+    fileLexical: fileLex.get(hit.path) ?? 0,
+    fileHint: fHints.get(hit.path) ?? 0,
+    symbolHint,
+    prior: ROLE_PRIOR[fileRole(hit.path)],
+  });
+  for (const h of lexHits) cands.set(h.chunkId, candidate(h, h.score / maxLex));
 
-  // hinted files that lexical search did not reach: take their best-matching chunks, or their first one
+  // hinted files, and files strong as a whole, that the chunk search did not reach: take their best chunks
   const seenFiles = new Set(lexHits.map((h) => h.path));
-  const missing = [...fHints.keys()].filter((p) => !seenFiles.has(p)).slice(0, 50);
+  const missing = [
+    ...new Set([
+      ...[...fHints.keys()].filter((p) => !seenFiles.has(p)).slice(0, 50),
+      ...fileHits
+        .slice(0, topFiles * 3)
+        .map((h) => h.path)
+        .filter((p) => !seenFiles.has(p)),
+    ]),
+  ];
   if (missing.length) {
     const extra = await store.searchLexical({
       terms: q.terms,
@@ -201,20 +239,12 @@ export async function search(
       weights,
       filter: { ...filter, paths: missing },
     });
-    for (const h of extra)
-      if (!cands.has(h.chunkId))
-        cands.set(h.chunkId, {
-          hit: h,
-          lexical: h.score / maxLex,
-          fileHint: fHints.get(h.path) ?? 0,
-          symbolHint: 0,
-        });
+    for (const h of extra) if (!cands.has(h.chunkId)) cands.set(h.chunkId, candidate(h, h.score / maxLex));
     const covered = new Set(extra.map((h) => h.path));
     for (const p of missing) {
-      if (covered.has(p)) continue;
+      if (covered.has(p) || !fHints.has(p)) continue;
       const first = (await store.getFileChunks(p))[0];
-      if (first)
-        cands.set(first.chunkId, { hit: first, lexical: 0, fileHint: fHints.get(p) ?? 0, symbolHint: 0 });
+      if (first) cands.set(first.chunkId, candidate(first, 0));
     }
   }
   for (const [chunkId, s] of sHints) {
@@ -222,13 +252,7 @@ export async function search(
     if (c) c.symbolHint = Math.max(c.symbolHint, s.strength);
     else {
       const [chunk] = await store.getChunks([chunkId]);
-      if (chunk)
-        cands.set(chunkId, {
-          hit: chunk,
-          lexical: 0,
-          fileHint: fHints.get(chunk.path) ?? 0,
-          symbolHint: s.strength,
-        });
+      if (chunk) cands.set(chunkId, candidate(chunk, 0, s.strength));
     }
   }
 
@@ -240,6 +264,12 @@ export async function search(
     if (list) list.push(total(c));
     else perFile.set(c.hit.path, [total(c)]);
   }
+  // files whose coarse document matched but none of whose chunks made the candidate list
+  for (const [path, lex] of fileLex)
+    if (!perFile.has(path))
+      perFile.set(path, [
+        ROLE_PRIOR[fileRole(path)] * (FILE_LEXICAL_WEIGHT * lex + FILE_HINT_WEIGHT * (fHints.get(path) ?? 0)),
+      ]);
   const files: FileResult[] = [...perFile.entries()]
     .map(([path, scores]) => {
       let score = scores[0]!;
@@ -263,7 +293,12 @@ export async function search(
       kind: stored?.kind ?? c.hit.kind,
       score: round(total(c)),
       snippet: stored ? makeSnippet(stored.text, termSet) : '',
-      signals: { lexical: round(c.lexical), fileHint: round(c.fileHint), symbolHint: round(c.symbolHint) },
+      signals: {
+        lexical: round(c.lexical),
+        fileLexical: round(c.fileLexical),
+        fileHint: round(c.fileHint),
+        symbolHint: round(c.symbolHint),
+      },
       chunkId: c.hit.chunkId,
     };
   });

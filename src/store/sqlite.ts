@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { QuarryError } from '../errors.ts';
 import type {
   ChunkHit,
+  FileHit,
   FileNameHit,
   FileNameQuery,
   FileRecord,
@@ -66,6 +67,18 @@ const MIGRATIONS: Array<(db: Database.Database) => void> = [
         tokenize = "unicode61 remove_diacritics 0 tokenchars '_$'"
       );
     `);
+  },
+  (db) => {
+    // one coarse lexical document per file (rowid = files.id)
+    db.exec(`
+      CREATE VIRTUAL TABLE files_fts USING fts5 (
+        path, symbols, body,
+        content = '', contentless_delete = 1,
+        tokenize = "unicode61 remove_diacritics 0 tokenchars '_$'"
+      );
+    `);
+    // files indexed before this table existed have no document in it: make the next run re-read them
+    db.exec(`UPDATE files SET size = -1, hash = ''`);
   },
 ];
 
@@ -216,6 +229,8 @@ export class SqliteStore implements Store {
       deleteChunks: db.prepare(`DELETE FROM chunks WHERE file_id = ?`),
       deleteSymbols: db.prepare(`DELETE FROM symbols WHERE file_id = ?`),
       deleteFile: db.prepare(`DELETE FROM files WHERE id = ?`),
+      deleteFileFts: db.prepare(`DELETE FROM files_fts WHERE rowid = ?`),
+      insertFileFts: db.prepare(`INSERT INTO files_fts (rowid, path, symbols, body) VALUES (?, ?, ?, ?)`),
       insertFile: db.prepare(
         `INSERT INTO files (path, basename, stem, size, mtime_ms, hash, language, method, indexed_at)
          VALUES (@path, @basename, @stem, @size, @mtimeMs, @hash, @language, @method, @indexedAt)`,
@@ -264,6 +279,7 @@ export class SqliteStore implements Store {
   }
 
   private removeRows(id: number): void {
+    this.stmts.deleteFileFts.run(id);
     this.stmts.deleteFts.run(id);
     this.stmts.deleteChunks.run(id);
     this.stmts.deleteSymbols.run(id);
@@ -272,7 +288,7 @@ export class SqliteStore implements Store {
   private readonly replaceTx = (updates: FileUpdate[]): void => {
     const s = this.stmts;
     const now = Date.now();
-    for (const { file, chunks, symbols } of updates) {
+    for (const { file, chunks, symbols, tokens } of updates) {
       const existing = s.fileId.get(file.path) as number | undefined;
       const row = { ...file, ...fileNameParts(file.path), indexedAt: now };
       let id: number;
@@ -283,6 +299,7 @@ export class SqliteStore implements Store {
       } else {
         id = Number(s.insertFile.run(row).lastInsertRowid);
       }
+      if (chunks.length) s.insertFileFts.run(id, tokens.path, tokens.symbols, tokens.body);
       for (const c of chunks) {
         const chunkId = s.insertChunk.run(
           id,
@@ -362,6 +379,26 @@ export class SqliteStore implements Store {
       endLine: r.end_line as number,
       symbol: (r.symbol as string | null) ?? null,
       kind: (r.kind as ChunkHit['kind']) ?? null,
+      score: r.score as number,
+    }));
+  }
+
+  async searchFiles(q: LexicalQuery): Promise<FileHit[]> {
+    const terms = [...new Set(q.terms)].filter((t) => t.length > 0);
+    if (!terms.length || q.limit <= 0) return [];
+    const { sql: where, params } = filterSql(q.filter);
+    const w = q.weights;
+    const rank = `bm25(${Number(w.path)}, ${Number(w.symbol)}, ${Number(w.body)})`;
+    const sql = where
+      ? `SELECT f.path, -fts.rank AS score FROM files_fts fts JOIN files f ON f.id = fts.rowid
+         WHERE files_fts MATCH ? AND fts.rank MATCH ? ${where} ORDER BY fts.rank LIMIT ?`
+      : `SELECT f.path, -m.rank AS score
+         FROM (SELECT rowid, rank FROM files_fts WHERE files_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?) m
+         JOIN files f ON f.id = m.rowid ORDER BY m.rank`;
+    const match = terms.map(ftsQuote).join(' OR ');
+    const args = where ? [match, rank, ...params, q.limit] : [match, rank, q.limit];
+    return (this.db.prepare(sql).all(...args) as Row[]).map((r) => ({
+      path: r.path as string,
       score: r.score as number,
     }));
   }

@@ -39,6 +39,8 @@ export interface FileUpdate {
   file: FileRecord;
   chunks: ChunkInput[];
   symbols: SymbolInput[];
+  /** Token streams for the file as one coarse document (all its chunks together). */
+  tokens: { path: string; symbols: string; body: string };
 }
 
 export interface SearchFilter {
@@ -74,6 +76,13 @@ export interface ChunkHit {
   endLine: number;
   symbol: string | null;
   kind: SymbolKind | null;
+  /** Higher is better; comparable only within one result list. */
+  score: number;
+}
+
+/** A file whose coarse document matched a lexical query. */
+export interface FileHit {
+  path: string;
   /** Higher is better; comparable only within one result list. */
   score: number;
 }
@@ -142,6 +151,8 @@ export interface Store {
   deleteFiles(paths: string[]): Promise<void>;
 
   searchLexical(query: LexicalQuery): Promise<ChunkHit[]>;
+  /** BM25 over whole files (path, all symbol names, all text): evidence spread over a file counts. */
+  searchFiles(query: LexicalQuery): Promise<FileHit[]>;
   findFilesByName(query: FileNameQuery): Promise<FileNameHit[]>;
   /** Definitions whose name equals one of `names`, compared without case. */
   findSymbols(names: string[], options?: { limit?: number; filter?: SearchFilter }): Promise<SymbolHit[]>;

@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { indexProject, openProject, type Project, searchProject } from '../src/api.ts';
+import { fileRole } from '../src/search/roles.ts';
+import { makeTree, removeTree } from './helpers.ts';
+
+/** Several files share the words of each query, so only the hint can pick the right one. */
+const FILES: Record<string, string> = {
+  'pkg/registry.py': 'def lookup(name):\n    """Find a handler by name."""\n    return HANDLERS.get(name)\n',
+  'pkg/handlers.py':
+    'def lookup(name):\n    """Find a handler by name in the handler table."""\n    return TABLE[name]\n',
+  'src/router/trie-router.ts':
+    'export function add(path: string) {\n  // insert a route into the tree\n  return path;\n}\n',
+  'src/router/linear-router.ts':
+    'export function add(path: string) {\n  // insert a route into the list of routes, route by route\n  return path;\n}\n',
+  'src/server/index.ts': 'export function start() {\n  // start listening for requests\n}\n',
+  'src/client/index.ts': 'export function start() {\n  // start sending requests, requests, requests\n}\n',
+  'src/config.ts':
+    'export function parseConfigFile(text: string) {\n  return JSON.parse(text);\n}\nexport function other() {\n  return 1;\n}\n',
+  'src/loader.ts':
+    'export function load(file: string) {\n  // parse the config file text\n  return parseConfigFile(read(file));\n}\n',
+  'docs/config.md': '# Config file\n\nHow to parse the config file: parse config file parse config file.\n',
+  'test/config.test.ts': 'test("parse config file", () => parseConfigFile("{}"));\n',
+};
+
+describe('search', () => {
+  let root: string;
+  let project: Project;
+  before(async () => {
+    root = makeTree(FILES);
+    project = await openProject({ root, create: true, userConfig: false });
+    await indexProject(project);
+  });
+  after(async () => {
+    await project.close();
+    removeTree(root);
+  });
+
+  const topFile = async (q: string) => (await searchProject(project, q)).files[0]?.path;
+
+  it('lifts a file named in the query, as a basename, a stem or a path fragment', async () => {
+    assert.equal(await topFile('how does registry.py find a handler by name'), 'pkg/registry.py');
+    assert.equal(await topFile('insert a route in trie-router'), 'src/router/trie-router.ts');
+    assert.equal(await topFile('where does src/server start listening for requests'), 'src/server/index.ts');
+  });
+
+  it('lifts the definition of an identifier the query names', async () => {
+    const res = await searchProject(project, 'who calls parseConfigFile');
+    assert.equal(res.results[0]?.path, 'src/config.ts');
+    assert.equal(res.results[0]?.symbol, 'parseConfigFile');
+    assert.ok(res.results[0]!.signals.symbolHint > 0);
+  });
+
+  it('ranks implementation above docs and tests that say the same words', async () => {
+    const res = await searchProject(project, 'parse config file');
+    const paths = res.files.map((f) => f.path);
+    assert.ok(paths.indexOf('src/config.ts') < paths.indexOf('docs/config.md'));
+    assert.ok(paths.indexOf('src/config.ts') < paths.indexOf('test/config.test.ts'));
+  });
+
+  it('filters by path prefix and language, and bounds results with topK', async () => {
+    const res = await searchProject(project, 'start requests', { filter: { pathPrefixes: ['src/client/'] } });
+    assert.deepEqual([...new Set(res.results.map((r) => r.path))], ['src/client/index.ts']);
+    const py = await searchProject(project, 'lookup handler name', {
+      filter: { languages: ['python'] },
+      topK: 1,
+    });
+    assert.equal(py.results.length, 1);
+    assert.match(py.results[0]!.path, /\.py$/);
+  });
+
+  it('makes a snippet around the matching lines', async () => {
+    const res = await searchProject(project, 'parseConfigFile JSON');
+    assert.match(res.results[0]!.snippet, /JSON\.parse/);
+  });
+
+  it('classifies files by role from their path', () => {
+    assert.equal(fileRole('src/a.ts'), 'code');
+    assert.equal(fileRole('src/a.test.ts'), 'test');
+    assert.equal(fileRole('pkg/foo_test.go'), 'test');
+    assert.equal(fileRole('tests/test_x.py'), 'test');
+    assert.equal(fileRole('README.md'), 'docs');
+    assert.equal(fileRole('CHANGELOG'), 'docs');
+    assert.equal(fileRole('config/app.yaml'), 'data');
+  });
+});
