@@ -57,6 +57,7 @@ export interface IndexOptions {
 const COMMIT_FILES = 256;
 const COMMIT_MS = 500;
 const IN_FLIGHT_PER_WORKER = 16;
+const IN_THREAD_MAX_FILES = 24;
 
 /**
  * Brings the index in line with the files on disk: stats every file, reads only those whose size or mtime changed,
@@ -143,7 +144,9 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
     };
 
     if (tasks.length) {
-      const pool = createFilePool(root, config, options.workers);
+      // starting workers (each loads the tree-sitter runtime) costs more than a few files take in this thread
+      const workers = options.workers ?? (tasks.length <= IN_THREAD_MAX_FILES ? 0 : undefined);
+      const pool = createFilePool(root, config, workers);
       try {
         const inFlight = new Set<Promise<void>>();
         const limit = Math.max(1, pool.size) * IN_FLIGHT_PER_WORKER;

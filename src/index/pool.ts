@@ -16,13 +16,15 @@ export function defaultWorkerCount(config: QuarryConfig): number {
 }
 
 function startWorker(workerData: unknown): Worker {
+  // a worker inherits node's flags; --input-type (from `node -e` hosts) would make it refuse its file
+  const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
   if (!import.meta.url.endsWith('.ts'))
-    return new Worker(new URL('./worker.js', import.meta.url), { workerData });
+    return new Worker(new URL('./worker.js', import.meta.url), { workerData, execArgv });
   // running from source under tsx (tests, development): workers do not inherit its loader, so register it first
   const tsx = import.meta.resolve('tsx/esm/api');
   const entry = new URL('./worker.ts', import.meta.url).href;
   const code = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(code, { eval: true, workerData });
+  return new Worker(code, { eval: true, workerData, execArgv });
 }
 
 export function createFilePool(

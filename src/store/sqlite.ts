@@ -80,6 +80,13 @@ const MIGRATIONS: Array<(db: Database.Database) => void> = [
     // files indexed before this table existed have no document in it: make the next run re-read them
     db.exec(`UPDATE files SET size = -1, hash = ''`);
   },
+  (db) => {
+    // document frequencies, to leave out query terms that nearly every document has
+    db.exec(`
+      CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab (chunks_fts, 'row');
+      CREATE VIRTUAL TABLE files_vocab USING fts5vocab (files_fts, 'row');
+    `);
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -112,6 +119,18 @@ function toChunk(r: Row): StoredChunk {
     kind: (r.kind as StoredChunk['kind']) ?? null,
     container: (r.container as string | null) ?? null,
     text: r.text as string,
+  };
+}
+
+function toHit(r: Row): ChunkHit {
+  return {
+    chunkId: r.id as number,
+    path: r.path as string,
+    startLine: r.start_line as number,
+    endLine: r.end_line as number,
+    symbol: (r.symbol as string | null) ?? null,
+    kind: (r.kind as ChunkHit['kind']) ?? null,
+    score: r.score as number,
   };
 }
 
@@ -239,6 +258,13 @@ export class SqliteStore implements Store {
         `UPDATE files SET size = @size, mtime_ms = @mtimeMs, hash = @hash, language = @language,
          method = @method, indexed_at = @indexedAt WHERE id = @id`,
       ),
+      chunkRange: db.prepare(
+        `SELECT min(c.id) AS lo, max(c.id) AS hi FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ?`,
+      ),
+      chunkVocab: db.prepare(`SELECT term, doc FROM chunks_vocab WHERE term IN (SELECT value FROM json_each(?))`),
+      fileVocab: db.prepare(`SELECT term, doc FROM files_vocab WHERE term IN (SELECT value FROM json_each(?))`),
+      countChunks: db.prepare(`SELECT COUNT(*) FROM chunks`).pluck(),
+      countFts: db.prepare(`SELECT COUNT(*) FROM files WHERE method != 'skipped'`).pluck(),
       touchFile: db.prepare(`UPDATE files SET size = ?, mtime_ms = ? WHERE path = ?`),
       insertChunk: db.prepare(
         `INSERT INTO chunks (file_id, ordinal, start_line, end_line, symbol, kind, container, text)
@@ -353,13 +379,34 @@ export class SqliteStore implements Store {
       .immediate();
   }
 
+  /**
+   * Drops terms that occur in more than half of the documents, keeping at least the rarest: their BM25 weight is
+   * next to nothing (FTS5 floors a non-positive IDF at 1e-6), but each costs a scan of most of the index.
+   */
+  private informativeTerms(terms: string[], table: 'chunks' | 'files'): string[] {
+    if (terms.length < 2) return terms;
+    const vocab = table === 'chunks' ? this.stmts.chunkVocab : this.stmts.fileVocab;
+    const total = (table === 'chunks' ? this.stmts.countChunks : this.stmts.countFts).get() as number;
+    if (total < 100) return terms;
+    const df = new Map(
+      (vocab.all(JSON.stringify(terms)) as Row[]).map((r) => [r.term as string, r.doc as number]),
+    );
+    const kept = terms.filter((t) => (df.get(t) ?? 0) <= total / 2);
+    if (kept.length) return kept;
+    return [terms.reduce((a, b) => ((df.get(a) ?? 0) <= (df.get(b) ?? 0) ? a : b))];
+  }
+
   async searchLexical(q: LexicalQuery): Promise<ChunkHit[]> {
-    const terms = [...new Set(q.terms)].filter((t) => t.length > 0);
+    const terms = this.informativeTerms(
+      [...new Set(q.terms)].filter((t) => t.length > 0),
+      'chunks',
+    );
     if (!terms.length || q.limit <= 0) return [];
     const match = terms.map(ftsQuote).join(' OR ');
-    const { sql: where, params } = filterSql(q.filter);
     const w = q.weights;
     const rank = `bm25(${Number(w.path)}, ${Number(w.symbol)}, ${Number(w.body)})`;
+    if (q.filter?.paths && q.filter.paths.length <= 200) return this.searchLexicalInFiles(q, match, rank);
+    const { sql: where, params } = filterSql(q.filter);
     // Without a filter, let FTS5 order and cut the list itself; with one, join first so the cut is after filtering.
     const sql = where
       ? `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, -fts.rank AS score
@@ -371,20 +418,36 @@ export class SqliteStore implements Store {
                ORDER BY rank LIMIT ?) m
          JOIN chunks c ON c.id = m.rowid JOIN files f ON f.id = c.file_id ORDER BY m.rank`;
     const args = where ? [match, rank, ...params, q.limit] : [match, rank, q.limit];
-    const rows = this.db.prepare(sql).all(...args) as Row[];
-    return rows.map((r) => ({
-      chunkId: r.id as number,
-      path: r.path as string,
-      startLine: r.start_line as number,
-      endLine: r.end_line as number,
-      symbol: (r.symbol as string | null) ?? null,
-      kind: (r.kind as ChunkHit['kind']) ?? null,
-      score: r.score as number,
-    }));
+    return (this.db.prepare(sql).all(...args) as Row[]).map(toHit);
+  }
+
+  /**
+   * A search within a few named files: each file's chunks occupy a range of rowids (they are inserted together),
+   * which FTS5 seeks to directly instead of scoring every match in the index and filtering afterwards.
+   */
+  private searchLexicalInFiles(q: LexicalQuery, match: string, rank: string): ChunkHit[] {
+    const { sql: where, params } = filterSql({ ...q.filter, paths: undefined });
+    const inRange = this.db.prepare(
+      `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, -m.rank AS score
+       FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ?
+             AND rowid BETWEEN ? AND ?) m
+       JOIN chunks c ON c.id = m.rowid JOIN files f ON f.id = c.file_id
+       WHERE f.path = ? ${where}`,
+    );
+    const hits: ChunkHit[] = [];
+    for (const path of new Set(q.filter!.paths)) {
+      const range = this.stmts.chunkRange.get(path) as { lo: number | null; hi: number | null } | undefined;
+      if (!range || range.lo == null || range.hi == null) continue;
+      for (const r of inRange.all(match, rank, range.lo, range.hi, path, ...params) as Row[]) hits.push(toHit(r));
+    }
+    return hits.sort((a, b) => b.score - a.score || a.chunkId - b.chunkId).slice(0, q.limit);
   }
 
   async searchFiles(q: LexicalQuery): Promise<FileHit[]> {
-    const terms = [...new Set(q.terms)].filter((t) => t.length > 0);
+    const terms = this.informativeTerms(
+      [...new Set(q.terms)].filter((t) => t.length > 0),
+      'files',
+    );
     if (!terms.length || q.limit <= 0) return [];
     const { sql: where, params } = filterSql(q.filter);
     const w = q.weights;

@@ -25,10 +25,51 @@ export interface WalkResult {
   skipped: WalkSkip[];
 }
 
+interface Verdict {
+  ignored: boolean;
+  unignored: boolean;
+}
+
 interface Matcher {
   /** Directory the patterns are relative to ('' for the root). */
   base: string;
-  ig: Ignore;
+  ig: Pick<Ignore, 'test'>;
+}
+
+const NO_VERDICT: Verdict = { ignored: false, unignored: false };
+const IGNORED: Verdict = { ignored: true, unignored: false };
+
+/**
+ * The default ignores as sets instead of ~150 regular expressions: they are only folder names (`node_modules/`),
+ * extensions (`*.png`, `*.min.js`), folder suffixes (`*.egg-info/`) and file names, so a lookup per path suffices.
+ * This keeps a walk of a large repository fast (the regular expressions were most of its time).
+ */
+export function defaultsMatcher(patterns: readonly string[]): Pick<Ignore, 'test'> {
+  const dirs = new Set<string>();
+  const dirSuffixes: string[] = [];
+  const names = new Set<string>();
+  const suffixes: string[] = [];
+  for (const p of patterns) {
+    if (p.endsWith('/')) {
+      const d = p.slice(0, -1);
+      if (d.startsWith('*')) dirSuffixes.push(d.slice(1));
+      else dirs.add(d);
+    } else if (p.startsWith('*')) suffixes.push(p.slice(1));
+    else names.add(p);
+  }
+  return {
+    test(path: string) {
+      const isDir = path.endsWith('/');
+      const clean = isDir ? path.slice(0, -1) : path;
+      const name = clean.slice(clean.lastIndexOf('/') + 1);
+      if (isDir) {
+        if (dirs.has(name) || dirSuffixes.some((x) => name.endsWith(x))) return IGNORED;
+        return NO_VERDICT;
+      }
+      if (names.has(name) || suffixes.some((x) => name.endsWith(x))) return IGNORED;
+      return NO_VERDICT;
+    },
+  };
 }
 
 function readPatterns(file: string): string | undefined {
@@ -97,7 +138,7 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
     options.onSkip?.(s);
   };
 
-  const base: Matcher[] = [{ base: '', ig: ignore().add(DEFAULT_IGNORES as string[]) }];
+  const base: Matcher[] = [{ base: '', ig: defaultsMatcher(DEFAULT_IGNORES) }];
   if (config.ignore.length) base.push({ base: '', ig: ignore().add(config.ignore) });
   const exclude = readPatterns(join(root, '.git', 'info', 'exclude'));
   if (exclude) base.push({ base: '', ig: ignore().add(exclude) });
