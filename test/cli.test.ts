@@ -171,6 +171,26 @@ describe('quarry CLI', () => {
     assert.deepEqual(dumpIndex(db), dumpIndex(indexPaths(clean).db));
   });
 
+  it('commits what is done on Ctrl-C and exits 130', async () => {
+    const big = bigTree(1000);
+    const { db, lock } = indexPaths(big);
+    const child = spawnCli(['index', big, '--quiet']);
+    let stderr = '';
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    for (let i = 0; i < 600 && indexedCount(db) < 50; i++) await sleep(25);
+    child.kill('SIGINT');
+    assert.equal(await exited, 130);
+    assert.match(stderr, /stopping: committing what is done/);
+    assert.ok(!existsSync(lock), 'the lock is released');
+    const done = indexedCount(db);
+    assert.ok(done > 0, 'work before the interrupt is kept');
+    const resumed = JSON.parse(runCli(['index', big, '--json']).stdout);
+    assert.equal(resumed.added, 1000 - done);
+  });
+
   it('answers searches while the index is being written, and refuses a second writer', async () => {
     const big = bigTree(1200);
     assert.equal(runCli(['index', big, '--quiet']).code, 0);

@@ -32,6 +32,41 @@ describe('SqliteStore specifics', () => {
     db.close();
   });
 
+  it('migrates an index of schema 1 and marks its files for re-reading', async () => {
+    const path = freshPath();
+    const s = openSqliteStore(path);
+    await s.replaceFiles([
+      {
+        file: {
+          path: 'a.ts',
+          size: 10,
+          mtimeMs: 5,
+          hash: 'abc',
+          language: 'typescript',
+          method: 'tree-sitter',
+        },
+        chunks: [],
+        symbols: [],
+        tokens: { path: 'ts', symbols: '', body: '' },
+      },
+    ]);
+    await s.close();
+    // turn it back into a schema-1 index: no coarse file documents, no vocabularies
+    const db = new Database(path);
+    db.exec(`DROP TABLE files_fts; DROP TABLE chunks_vocab; DROP TABLE files_vocab;
+             UPDATE meta SET value = '1' WHERE key = 'schema_version'`);
+    db.close();
+    const migrated = openSqliteStore(path);
+    assert.equal(await migrated.getMeta('schema_version'), String(SCHEMA_VERSION));
+    const f = await migrated.getFile('a.ts');
+    assert.equal(f?.size, -1, 'a stat that never matches, so the next index run re-reads the file');
+    assert.deepEqual(
+      await migrated.searchFiles({ terms: ['ts'], limit: 5, weights: { path: 1, symbol: 1, body: 1 } }),
+      [],
+    );
+    await migrated.close();
+  });
+
   it('refuses an index from a newer quarry with a clear message', async () => {
     const path = freshPath();
     await openSqliteStore(path).close();

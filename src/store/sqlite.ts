@@ -261,8 +261,12 @@ export class SqliteStore implements Store {
       chunkRange: db.prepare(
         `SELECT min(c.id) AS lo, max(c.id) AS hi FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ?`,
       ),
-      chunkVocab: db.prepare(`SELECT term, doc FROM chunks_vocab WHERE term IN (SELECT value FROM json_each(?))`),
-      fileVocab: db.prepare(`SELECT term, doc FROM files_vocab WHERE term IN (SELECT value FROM json_each(?))`),
+      chunkVocab: db.prepare(
+        `SELECT term, doc FROM chunks_vocab WHERE term IN (SELECT value FROM json_each(?))`,
+      ),
+      fileVocab: db.prepare(
+        `SELECT term, doc FROM files_vocab WHERE term IN (SELECT value FROM json_each(?))`,
+      ),
       countChunks: db.prepare(`SELECT COUNT(*) FROM chunks`).pluck(),
       countFts: db.prepare(`SELECT COUNT(*) FROM files WHERE method != 'skipped'`).pluck(),
       touchFile: db.prepare(`UPDATE files SET size = ?, mtime_ms = ? WHERE path = ?`),
@@ -438,7 +442,8 @@ export class SqliteStore implements Store {
     for (const path of new Set(q.filter!.paths)) {
       const range = this.stmts.chunkRange.get(path) as { lo: number | null; hi: number | null } | undefined;
       if (!range || range.lo == null || range.hi == null) continue;
-      for (const r of inRange.all(match, rank, range.lo, range.hi, path, ...params) as Row[]) hits.push(toHit(r));
+      for (const r of inRange.all(match, rank, range.lo, range.hi, path, ...params) as Row[])
+        hits.push(toHit(r));
     }
     return hits.sort((a, b) => b.score - a.score || a.chunkId - b.chunkId).slice(0, q.limit);
   }
