@@ -247,14 +247,14 @@ export async function search(
       if (first) cands.set(first.chunkId, candidate(first, 0));
     }
   }
+  const unseen: number[] = [];
   for (const [chunkId, s] of sHints) {
     const c = cands.get(chunkId);
     if (c) c.symbolHint = Math.max(c.symbolHint, s.strength);
-    else {
-      const [chunk] = await store.getChunks([chunkId]);
-      if (chunk) cands.set(chunkId, candidate(chunk, 0, s.strength));
-    }
+    else unseen.push(chunkId);
   }
+  for (const chunk of await store.getChunks(unseen))
+    cands.set(chunk.chunkId, candidate(chunk, 0, sHints.get(chunk.chunkId)!.strength));
 
   const ranked = [...cands.values()].sort((a, b) => total(b) - total(a) || a.hit.chunkId - b.hit.chunkId);
 

@@ -108,21 +108,7 @@ function ftsQuote(term: string): string {
 
 type Row = Record<string, unknown>;
 
-function toChunk(r: Row): StoredChunk {
-  return {
-    chunkId: r.id as number,
-    path: r.path as string,
-    ordinal: r.ordinal as number,
-    startLine: r.start_line as number,
-    endLine: r.end_line as number,
-    symbol: (r.symbol as string | null) ?? null,
-    kind: (r.kind as StoredChunk['kind']) ?? null,
-    container: (r.container as string | null) ?? null,
-    text: r.text as string,
-  };
-}
-
-function toHit(r: Row): ChunkHit {
+function toChunkRef(r: Row): Omit<ChunkHit, 'score'> {
   return {
     chunkId: r.id as number,
     path: r.path as string,
@@ -130,9 +116,26 @@ function toHit(r: Row): ChunkHit {
     endLine: r.end_line as number,
     symbol: (r.symbol as string | null) ?? null,
     kind: (r.kind as ChunkHit['kind']) ?? null,
-    score: r.score as number,
   };
 }
+
+function toChunk(r: Row): StoredChunk {
+  return {
+    ...toChunkRef(r),
+    ordinal: r.ordinal as number,
+    container: (r.container as string | null) ?? null,
+    text: r.text as string,
+  };
+}
+
+function toHit(r: Row): ChunkHit {
+  return { ...toChunkRef(r), score: r.score as number };
+}
+
+/** Columns of a symbol row, with the id of the chunk that holds its first line. */
+const SYMBOL_COLUMNS = `s.*, f.path,
+  (SELECT c.id FROM chunks c WHERE c.file_id = s.file_id AND c.start_line <= s.start_line
+     ORDER BY c.start_line DESC LIMIT 1) AS chunk_id`;
 
 function toFile(r: Row): FileRecord {
   return {
@@ -283,10 +286,7 @@ export class SqliteStore implements Store {
         `SELECT c.*, f.path FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? ORDER BY c.ordinal`,
       ),
       fileSymbols: db.prepare(
-        `SELECT s.*, f.path,
-           (SELECT c.id FROM chunks c WHERE c.file_id = s.file_id AND c.start_line <= s.start_line
-              ORDER BY c.start_line DESC LIMIT 1) AS chunk_id
-         FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ? ORDER BY s.start_line`,
+        `SELECT ${SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ? ORDER BY s.start_line`,
       ),
     };
   }
@@ -514,10 +514,7 @@ export class SqliteStore implements Store {
     const { sql: where, params } = filterSql(options.filter);
     const rows = this.db
       .prepare(
-        `SELECT s.*, f.path,
-           (SELECT c.id FROM chunks c WHERE c.file_id = s.file_id AND c.start_line <= s.start_line
-              ORDER BY c.start_line DESC LIMIT 1) AS chunk_id
-         FROM symbols s JOIN files f ON f.id = s.file_id
+        `SELECT ${SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id
          WHERE s.name_lc IN (SELECT value FROM json_each(?)) ${where}
          ORDER BY f.path, s.start_line LIMIT ?`,
       )
