@@ -110,8 +110,8 @@ async function symbolHints(
   store: Store,
   q: AnalyzedQuery,
   filter?: SearchFilter,
-): Promise<Map<number, { strength: number; hit: Omit<ChunkHit, 'score'> }>> {
-  const out = new Map<number, { strength: number; hit: Omit<ChunkHit, 'score'> }>();
+): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
   const names = [...q.identifiers.keys()];
   if (!names.length) return out;
   const counts = await store.countSymbolFiles(names);
@@ -123,19 +123,7 @@ async function symbolHints(
     if (s.chunkId == null) continue;
     const lower = s.name.toLowerCase();
     const strength = (q.identifiers.get(lower) ?? 0) / (1 + Math.log2(counts.get(lower) ?? 1));
-    const prev = out.get(s.chunkId);
-    if (!prev || prev.strength < strength)
-      out.set(s.chunkId, {
-        strength,
-        hit: {
-          chunkId: s.chunkId,
-          path: s.path,
-          startLine: s.startLine,
-          endLine: s.endLine,
-          symbol: s.name,
-          kind: s.kind,
-        },
-      });
+    out.set(s.chunkId, Math.max(out.get(s.chunkId) ?? 0, strength));
   }
   return out;
 }
@@ -248,13 +236,13 @@ export async function search(
     }
   }
   const unseen: number[] = [];
-  for (const [chunkId, s] of sHints) {
+  for (const [chunkId, strength] of sHints) {
     const c = cands.get(chunkId);
-    if (c) c.symbolHint = Math.max(c.symbolHint, s.strength);
+    if (c) c.symbolHint = Math.max(c.symbolHint, strength);
     else unseen.push(chunkId);
   }
   for (const chunk of await store.getChunks(unseen))
-    cands.set(chunk.chunkId, candidate(chunk, 0, sHints.get(chunk.chunkId)!.strength));
+    cands.set(chunk.chunkId, candidate(chunk, 0, sHints.get(chunk.chunkId)!));
 
   const ranked = [...cands.values()].sort((a, b) => total(b) - total(a) || a.hit.chunkId - b.hit.chunkId);
 
