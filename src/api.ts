@@ -6,7 +6,7 @@ import { type IndexOptions, type IndexReport, indexRepository } from './index/in
 import { type SearchOptions, type SearchResponse, search } from './search/search.ts';
 import { openSqliteStore } from './store/sqlite.ts';
 import type { Store, StoreStats } from './store/types.ts';
-import { findProjectRoot, indexPaths, isDirectory } from './workspace/root.ts';
+import { ensureIndexDir, findProjectRoot, indexPaths, isDirectory } from './workspace/root.ts';
 import { walk } from './workspace/walk.ts';
 
 /** An opened project: its root, resolved config and index store. Close it when done. */
@@ -54,6 +54,7 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Pro
   const { db } = indexPaths(root);
   if (!options.create && !existsSync(db))
     throw new QuarryError('NO_INDEX', `no index in ${root}: run \`quarry index\` there first`);
+  if (options.create) ensureIndexDir(root);
   const store = openSqliteStore(db);
   return { root, config, store, close: () => store.close() };
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { appendFileSync, chmodSync, cpSync, existsSync, readdirSync } from 'node:fs';
+import { appendFileSync, chmodSync, cpSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -123,6 +123,25 @@ describe('quarry CLI', () => {
     const notDir = runCli(['index', join(root, 'server.go')]);
     assert.equal(notDir.code, 2);
     assert.match(notDir.stderr, /is not a directory/);
+  });
+
+  it('keeps the index out of git status', () => {
+    assert.match(readFileSync(join(root, '.quarry', '.gitignore'), 'utf8'), /^\*$/m);
+  });
+
+  it('opens an index for search without waiting on a writer’s transaction', async () => {
+    const writer = new Database(indexPaths(root).db);
+    writer.prepare('BEGIN IMMEDIATE').run();
+    try {
+      // taking the write lock here would fail with SQLITE_BUSY once the busy timeout ran out
+      const project = await openProject({ root });
+      const res = await searchProject(project, 'HandleHealth');
+      await project.close();
+      assert.equal(res.results[0]?.path, 'server.go');
+    } finally {
+      writer.prepare('ROLLBACK').run();
+      writer.close();
+    }
   });
 
   it('indexes an empty directory', () => {

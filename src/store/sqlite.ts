@@ -177,6 +177,7 @@ export class SqliteStore implements Store {
   readonly location: string;
   private readonly db: Database.Database;
   private readonly stmts: ReturnType<SqliteStore['prepare']>;
+  private wrote = false;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.location = path;
@@ -221,6 +222,8 @@ export class SqliteStore implements Store {
   }
 
   private migrate(): void {
+    // a read first: an up-to-date index needs no write lock, so opening one never waits on a running indexer
+    if (this.schemaVersion() === SCHEMA_VERSION) return;
     const run = this.db.transaction(() => {
       const version = this.schemaVersion();
       if (version > SCHEMA_VERSION)
@@ -357,7 +360,9 @@ export class SqliteStore implements Store {
   };
 
   async replaceFiles(updates: FileUpdate[]): Promise<void> {
-    if (updates.length) this.db.transaction(this.replaceTx).immediate(updates);
+    if (!updates.length) return;
+    this.db.transaction(this.replaceTx).immediate(updates);
+    this.wrote = true;
   }
 
   async touchFiles(files: Array<Pick<FileRecord, 'path' | 'size' | 'mtimeMs'>>): Promise<void> {
@@ -371,6 +376,7 @@ export class SqliteStore implements Store {
 
   async deleteFiles(paths: string[]): Promise<void> {
     if (!paths.length) return;
+    this.wrote = true;
     this.db
       .transaction(() => {
         for (const p of paths) {
@@ -584,7 +590,8 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (this.db.open) {
-      if (!this.db.readonly) {
+      // only a connection that wrote refreshes the planner's statistics: a reader must not take the write lock
+      if (this.wrote) {
         try {
           this.db.pragma('optimize');
         } catch {

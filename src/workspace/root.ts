@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
 export const QUARRY_DIR = '.quarry';
@@ -29,4 +29,13 @@ export function isDirectory(path: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Creates `.quarry/` with a `.gitignore` of its own, so the index never shows up in `git status`. */
+export function ensureIndexDir(root: string): void {
+  const { dir } = indexPaths(root);
+  mkdirSync(dir, { recursive: true });
+  const gitignore = join(dir, '.gitignore');
+  if (!existsSync(gitignore))
+    writeFileSync(gitignore, '# written by quarry: the index is local to this machine\n*\n');
 }
