@@ -190,6 +190,33 @@ describe('quarry CLI', () => {
     assert.deepEqual(dumpIndex(db), dumpIndex(indexPaths(clean).db));
   });
 
+  it('copes with files deleted while it runs, and the next run matches a clean build', async () => {
+    const big = bigTree(1200);
+    const { db } = indexPaths(big);
+    const child = spawnCli(['index', big, '--quiet']);
+    let stderr = '';
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    for (let i = 0; i < 600 && indexedCount(db) < 1; i++) await sleep(10);
+    // delete every other module folder while the run reads files
+    const { rmSync } = await import('node:fs');
+    for (const dir of readdirSync(join(big, 'src')).filter((_, i) => i % 2 === 1))
+      rmSync(join(big, 'src', dir), { recursive: true });
+    assert.equal(await exited, 0, stderr);
+    assert.equal(runCli(['index', big, '--quiet']).code, 0);
+    const clean = makeTree({});
+    trees.push(clean);
+    cpSync(big, clean, {
+      recursive: true,
+      preserveTimestamps: true,
+      filter: (src) => !src.endsWith('.quarry'),
+    });
+    assert.equal(runCli(['index', clean, '--quiet']).code, 0);
+    assert.deepEqual(dumpIndex(db), dumpIndex(indexPaths(clean).db));
+  });
+
   it('commits what is done on Ctrl-C and exits 130', async () => {
     const big = bigTree(1000);
     const { db, lock } = indexPaths(big);

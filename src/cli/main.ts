@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import pc from 'picocolors';
 import { indexProject, openProject, projectStatus, searchProject } from '../api.ts';
@@ -5,6 +6,8 @@ import type { UserConfig } from '../config/config.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
 import type { SearchMode } from '../search/search.ts';
 import { formatBytes, formatDuration, Progress } from './progress.ts';
+
+const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
 interface Io {
   stdout: NodeJS.WriteStream;
@@ -37,7 +40,7 @@ export async function main(
   let exitCode = 0;
   const program = new Command('quarry')
     .description('Local-first retrieval for source code: index a repository, then search it.')
-    .version('0.1.0')
+    .version(VERSION)
     .option('--root <dir>', 'project root (default: walk up to .quarry/ or .git)')
     .option('--no-color', 'plain output, even on a terminal')
     .option('--verbose', 'more detail, and stack traces on errors')
