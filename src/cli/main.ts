@@ -2,7 +2,9 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import pc from 'picocolors';
 import { indexProject, openProject, projectStatus, searchProject } from '../api.ts';
-import type { UserConfig } from '../config/config.ts';
+import { resolveConfig, type UserConfig } from '../config/config.ts';
+import { verifiedWeights } from '../embed/local.ts';
+import { bundledModelDir, cacheModelDir, findWeights, installWeights } from '../embed/models.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
 import type { SearchMode } from '../search/search.ts';
 import { formatBytes, formatDuration, Progress } from './progress.ts';
@@ -243,6 +245,48 @@ export async function main(
       } finally {
         await project.close();
       }
+    });
+
+  const model = program
+    .command('model')
+    .description('the local embedding model: what is installed, and installing it');
+  model
+    .command('status', { isDefault: true })
+    .description('where the weights are and whether they check out')
+    .option('--json', 'print as JSON')
+    .action(async (opts) => {
+      const g = program.opts();
+      const config = resolveConfig({ ...(g.root ? { root: g.root } : {}) });
+      const path = findWeights({ modelDir: config.embed.modelDir });
+      const info = path ? await verifiedWeights(path) : undefined;
+      const status = {
+        provider: config.embed.provider,
+        model: 'all-MiniLM-L6-v2',
+        weights: info ?? null,
+        cache: cacheModelDir(),
+        tokenizer: bundledModelDir(),
+      };
+      if (opts.json) {
+        io.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
+        return;
+      }
+      const c = colorsFor(io.stdout, g.color);
+      io.stdout.write(
+        info
+          ? `${c.green('installed')} all-MiniLM-L6-v2 (${info.variant}) at ${info.path}\n  sha256 ${info.sha256}\n  from ${info.source}\n`
+          : `${c.yellow('not installed')}: no weights in ${config.embed.modelDir ?? cacheModelDir()}; run \`quarry model install <model.onnx>\`` +
+              `${config.embed.download ? ' (or quarry downloads them at the next index run)' : ''}\n`,
+      );
+    });
+  model
+    .command('install')
+    .description(
+      'install weights from a local .onnx file or a folder holding one (checked against pinned hashes)',
+    )
+    .argument('<path>', 'model.onnx, or a folder with model.onnx or onnx/model_quantized.onnx')
+    .action(async (path: string) => {
+      const info = await installWeights(path);
+      io.stdout.write(`installed all-MiniLM-L6-v2 (${info.variant}) at ${info.path}\n`);
     });
 
   try {

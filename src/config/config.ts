@@ -22,6 +22,21 @@ export interface ChunkOptions {
   overlapLines: number;
 }
 
+export type EmbedProvider = 'local' | 'none';
+
+export interface EmbedOptions {
+  /** `local` (all-MiniLM-L6-v2 on ONNX, the default) or `none` (lexical only). */
+  provider: EmbedProvider;
+  /** A folder holding `model.onnx` (or the Transformers.js `onnx/` layout), or the .onnx file itself. */
+  modelDir?: string;
+  /** Download the default weights on first use when none are installed. Default true. */
+  download: boolean;
+  /** Background embedding workers; 0 picks min(4, cores / 2). */
+  workers: number;
+  /** onnxruntime threads per worker; 0 picks one. */
+  threads: number;
+}
+
 export interface QuarryConfig {
   /** Files larger than this are skipped. Default 1 MiB. */
   maxFileBytes: number;
@@ -32,6 +47,7 @@ export interface QuarryConfig {
   chunk: ChunkOptions;
   /** Parse workers for indexing; 0 picks one per core, at most 4. */
   workers: number;
+  embed: EmbedOptions;
   search: {
     /** Results returned by default. Default 10. */
     topK: number;
@@ -53,6 +69,7 @@ export const DEFAULT_CONFIG: QuarryConfig = {
   ignore: [],
   chunk: { maxChars: 2000, targetChars: 1000, windowLines: 60, overlapLines: 8 },
   workers: 0,
+  embed: { provider: 'local', download: true, workers: 0, threads: 0 },
   search: { topK: 10, weights: { path: 4, symbol: 3, body: 1 } },
 };
 
@@ -78,7 +95,15 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
       );
     return v;
   };
-  const known = new Set(['max_file_bytes', 'include_secrets', 'ignore', 'chunk', 'workers', 'search']);
+  const known = new Set([
+    'max_file_bytes',
+    'include_secrets',
+    'ignore',
+    'chunk',
+    'workers',
+    'search',
+    'embed',
+  ]);
   for (const key of Object.keys(raw))
     if (!known.has(key))
       throw new QuarryError(
@@ -104,6 +129,19 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
     if (chunk.overlap_lines !== undefined)
       out.chunk.overlapLines = num(chunk.overlap_lines, 'chunk.overlap_lines');
   }
+  const embed = raw.embed as Record<string, unknown> | undefined;
+  if (embed) {
+    out.embed = {};
+    if (embed.provider !== undefined) {
+      if (embed.provider !== 'local' && embed.provider !== 'none')
+        throw new QuarryError('BAD_CONFIG', `${source}: embed.provider must be "local" or "none"`);
+      out.embed.provider = embed.provider;
+    }
+    if (embed.model_dir !== undefined) out.embed.modelDir = String(embed.model_dir);
+    if (embed.download !== undefined) out.embed.download = Boolean(embed.download);
+    if (embed.workers !== undefined) out.embed.workers = num(embed.workers, 'embed.workers');
+    if (embed.threads !== undefined) out.embed.threads = num(embed.threads, 'embed.threads');
+  }
   const search = raw.search as Record<string, unknown> | undefined;
   if (search) {
     out.search = {};
@@ -126,6 +164,9 @@ function fromEnv(env: NodeJS.ProcessEnv): UserConfig {
   if (maxBytes !== undefined) out.maxFileBytes = maxBytes;
   const workers = n('QUARRY_WORKERS');
   if (workers !== undefined) out.workers = workers;
+  if (env.QUARRY_EMBED === 'none' || env.QUARRY_EMBED === 'local') out.embed = { provider: env.QUARRY_EMBED };
+  if (env.QUARRY_OFFLINE && /^(1|true|yes)$/i.test(env.QUARRY_OFFLINE))
+    out.embed = { ...out.embed, download: false };
   if (env.QUARRY_INCLUDE_SECRETS) out.includeSecrets = /^(1|true|yes)$/i.test(env.QUARRY_INCLUDE_SECRETS);
   return out;
 }
@@ -136,6 +177,7 @@ function merge(base: QuarryConfig, over: UserConfig): QuarryConfig {
     ...Object.fromEntries(Object.entries(over).filter(([, v]) => v !== undefined && typeof v !== 'object')),
     ignore: [...base.ignore, ...(over.ignore ?? [])],
     chunk: { ...base.chunk, ...over.chunk },
+    embed: { ...base.embed, ...over.embed },
     search: {
       ...base.search,
       ...over.search,

@@ -1,0 +1,138 @@
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { Tokenizer } from '@huggingface/tokenizers';
+import { QuarryError } from '../errors.ts';
+import { bundledModelDir, KNOWN_WEIGHTS, MODEL_NAME, verifyWeights, type WeightsInfo } from './models.ts';
+import { type Embedder, type EmbedKind, l2normalize } from './types.ts';
+
+export interface LocalEmbedderOptions {
+  /** The ONNX weights file (checked against the pinned hashes). */
+  weights: string;
+  /** onnxruntime intra-op threads. Default: one per core, at most 4. */
+  threads?: number;
+  /** Texts per forward pass. Default 32. */
+  batchSize?: number;
+}
+
+const MAX_TOKENS = 256; // all-MiniLM-L6-v2 was trained on 256 word pieces
+const CHARS_PER_TOKEN_CAP = 8; // text past maxTokens × 8 characters cannot fit; don't tokenise it
+
+/** Verifies weights once per file version: a sidecar remembers the hash for this size and mtime. */
+export async function verifiedWeights(path: string): Promise<WeightsInfo> {
+  const st = statSync(path);
+  const sidecar = `${path}.verified.json`;
+  try {
+    const seen = JSON.parse(readFileSync(sidecar, 'utf8')) as {
+      size: number;
+      mtimeMs: number;
+      sha256: string;
+    };
+    const known = KNOWN_WEIGHTS[seen.sha256];
+    if (known && seen.size === st.size && seen.mtimeMs === st.mtimeMs)
+      return { path, sha256: seen.sha256, variant: known.variant, source: known.source };
+  } catch {
+    // not verified yet
+  }
+  const info = await verifyWeights(path);
+  try {
+    writeFileSync(sidecar, JSON.stringify({ size: st.size, mtimeMs: st.mtimeMs, sha256: info.sha256 }));
+  } catch {
+    // a read-only model folder: verify again next time
+  }
+  return info;
+}
+
+/**
+ * all-MiniLM-L6-v2 on onnxruntime-node: WordPiece tokens (the model's own tokenizer.json), mean pooling over the
+ * attention mask, L2-normalised, 384 dimensions. Texts are batched by token length so that little goes to padding.
+ */
+export async function createLocalEmbedder(options: LocalEmbedderOptions): Promise<Embedder> {
+  const info = await verifiedWeights(options.weights);
+  const ort = await import('onnxruntime-node');
+  const dir = bundledModelDir();
+  const tokenizer = new Tokenizer(
+    JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')),
+    JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')),
+  );
+  const sepId = tokenizer.encode('').ids.at(-1)!;
+  let session: Awaited<ReturnType<typeof ort.InferenceSession.create>>;
+  try {
+    session = await ort.InferenceSession.create(info.path, {
+      intraOpNumThreads: options.threads ?? Math.max(1, Math.min(4, availableParallelism())),
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+      graphOptimizationLevel: 'all',
+    });
+  } catch (err) {
+    throw new QuarryError('IO', `cannot load ${info.path}: ${(err as Error).message.split('\n')[0]}`, {
+      cause: err,
+    });
+  }
+  const wantsTypes = session.inputNames.includes('token_type_ids');
+  const output = session.outputNames[0]!;
+  const batchSize = options.batchSize ?? 32;
+
+  const encode = (text: string): number[] => {
+    const ids = tokenizer.encode(text.slice(0, MAX_TOKENS * CHARS_PER_TOKEN_CAP)).ids;
+    if (ids.length <= MAX_TOKENS) return ids;
+    const cut = ids.slice(0, MAX_TOKENS);
+    cut[MAX_TOKENS - 1] = sepId;
+    return cut;
+  };
+
+  const runBatch = async (batch: number[][]): Promise<Float32Array[]> => {
+    const b = batch.length;
+    const len = Math.max(...batch.map((ids) => ids.length));
+    const ids = new BigInt64Array(b * len);
+    const mask = new BigInt64Array(b * len);
+    batch.forEach((seq, i) => {
+      for (let j = 0; j < seq.length; j++) {
+        ids[i * len + j] = BigInt(seq[j]!);
+        mask[i * len + j] = 1n;
+      }
+    });
+    const feeds: Record<string, InstanceType<typeof ort.Tensor>> = {
+      input_ids: new ort.Tensor('int64', ids, [b, len]),
+      attention_mask: new ort.Tensor('int64', mask, [b, len]),
+    };
+    if (wantsTypes) feeds.token_type_ids = new ort.Tensor('int64', new BigInt64Array(b * len), [b, len]);
+    const result = await session.run(feeds);
+    const hidden = result[output]!;
+    const dim = hidden.dims[2] as number;
+    const data = hidden.data as Float32Array;
+    return batch.map((seq, i) => {
+      const v = new Float32Array(dim);
+      for (let j = 0; j < seq.length; j++) {
+        const base = (i * len + j) * dim;
+        for (let d = 0; d < dim; d++) v[d]! += data[base + d];
+      }
+      for (let d = 0; d < dim; d++) v[d]! /= seq.length;
+      return l2normalize(v);
+    });
+  };
+
+  return {
+    id: `local:${MODEL_NAME}/${info.variant}@${info.sha256.slice(0, 8)}`,
+    dimension: 384,
+    maxTokens: MAX_TOKENS,
+    countTokens: (text) => encode(text).length,
+    async embed(texts: string[], _kind: EmbedKind): Promise<Float32Array[]> {
+      const encoded = texts.map((t, i) => ({ i, ids: encode(t) }));
+      // similar lengths together: padding is wasted work
+      encoded.sort((a, b) => a.ids.length - b.ids.length);
+      const out = new Array<Float32Array>(texts.length);
+      for (let s = 0; s < encoded.length; s += batchSize) {
+        const slice = encoded.slice(s, s + batchSize);
+        const vecs = await runBatch(slice.map((e) => e.ids));
+        slice.forEach((e, k) => {
+          out[e.i] = vecs[k]!;
+        });
+      }
+      return out;
+    },
+    async close() {
+      await session.release();
+    },
+  };
+}

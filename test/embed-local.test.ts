@@ -1,0 +1,39 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createLocalEmbedder } from '../src/embed/local.ts';
+import { findWeights } from '../src/embed/models.ts';
+import { embedderContract } from './embedder-contract.ts';
+
+// The real model: provisioned by scripts/fetch-test-weights.sh (run by scripts/test.sh and CI).
+const weights = findWeights();
+if (!weights) throw new Error('no embedding weights: run ./scripts/fetch-test-weights.sh first');
+
+describe('local ONNX embedder: the embedder contract', () => {
+  embedderContract(() => createLocalEmbedder({ weights, threads: 1 }));
+});
+
+describe('local ONNX embedder with the real all-MiniLM-L6-v2 weights', () => {
+  it('reproduces the model card’s similarity for a known pair', async () => {
+    const e = await createLocalEmbedder({ weights, threads: 1 });
+    const [a, b] = await e.embed(['A man is eating food.', 'A man is eating a piece of bread.'], 'document');
+    const sim = a!.reduce((s, x, i) => s + x * b![i]!, 0);
+    // sentence-transformers reports 0.7553 for fp32; int8 weights stay within a few thousandths
+    assert.ok(Math.abs(sim - 0.7553) < 0.02, `similarity ${sim}`);
+    await e.close();
+  });
+
+  it('ranks a config-parsing function above an HTTP handler for "parse a configuration file"', async () => {
+    const e = await createLocalEmbedder({ weights, threads: 1 });
+    const [q, config, http] = await e.embed(
+      [
+        'parse a configuration file',
+        'def load_settings(path):\n    """Read the YAML settings file."""\n    with open(path) as fh:\n        return yaml.safe_load(fh)',
+        'func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {\n  w.WriteHeader(200)\n}',
+      ],
+      'query',
+    );
+    const cos = (x: Float32Array, y: Float32Array) => x.reduce((s, v, i) => s + v * y[i]!, 0);
+    assert.ok(cos(q!, config!) > cos(q!, http!) + 0.1, `${cos(q!, config!)} vs ${cos(q!, http!)}`);
+    await e.close();
+  });
+});
