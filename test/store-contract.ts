@@ -217,4 +217,70 @@ export function storeContract(open: () => Promise<Store>): void {
     );
     await s.close();
   });
+
+  it('keeps coarse and chunk vectors, ranks by cosine, and drops a file’s vectors when it changes', async () => {
+    const s = await open();
+    if (!s.supportsVectors) return void (await s.close());
+    await s.replaceFiles([
+      update('a.ts', [
+        ['alpha', 'alpha'],
+        ['beta', null],
+      ]),
+      update('b.ts', [['gamma', null]]),
+    ]);
+    assert.deepEqual(await s.useEmbedder('test-embedder', 3), { reset: false });
+    const p1 = await s.pendingEmbedding(1, 10);
+    assert.deepEqual(p1.map((p) => p.path).sort(), ['a.ts', 'b.ts']);
+    assert.ok(p1.find((p) => p.path === 'a.ts')!.symbols.includes('alpha'));
+    await s.putFileVectors(
+      p1.map((p, i) => ({ path: p.path, hash: p.hash, vector: vec(i === 0 ? [1, 0, 0] : [0, 1, 0]) })),
+    );
+    assert.equal((await s.pendingEmbedding(1, 10)).length, 0);
+    const p2 = await s.pendingEmbedding(2, 10);
+    const a = p2.find((p) => p.path === 'a.ts')!;
+    assert.equal(a.chunks.length, 2);
+    await s.putChunkVectors([
+      {
+        path: 'a.ts',
+        hash: a.hash,
+        vectors: [
+          { chunkId: a.chunks[0]!.chunkId, vector: vec([1, 0, 0]) },
+          { chunkId: a.chunks[1]!.chunkId, vector: vec([0, 0, 1]) },
+        ],
+      },
+      { path: 'b.ts', hash: 'stale-hash', vectors: [] },
+    ]);
+    let status = await s.embeddingStatus();
+    assert.deepEqual([status.files, status.coarse, status.refined, status.chunkVectors], [2, 2, 1, 2]);
+    assert.deepEqual(status.embedder, { id: 'test-embedder', dimension: 3 });
+
+    const near = await s.searchDenseChunks(vec([0.9, 0, 0.1]), 2);
+    assert.equal(near[0]?.chunkId, a.chunks[0]!.chunkId);
+    assert.ok(near[0]!.score > near[1]!.score);
+    const files = await s.searchDenseFiles(vec([0, 1, 0]), 2);
+    assert.deepEqual(files[0], { path: 'b.ts', score: files[0]!.score, refined: false });
+
+    await s.replaceFiles([update('a.ts', [['alpha changed', 'alpha']], 'h-new')]);
+    status = await s.embeddingStatus();
+    assert.deepEqual([status.coarse, status.refined, status.chunkVectors], [1, 0, 0]);
+
+    assert.deepEqual(await s.useEmbedder('other-embedder', 3), { reset: true });
+    status = await s.embeddingStatus();
+    assert.deepEqual([status.coarse, status.refined], [0, 0]);
+    await s.close();
+  });
+
+  it('caches vectors by embedder and text hash', async () => {
+    const s = await open();
+    await s.putCachedVectors('e1', [{ hash: 'h1', vector: vec([0.5, 0.25, 1]) }]);
+    const got = await s.getCachedVectors('e1', ['h1', 'h2']);
+    assert.deepEqual([...got.keys()], ['h1']);
+    assert.deepEqual(Array.from(got.get('h1')!), [0.5, 0.25, 1]);
+    assert.equal((await s.getCachedVectors('e2', ['h1'])).size, 0);
+    await s.close();
+  });
+}
+
+function vec(xs: number[]): Float32Array {
+  return new Float32Array(xs);
 }

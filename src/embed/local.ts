@@ -105,7 +105,7 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
       const v = new Float32Array(dim);
       for (let j = 0; j < seq.length; j++) {
         const base = (i * len + j) * dim;
-        for (let d = 0; d < dim; d++) v[d]! += data[base + d];
+        for (let d = 0; d < dim; d++) v[d]! += data[base + d] as number;
       }
       for (let d = 0; d < dim; d++) v[d]! /= seq.length;
       return l2normalize(v);

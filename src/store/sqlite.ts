@@ -1,15 +1,18 @@
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import * as sqliteVec from 'sqlite-vec';
 import { QuarryError } from '../errors.ts';
 import type {
   ChunkHit,
+  EmbeddingStatus,
   FileHit,
   FileNameHit,
   FileNameQuery,
   FileRecord,
   FileUpdate,
   LexicalQuery,
+  PendingEmbedding,
   SearchFilter,
   Store,
   StoredChunk,
@@ -87,6 +90,17 @@ const MIGRATIONS: Array<(db: Database.Database) => void> = [
       CREATE VIRTUAL TABLE files_vocab USING fts5vocab (files_fts, 'row');
     `);
   },
+  (db) => {
+    // embedding progress per file (0 none, 1 coarse vector, 2 every chunk), and vectors by text hash so that a
+    // moved, renamed or reverted file re-embeds nothing; the vector tables themselves are made per embedder
+    db.exec(`
+      ALTER TABLE files ADD COLUMN vec_phase INTEGER NOT NULL DEFAULT 0;
+      CREATE INDEX files_vec_phase ON files (vec_phase);
+      CREATE TABLE embed_cache (
+        embedder TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (embedder, hash)
+      ) WITHOUT ROWID;
+    `);
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -131,6 +145,16 @@ function toChunk(r: Row): StoredChunk {
 function toHit(r: Row): ChunkHit {
   return { ...toChunkRef(r), score: r.score as number };
 }
+
+const VECTOR_SQL = {
+  deleteChunkVector: `DELETE FROM chunk_vectors WHERE chunk_id = ?`,
+  deleteFileVector: `DELETE FROM file_vectors WHERE file_id = ?`,
+  insertChunkVector: `INSERT INTO chunk_vectors (chunk_id, embedding) VALUES (?, ?)`,
+  insertFileVector: `INSERT INTO file_vectors (file_id, embedding) VALUES (?, ?)`,
+} as const;
+
+/** Characters of a file's head that go into its coarse (phase 1) text. */
+const COARSE_HEAD_CHARS = 1200;
 
 /** Columns of a symbol row, with the id of the chunk that holds its first line. */
 const SYMBOL_COLUMNS = `s.*, f.path,
@@ -178,6 +202,9 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly stmts: ReturnType<SqliteStore['prepare']>;
   private wrote = false;
+  readonly supportsVectors: boolean;
+  /** Whether the vector tables exist in this database. */
+  private vectorTables = false;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.location = path;
@@ -191,6 +218,13 @@ export class SqliteStore implements Store {
       throw new QuarryError('IO', `cannot open index ${path}: ${(err as Error).message}`, { cause: err });
     }
     this.db.pragma('busy_timeout = 10000');
+    try {
+      sqliteVec.load(this.db);
+      this.supportsVectors = true;
+    } catch {
+      // no sqlite-vec build for this platform: quarry works lexically
+      this.supportsVectors = false;
+    }
     if (!options.readonly) {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');
@@ -207,7 +241,12 @@ export class SqliteStore implements Store {
         );
     }
     this.db.pragma('cache_size = -32000');
+    this.vectorTables = this.supportsVectors && this.hasTable('chunk_vectors');
     this.stmts = this.prepare();
+  }
+
+  private hasTable(name: string): boolean {
+    return Boolean(this.db.prepare(`SELECT 1 FROM sqlite_master WHERE name = ?`).get(name));
   }
 
   private schemaVersion(): number {
@@ -262,8 +301,23 @@ export class SqliteStore implements Store {
       ),
       updateFile: db.prepare(
         `UPDATE files SET size = @size, mtime_ms = @mtimeMs, hash = @hash, language = @language,
-         method = @method, indexed_at = @indexedAt WHERE id = @id`,
+         method = @method, indexed_at = @indexedAt, vec_phase = 0 WHERE id = @id`,
       ),
+      chunkIdsOf: db.prepare(`SELECT id FROM chunks WHERE file_id = ?`).pluck(),
+      chunksOf: db.prepare(
+        `SELECT id, text, symbol, container FROM chunks WHERE file_id = ? ORDER BY ordinal`,
+      ),
+      symbolNamesOf: db
+        .prepare(`SELECT name FROM symbols WHERE file_id = ? ORDER BY start_line LIMIT 64`)
+        .pluck(),
+      fileIdWithHash: db.prepare(`SELECT id FROM files WHERE path = ? AND hash = ?`).pluck(),
+      setVecPhase: db.prepare(
+        `UPDATE files SET vec_phase = max(vec_phase, ?) WHERE id = ? AND vec_phase < ?`,
+      ),
+      cacheGet: db.prepare(
+        `SELECT hash, vector FROM embed_cache WHERE embedder = ? AND hash IN (SELECT value FROM json_each(?))`,
+      ),
+      cachePut: db.prepare(`INSERT OR REPLACE INTO embed_cache (embedder, hash, vector) VALUES (?, ?, ?)`),
       chunkRange: db.prepare(
         `SELECT min(c.id) AS lo, max(c.id) AS hi FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ?`,
       ),
@@ -312,6 +366,11 @@ export class SqliteStore implements Store {
   }
 
   private removeRows(id: number): void {
+    if (this.vectorTables) {
+      for (const chunkId of this.stmts.chunkIdsOf.all(id) as number[])
+        this.vectorStmt('deleteChunkVector').run(BigInt(chunkId));
+      this.vectorStmt('deleteFileVector').run(BigInt(id));
+    }
     this.stmts.deleteFileFts.run(id);
     this.stmts.deleteFts.run(id);
     this.stmts.deleteChunks.run(id);
@@ -562,6 +621,212 @@ export class SqliteStore implements Store {
 
   async listSymbols(path: string): Promise<SymbolHit[]> {
     return (this.stmts.fileSymbols.all(path) as Row[]).map(toSymbol);
+  }
+
+  // --- vectors ---------------------------------------------------------------------------------------------
+
+  private readonly vstmts = new Map<keyof typeof VECTOR_SQL, Database.Statement>();
+  private vectorStmt(name: keyof typeof VECTOR_SQL): Database.Statement {
+    let st = this.vstmts.get(name);
+    if (!st) {
+      st = this.db.prepare(VECTOR_SQL[name]);
+      this.vstmts.set(name, st);
+    }
+    return st;
+  }
+
+  async useEmbedder(id: string, dimension: number): Promise<{ reset: boolean }> {
+    if (!this.supportsVectors)
+      throw new QuarryError('IO', 'this index cannot keep vectors: the sqlite-vec extension did not load');
+    const current = {
+      id: await this.getMeta('embedder_id'),
+      dim: Number(await this.getMeta('embedder_dim')),
+    };
+    if (this.vectorTables && current.id === id && current.dim === dimension) return { reset: false };
+    const dim = Math.floor(dimension);
+    if (!(dim > 0))
+      throw new QuarryError('BAD_INPUT', `embedding dimension must be positive, got ${dimension}`);
+    const reset = this.vectorTables;
+    this.db
+      .transaction(() => {
+        this.db.exec(`
+          DROP TABLE IF EXISTS chunk_vectors;
+          DROP TABLE IF EXISTS file_vectors;
+          CREATE VIRTUAL TABLE chunk_vectors USING vec0 (chunk_id INTEGER PRIMARY KEY, embedding float[${dim}] distance_metric=cosine);
+          CREATE VIRTUAL TABLE file_vectors USING vec0 (file_id INTEGER PRIMARY KEY, embedding float[${dim}] distance_metric=cosine);
+          UPDATE files SET vec_phase = 0;
+        `);
+        this.stmts.setMeta.run('embedder_id', id);
+        this.stmts.setMeta.run('embedder_dim', String(dim));
+      })
+      .immediate();
+    this.vstmts.clear();
+    this.vectorTables = true;
+    this.wrote = true;
+    return { reset };
+  }
+
+  async pendingEmbedding(phase: 1 | 2, limit: number): Promise<PendingEmbedding[]> {
+    const rows = this.db
+      .prepare(
+        `SELECT id, path, hash FROM files f WHERE vec_phase < ? AND method != 'skipped'
+         AND EXISTS (SELECT 1 FROM chunks c WHERE c.file_id = f.id) ORDER BY id LIMIT ?`,
+      )
+      .all(phase, limit) as Row[];
+    return rows.map((r) => {
+      const chunks = this.stmts.chunksOf.all(r.id) as Row[];
+      let head = '';
+      for (const c of chunks) {
+        if (head.length >= COARSE_HEAD_CHARS) break;
+        head += `${c.text as string}\n`;
+      }
+      return {
+        path: r.path as string,
+        hash: r.hash as string,
+        symbols: phase === 1 ? (this.stmts.symbolNamesOf.all(r.id) as string[]) : [],
+        head: phase === 1 ? head.slice(0, COARSE_HEAD_CHARS) : '',
+        chunks:
+          phase === 2
+            ? chunks.map((c) => ({
+                chunkId: c.id as number,
+                text: c.text as string,
+                symbol: (c.symbol as string | null) ?? null,
+                container: (c.container as string | null) ?? null,
+              }))
+            : [],
+      };
+    });
+  }
+
+  async putFileVectors(items: Array<{ path: string; hash: string; vector: Float32Array }>): Promise<void> {
+    if (!items.length) return;
+    this.requireVectors();
+    this.db
+      .transaction(() => {
+        for (const it of items) {
+          const id = this.stmts.fileIdWithHash.get(it.path, it.hash) as number | undefined;
+          if (id === undefined) continue; // changed since it was read: the next run embeds the new content
+          this.vectorStmt('deleteFileVector').run(BigInt(id));
+          this.vectorStmt('insertFileVector').run(BigInt(id), it.vector);
+          this.stmts.setVecPhase.run(1, id, 1);
+        }
+      })
+      .immediate();
+    this.wrote = true;
+  }
+
+  async putChunkVectors(
+    items: Array<{ path: string; hash: string; vectors: Array<{ chunkId: number; vector: Float32Array }> }>,
+  ): Promise<void> {
+    if (!items.length) return;
+    this.requireVectors();
+    this.db
+      .transaction(() => {
+        for (const it of items) {
+          const id = this.stmts.fileIdWithHash.get(it.path, it.hash) as number | undefined;
+          if (id === undefined) continue;
+          for (const v of it.vectors) {
+            this.vectorStmt('deleteChunkVector').run(BigInt(v.chunkId));
+            this.vectorStmt('insertChunkVector').run(BigInt(v.chunkId), v.vector);
+          }
+          this.stmts.setVecPhase.run(2, id, 2);
+        }
+      })
+      .immediate();
+    this.wrote = true;
+  }
+
+  private requireVectors(): void {
+    if (!this.vectorTables)
+      throw new QuarryError('INTERNAL', 'vectors written before useEmbedder() was called');
+  }
+
+  async searchDenseChunks(vector: Float32Array, limit: number, filter?: SearchFilter): Promise<ChunkHit[]> {
+    if (!this.vectorTables || limit <= 0) return [];
+    const { sql: where, params } = filterSql(filter);
+    const k = Math.min(4096, where ? limit * 4 : limit);
+    const rows = this.db
+      .prepare(
+        `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, 1 - m.distance AS score
+         FROM (SELECT chunk_id, distance FROM chunk_vectors WHERE embedding MATCH ? AND k = ?) m
+         JOIN chunks c ON c.id = m.chunk_id JOIN files f ON f.id = c.file_id
+         WHERE 1 = 1 ${where} ORDER BY m.distance LIMIT ?`,
+      )
+      .all(vector, k, ...params, limit) as Row[];
+    return rows.map(toHit);
+  }
+
+  async searchDenseFiles(
+    vector: Float32Array,
+    limit: number,
+    filter?: SearchFilter,
+  ): Promise<Array<FileHit & { refined: boolean }>> {
+    if (!this.vectorTables || limit <= 0) return [];
+    const { sql: where, params } = filterSql(filter);
+    const k = Math.min(4096, where ? limit * 4 : limit);
+    const rows = this.db
+      .prepare(
+        `SELECT f.path, f.vec_phase, 1 - m.distance AS score
+         FROM (SELECT file_id, distance FROM file_vectors WHERE embedding MATCH ? AND k = ?) m
+         JOIN files f ON f.id = m.file_id WHERE 1 = 1 ${where} ORDER BY m.distance LIMIT ?`,
+      )
+      .all(vector, k, ...params, limit) as Row[];
+    return rows.map((r) => ({
+      path: r.path as string,
+      score: r.score as number,
+      refined: r.vec_phase === 2,
+    }));
+  }
+
+  async getCachedVectors(embedder: string, hashes: string[]): Promise<Map<string, Float32Array>> {
+    const out = new Map<string, Float32Array>();
+    if (!hashes.length) return out;
+    const rows = this.stmts.cacheGet.all(embedder, JSON.stringify(hashes)) as Row[];
+    for (const r of rows) {
+      const buf = r.vector as Buffer;
+      // copy: a Buffer's offset into its pool need not be aligned for floats
+      out.set(r.hash as string, new Float32Array(new Uint8Array(buf).buffer));
+    }
+    return out;
+  }
+
+  async putCachedVectors(
+    embedder: string,
+    entries: Array<{ hash: string; vector: Float32Array }>,
+  ): Promise<void> {
+    if (!entries.length) return;
+    this.db
+      .transaction(() => {
+        for (const e of entries)
+          this.stmts.cachePut.run(
+            embedder,
+            e.hash,
+            Buffer.from(e.vector.buffer, e.vector.byteOffset, e.vector.byteLength),
+          );
+      })
+      .immediate();
+    this.wrote = true;
+  }
+
+  async embeddingStatus(): Promise<EmbeddingStatus> {
+    const id = await this.getMeta('embedder_id');
+    const dim = Number(await this.getMeta('embedder_dim'));
+    const r = this.db
+      .prepare(
+        `SELECT COUNT(*) AS files, SUM(vec_phase >= 1) AS coarse, SUM(vec_phase = 2) AS refined FROM files f
+         WHERE method != 'skipped' AND EXISTS (SELECT 1 FROM chunks c WHERE c.file_id = f.id)`,
+      )
+      .get() as Row;
+    const chunkVectors = this.vectorTables
+      ? (this.db.prepare(`SELECT COUNT(*) FROM chunk_vectors`).pluck().get() as number)
+      : 0;
+    return {
+      embedder: this.vectorTables && id ? { id, dimension: dim } : null,
+      files: (r.files as number) ?? 0,
+      coarse: (r.coarse as number) ?? 0,
+      refined: (r.refined as number) ?? 0,
+      chunkVectors,
+    };
   }
 
   async stats(): Promise<StoreStats> {

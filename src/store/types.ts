@@ -121,6 +121,30 @@ export interface FileNameHit {
   name: string;
 }
 
+/** A file whose vectors are missing: phase 1 needs its coarse text, phase 2 its chunks. */
+export interface PendingEmbedding {
+  path: string;
+  hash: string;
+  /** Phase 1: names of its definitions, in order. */
+  symbols: string[];
+  /** Phase 1: the file's first chunks, joined (the head of the file). */
+  head: string;
+  /** Phase 2: every chunk. */
+  chunks: Array<{ chunkId: number; text: string; symbol: string | null; container: string | null }>;
+}
+
+export interface EmbeddingStatus {
+  /** The embedder the stored vectors came from. */
+  embedder: { id: string; dimension: number } | null;
+  /** Files that can have vectors (not skipped, with chunks). */
+  files: number;
+  /** Files with a coarse (phase 1) vector. */
+  coarse: number;
+  /** Files whose chunks all have vectors (phase 2). */
+  refined: number;
+  chunkVectors: number;
+}
+
 export interface StoreStats {
   files: number;
   chunks: number;
@@ -164,4 +188,32 @@ export interface Store {
 
   stats(): Promise<StoreStats>;
   close(): Promise<void>;
+
+  // vectors (phase 1: one coarse vector per file; phase 2: one per chunk)
+  /** Whether this store can keep vectors at all (the SQLite store needs the sqlite-vec extension). */
+  readonly supportsVectors: boolean;
+  /**
+   * Prepares vector storage for an embedder. Vectors of any other embedder or dimension are dropped (never mixed);
+   * `reset` says that happened.
+   */
+  useEmbedder(id: string, dimension: number): Promise<{ reset: boolean }>;
+  pendingEmbedding(phase: 1 | 2, limit: number): Promise<PendingEmbedding[]>;
+  /** Stores coarse vectors; a file whose content changed since (another hash) is left alone. */
+  putFileVectors(items: Array<{ path: string; hash: string; vector: Float32Array }>): Promise<void>;
+  /** Stores every chunk vector of each file at once and marks it refined, unless its content changed since. */
+  putChunkVectors(
+    items: Array<{ path: string; hash: string; vectors: Array<{ chunkId: number; vector: Float32Array }> }>,
+  ): Promise<void>;
+  /** Nearest chunks by cosine similarity (score = similarity, higher is better). */
+  searchDenseChunks(vector: Float32Array, limit: number, filter?: SearchFilter): Promise<ChunkHit[]>;
+  /** Nearest files by their coarse vector. */
+  searchDenseFiles(
+    vector: Float32Array,
+    limit: number,
+    filter?: SearchFilter,
+  ): Promise<Array<FileHit & { refined: boolean }>>;
+  /** Cached vectors by text hash, for one embedder. */
+  getCachedVectors(embedder: string, hashes: string[]): Promise<Map<string, Float32Array>>;
+  putCachedVectors(embedder: string, entries: Array<{ hash: string; vector: Float32Array }>): Promise<void>;
+  embeddingStatus(): Promise<EmbeddingStatus>;
 }
