@@ -1,11 +1,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type QuarryConfig, resolveConfig, type UserConfig } from './config/config.ts';
+import { type Embedder, openEmbedder } from './embed/index.ts';
 import { QuarryError } from './errors.ts';
 import { type IndexOptions, type IndexReport, indexRepository } from './index/indexer.ts';
 import { type SearchOptions, type SearchResponse, search } from './search/search.ts';
 import { openSqliteStore } from './store/sqlite.ts';
-import type { Store, StoreStats } from './store/types.ts';
+import type { EmbeddingStatus, Store, StoreStats } from './store/types.ts';
 import { ensureIndexDir, findProjectRoot, indexPaths, isDirectory } from './workspace/root.ts';
 import { walk } from './workspace/walk.ts';
 
@@ -14,6 +15,8 @@ export interface Project {
   root: string;
   config: QuarryConfig;
   store: Store;
+  /** The embedder for queries (opened on first use, in this thread); undefined when there is none. */
+  queryEmbedder(): Promise<Embedder | undefined>;
   close(): Promise<void>;
 }
 
@@ -56,22 +59,74 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Pro
     throw new QuarryError('NO_INDEX', `no index in ${root}: run \`quarry index\` there first`);
   if (options.create) ensureIndexDir(root);
   const store = openSqliteStore(db);
-  return { root, config, store, close: () => store.close() };
+  let embedder: Promise<Embedder | undefined> | undefined;
+  return {
+    root,
+    config,
+    store,
+    queryEmbedder() {
+      // a search never downloads weights; one query needs one thread
+      embedder ??= openEmbedder({ ...config, embed: { ...config.embed, download: false } }, { threads: 1 });
+      return embedder;
+    },
+    async close() {
+      await (await embedder)?.close();
+      await store.close();
+    },
+  };
 }
 
-export type IndexProjectOptions = Omit<IndexOptions, 'root' | 'config' | 'store'>;
+export type IndexProjectOptions = Omit<IndexOptions, 'root' | 'config' | 'store' | 'embedder'> & {
+  /** Embed after the lexical phase (the configured embedder, on background workers). Default true. */
+  embed?: boolean;
+  /** Told once when there are no vectors to be had, and why. */
+  onNotice?: (message: string) => void;
+};
 
-/** Index (or bring up to date) an opened project. */
-export function indexProject(project: Project, options: IndexProjectOptions = {}): Promise<IndexReport> {
-  return indexRepository({ ...options, root: project.root, config: project.config, store: project.store });
+/** Index (or bring up to date) an opened project: lexical rows first, then vectors when an embedder is there. */
+export async function indexProject(
+  project: Project,
+  options: IndexProjectOptions = {},
+): Promise<IndexReport> {
+  const { embed = true, onNotice, ...rest } = options;
+  const embedder =
+    embed && project.store.supportsVectors
+      ? await openEmbedder(project.config, { background: true, ...(onNotice ? { onNotice } : {}) })
+      : undefined;
+  try {
+    return await indexRepository({
+      ...rest,
+      root: project.root,
+      config: project.config,
+      store: project.store,
+      ...(embedder ? { embedder } : {}),
+    });
+  } finally {
+    await embedder?.close();
+  }
 }
 
-export function searchProject(
+export interface SearchProjectOptions extends Omit<SearchOptions, 'queryVector'> {
+  /** Told when the index has vectors that the installed model cannot match. */
+  onNotice?: (message: string) => void;
+}
+
+/** Searches a project: hybrid when its index has vectors from the installed model, lexical otherwise. */
+export async function searchProject(
   project: Project,
   query: string,
-  options?: SearchOptions,
+  options: SearchProjectOptions = {},
 ): Promise<SearchResponse> {
-  return search(project.store, project.config, query, options);
+  const { onNotice, ...rest } = options;
+  let queryVector: Float32Array | undefined;
+  const indexed = rest.mode === 'lexical' ? undefined : await project.store.getMeta('embedder_id');
+  if (indexed && query.trim()) {
+    const embedder = await project.queryEmbedder();
+    if (embedder && embedder.id === indexed) [queryVector] = await embedder.embed([query], 'query');
+    else if (embedder)
+      onNotice?.(`the index's vectors come from ${indexed}, not ${embedder.id}: run \`quarry index\` to rebuild them`);
+  }
+  return search(project.store, project.config, query, { ...rest, ...(queryVector ? { queryVector } : {}) });
 }
 
 export interface StatusReport extends StoreStats {
@@ -83,6 +138,8 @@ export interface StatusReport extends StoreStats {
   /** The index run in progress, or the last one that did not finish. */
   run: { state: 'idle' | 'running' | 'interrupted'; pid?: number };
   skippedFiles: number;
+  /** Vectors: which embedder, and how far phase 1 (a vector per file) and phase 2 (per chunk) have come. */
+  embedding: EmbeddingStatus;
 }
 
 export async function projectStatus(project: Project): Promise<StatusReport> {
@@ -117,6 +174,7 @@ export async function projectStatus(project: Project): Promise<StatusReport> {
     pending: { added, modified, deleted },
     run: lock !== undefined ? { state, pid: lock } : { state },
     skippedFiles,
+    embedding: await store.embeddingStatus(),
   };
 }
 

@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { setPriority } from 'node:os';
 import { createRequire } from 'node:module';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import pc from 'picocolors';
@@ -34,6 +36,21 @@ function colorsFor(stream: NodeJS.WriteStream, flag: boolean | undefined) {
   return pc.createColors(enabled);
 }
 
+/** Starts `quarry index` for `root` as a detached, lower-priority process that outlives this one; returns its pid. */
+function spawnBackgroundIndex(root: string): number | undefined {
+  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, 'index', root, '--quiet'], {
+    detached: true,
+    stdio: 'ignore',
+  });
+  try {
+    if (child.pid) setPriority(child.pid, 10);
+  } catch {
+    // not permitted: it runs at normal priority, its workers still lower their own
+  }
+  child.unref();
+  return child.pid;
+}
+
 /** Runs the quarry CLI; resolves to the process exit code. */
 export async function main(
   argv: string[],
@@ -61,6 +78,8 @@ export async function main(
     .option('--workers <n>', 'parse workers (0 = in the main thread)', nonNegativeInt)
     .option('--max-file-size <bytes>', 'skip files larger than this (default 1048576)', positiveInt)
     .option('--include-secrets', 'also index files that look like secrets (.env, keys, credentials)')
+    .option('--no-embed', 'lexical only: no vectors this run')
+    .option('--background', 'index lexically now, then keep embedding in a background process and return')
     .option('--json', 'print the report as JSON')
     .option('--quiet', 'no progress display')
     .action(async (dir: string | undefined, opts) => {
@@ -83,6 +102,11 @@ export async function main(
       process.on('SIGTERM', onSigint);
       try {
         const report = await indexProject(project, {
+          embed: opts.embed !== false && !opts.background,
+          onNotice: (m) => {
+            progress.end();
+            io.stderr.write(`${err.yellow('note')}: ${m}\n`);
+          },
           signal: controller.signal,
           lockWaitMs: opts.wait ? 24 * 3600 * 1000 : 0,
           ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
@@ -92,6 +116,17 @@ export async function main(
           },
           onProgress: (p) => {
             if (p.phase === 'lexical') progress.update('indexing', p.done, p.total, p.filesPerSec, p.etaMs);
+            else if (p.phase === 'coarse')
+              progress.update('vectors 1/2 (files)', p.done, p.total, p.textsPerSec ?? 0, p.etaMs, 'texts/s');
+            else if (p.phase === 'refine')
+              progress.update(
+                'vectors 2/2 (chunks)',
+                p.done,
+                p.total,
+                p.textsPerSec ?? 0,
+                p.etaMs,
+                'texts/s',
+              );
           },
         });
         progress.end();
@@ -116,11 +151,24 @@ export async function main(
           if (large) notes.push(`${large} files over the size limit left out (--max-file-size to raise it)`);
           if (report.skippedByContent.length)
             notes.push(`${report.skippedByContent.length} binary or minified files recorded without chunks`);
+          if (report.embedding) {
+            const e = report.embedding;
+            notes.push(
+              `vectors: ${e.embedded} embedded, ${e.fromCache} from cache (${e.embedder})${e.reset ? '; vectors of another model were dropped' : ''}`,
+            );
+          }
           for (const n of notes) io.stdout.write(`  ${out.dim(n)}\n`);
           if (report.interrupted)
             io.stdout.write(`  ${out.dim('run `quarry index` again to finish; committed work is kept')}\n`);
         }
         if (report.interrupted) exitCode = 130;
+        else if (opts.background && opts.embed !== false) {
+          const child = spawnBackgroundIndex(project.root);
+          if (!opts.json)
+            io.stdout.write(
+              `  embedding in the background (pid ${child}); \`quarry status\` shows its progress\n`,
+            );
+        }
       } finally {
         process.off('SIGINT', onSigint);
         process.off('SIGTERM', onSigint);
@@ -156,6 +204,12 @@ export async function main(
           `${c.bold('symbols')}    ${s.symbols}`,
           `${c.bold('languages')}  ${langs || '-'}`,
           `${c.bold('updated')}    ${s.lastIndexedAt ?? 'never'}`,
+          `${c.bold('vectors')}    ${
+            s.embedding.embedder
+              ? `${s.embedding.coarse}/${s.embedding.files} files (phase 1), ${s.embedding.refined}/${s.embedding.files} refined (phase 2), ` +
+                `${s.embedding.chunkVectors} chunk vectors · ${s.embedding.embedder.id}`
+              : 'none (lexical only)'
+          }`,
           `${c.bold('pending')}    ${
             pending === 0
               ? c.green('up to date')
@@ -196,6 +250,7 @@ export async function main(
           ...(opts.lang ? { languages: opts.lang as string[] } : {}),
         };
         const res = await searchProject(project, words.join(' '), {
+          onNotice: (m) => io.stderr.write(`${colorsFor(io.stderr, g.color).yellow('note')}: ${m}\n`),
           ...(opts.topK ? { topK: opts.topK, topFiles: opts.topK } : {}),
           ...(opts.mode ? { mode: opts.mode as SearchMode } : {}),
           ...(Object.keys(filter).length ? { filter } : {}),

@@ -8,6 +8,7 @@ type Colors = ReturnType<typeof pc.createColors>;
  */
 export class Progress {
   private lastPlain = 0;
+  private lastLabel = '';
   private drawn = false;
   constructor(
     private readonly stream: NodeJS.WriteStream,
@@ -19,10 +20,17 @@ export class Progress {
     return Boolean(this.stream.isTTY);
   }
 
-  update(label: string, done: number, total: number, rate: number, etaMs?: number): void {
+  update(
+    label: string,
+    done: number,
+    total: number,
+    rate: number,
+    etaMs?: number,
+    rateUnit = 'files/s',
+  ): void {
     if (!this.enabled) return;
     const pct = total > 0 ? done / total : 1;
-    const stats = `${done}/${total} files · ${rate.toFixed(0)} files/s${etaMs !== undefined ? ` · ETA ${formatDuration(etaMs)}` : ''}`;
+    const stats = `${done}/${total} files · ${rate.toFixed(0)} ${rateUnit}${etaMs !== undefined ? ` · ETA ${formatDuration(etaMs)}` : ''}`;
     if (this.tty) {
       const width = 24;
       const filled = Math.round(pct * width);
@@ -31,6 +39,8 @@ export class Progress {
       this.drawn = true;
     } else {
       const now = Date.now();
+      if (label !== this.lastLabel) this.lastPlain = 0;
+      this.lastLabel = label;
       if (now - this.lastPlain < 2000 && done < total) return;
       this.lastPlain = now;
       this.stream.write(`${label}: ${stats}\n`);

@@ -52,6 +52,12 @@ export interface QuarryConfig {
     /** Results returned by default. Default 10. */
     topK: number;
     weights: FieldWeights;
+    /** How lexical and dense lists combine in hybrid mode: reciprocal rank fusion, or a weighted sum. */
+    fusion: 'rrf' | 'linear';
+    /** RRF's k. */
+    rrfK: number;
+    lexicalWeight: number;
+    denseWeight: number;
   };
 }
 
@@ -70,7 +76,14 @@ export const DEFAULT_CONFIG: QuarryConfig = {
   chunk: { maxChars: 2000, targetChars: 1000, windowLines: 60, overlapLines: 8 },
   workers: 0,
   embed: { provider: 'local', download: true, workers: 0, threads: 0 },
-  search: { topK: 10, weights: { path: 4, symbol: 3, body: 1 } },
+  search: {
+    topK: 10,
+    weights: { path: 4, symbol: 3, body: 1 },
+    fusion: 'rrf',
+    rrfK: 60,
+    lexicalWeight: 1,
+    denseWeight: 1,
+  },
 };
 
 function readToml(file: string): UserConfig {
@@ -146,6 +159,16 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
   if (search) {
     out.search = {};
     if (search.top_k !== undefined) out.search.topK = num(search.top_k, 'search.top_k');
+    if (search.fusion !== undefined) {
+      if (search.fusion !== 'rrf' && search.fusion !== 'linear')
+        throw new QuarryError('BAD_CONFIG', `${source}: search.fusion must be "rrf" or "linear"`);
+      out.search.fusion = search.fusion;
+    }
+    if (search.rrf_k !== undefined) out.search.rrfK = num(search.rrf_k, 'search.rrf_k');
+    if (search.lexical_weight !== undefined)
+      out.search.lexicalWeight = num(search.lexical_weight, 'search.lexical_weight');
+    if (search.dense_weight !== undefined)
+      out.search.denseWeight = num(search.dense_weight, 'search.dense_weight');
   }
   return out;
 }
@@ -167,6 +190,16 @@ function fromEnv(env: NodeJS.ProcessEnv): UserConfig {
   if (env.QUARRY_EMBED === 'none' || env.QUARRY_EMBED === 'local') out.embed = { provider: env.QUARRY_EMBED };
   if (env.QUARRY_OFFLINE && /^(1|true|yes)$/i.test(env.QUARRY_OFFLINE))
     out.embed = { ...out.embed, download: false };
+  if (env.QUARRY_FUSION === 'rrf' || env.QUARRY_FUSION === 'linear')
+    out.search = { fusion: env.QUARRY_FUSION };
+  const rrfK = n('QUARRY_RRF_K');
+  const denseWeight = n('QUARRY_DENSE_WEIGHT');
+  if (rrfK !== undefined || denseWeight !== undefined)
+    out.search = {
+      ...out.search,
+      ...(rrfK !== undefined ? { rrfK } : {}),
+      ...(denseWeight !== undefined ? { denseWeight } : {}),
+    };
   if (env.QUARRY_INCLUDE_SECRETS) out.includeSecrets = /^(1|true|yes)$/i.test(env.QUARRY_INCLUDE_SECRETS);
   return out;
 }

@@ -2,6 +2,7 @@ import type { QuarryConfig } from '../config/config.ts';
 import { isQuarryError } from '../errors.ts';
 import { createLocalEmbedder } from './local.ts';
 import { downloadWeights, findWeights } from './models.ts';
+import { createWorkerEmbedder } from './worker-pool.ts';
 import type { Embedder } from './types.ts';
 
 export type { Embedder, EmbedKind } from './types.ts';
@@ -12,6 +13,8 @@ export interface OpenEmbedderOptions {
   onNotice?: (message: string) => void;
   /** onnxruntime threads (local provider). */
   threads?: number;
+  /** Run the model on background worker threads at lowered priority (for indexing). */
+  background?: boolean;
 }
 
 /**
@@ -35,7 +38,14 @@ export async function openEmbedder(
       return undefined;
     }
     const threads = options.threads ?? (config.embed.threads || undefined);
-    return await createLocalEmbedder({ weights, ...(threads ? { threads } : {}) });
+    const local = await createLocalEmbedder({ weights, ...(threads ? { threads } : {}) });
+    if (!options.background) return local;
+    return createWorkerEmbedder({
+      local,
+      weights,
+      ...(config.embed.workers ? { workers: config.embed.workers } : {}),
+      ...(threads ? { threads } : {}),
+    });
   } catch (err) {
     if (!isQuarryError(err)) throw err;
     options.onNotice?.(`semantic search is off: ${err.message}`);

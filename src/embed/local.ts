@@ -56,21 +56,19 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
     JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')),
   );
   const sepId = tokenizer.encode('').ids.at(-1)!;
-  let session: Awaited<ReturnType<typeof ort.InferenceSession.create>>;
-  try {
-    session = await ort.InferenceSession.create(info.path, {
+  // the session starts on first use: an embedder that only names the model (or counts tokens) costs no weights
+  let sessionReady: ReturnType<typeof ort.InferenceSession.create> | undefined;
+  const session = async () => {
+    sessionReady ??= ort.InferenceSession.create(info.path, {
       intraOpNumThreads: options.threads ?? Math.max(1, Math.min(4, availableParallelism())),
       interOpNumThreads: 1,
       executionMode: 'sequential',
       graphOptimizationLevel: 'all',
+    }).catch((err: Error) => {
+      throw new QuarryError('IO', `cannot load ${info.path}: ${err.message.split('\n')[0]}`, { cause: err });
     });
-  } catch (err) {
-    throw new QuarryError('IO', `cannot load ${info.path}: ${(err as Error).message.split('\n')[0]}`, {
-      cause: err,
-    });
-  }
-  const wantsTypes = session.inputNames.includes('token_type_ids');
-  const output = session.outputNames[0]!;
+    return sessionReady;
+  };
   const batchSize = options.batchSize ?? 32;
 
   const encode = (text: string): number[] => {
@@ -82,6 +80,9 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
   };
 
   const runBatch = async (batch: number[][]): Promise<Float32Array[]> => {
+    const s = await session();
+    const wantsTypes = s.inputNames.includes('token_type_ids');
+    const output = s.outputNames[0]!;
     const b = batch.length;
     const len = Math.max(...batch.map((ids) => ids.length));
     const ids = new BigInt64Array(b * len);
@@ -97,7 +98,7 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
       attention_mask: new ort.Tensor('int64', mask, [b, len]),
     };
     if (wantsTypes) feeds.token_type_ids = new ort.Tensor('int64', new BigInt64Array(b * len), [b, len]);
-    const result = await session.run(feeds);
+    const result = await s.run(feeds);
     const hidden = result[output]!;
     const dim = hidden.dims[2] as number;
     const data = hidden.data as Float32Array;
@@ -132,7 +133,7 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
       return out;
     },
     async close() {
-      await session.release();
+      if (sessionReady) await (await sessionReady).release();
     },
   };
 }

@@ -4,18 +4,23 @@ import { QuarryError } from '../errors.ts';
 import type { FileUpdate, Store } from '../store/types.ts';
 import { indexPaths, isDirectory } from '../workspace/root.ts';
 import { type WalkSkip, walk } from '../workspace/walk.ts';
+import type { Embedder } from '../embed/types.ts';
+import { type EmbedReport, embedPending } from './embedding.ts';
 import { acquireWriterLock } from './lock.ts';
 import { createFilePool } from './pool.ts';
 import type { FileTask } from './process-file.ts';
 
 export interface IndexProgress {
-  phase: 'walk' | 'lexical' | 'done';
+  /** walk → lexical (chunks and the lexical index) → coarse (a vector per file) → refine (a vector per chunk). */
+  phase: 'walk' | 'lexical' | 'coarse' | 'refine' | 'done';
   /** Files whose content had to be read this run. */
   total: number;
   done: number;
   /** Files already up to date (nothing to read). */
   upToDate: number;
   filesPerSec: number;
+  /** Texts embedded per second (embedding phases). */
+  textsPerSec?: number;
   /** Estimated time left, ms; undefined until there is a rate. */
   etaMs?: number;
 }
@@ -38,6 +43,8 @@ export interface IndexReport {
   durationMs: number;
   /** True when the run was stopped (signal) before it finished; the index is consistent and resumes. */
   interrupted: boolean;
+  /** The embedding phases, when an embedder was given. */
+  embedding?: EmbedReport;
 }
 
 export interface IndexOptions {
@@ -52,6 +59,8 @@ export interface IndexOptions {
   lockWaitMs?: number;
   /** Parse workers (0 = in this thread). Default: from config. */
   workers?: number;
+  /** Embeds coarse file vectors, then chunk vectors, after the lexical phase (under the same lock). */
+  embedder?: Embedder;
 }
 
 const COMMIT_FILES = 256;
@@ -194,6 +203,22 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
       }
     }
     report.interrupted = options.signal?.aborted ?? false;
+    if (!report.interrupted && options.embedder && store.supportsVectors) {
+      report.embedding = await embedPending(store, options.embedder, {
+        ...(options.signal ? { signal: options.signal } : {}),
+        onProgress: (p) =>
+          options.onProgress?.({
+            phase: p.phase === 1 ? 'coarse' : 'refine',
+            total: p.total,
+            done: p.done,
+            upToDate: 0,
+            filesPerSec: 0,
+            textsPerSec: p.textsPerSec,
+            ...(p.etaMs !== undefined ? { etaMs: p.etaMs } : {}),
+          }),
+      });
+      report.interrupted = report.embedding.interrupted;
+    }
     if (!report.interrupted) {
       await store.setMeta('last_indexed_at', String(Date.now()));
       await store.setMeta('run', JSON.stringify({ finishedAt: Date.now(), pending: 0 }));

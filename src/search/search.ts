@@ -15,6 +15,8 @@ export interface SearchOptions {
   filter?: SearchFilter;
   /** Files returned in `files`. Default: max(topK, 10). */
   topFiles?: number;
+  /** The query's embedding (hybrid and dense modes); without it, hybrid runs lexically. */
+  queryVector?: Float32Array;
 }
 
 /** One result, as `quarry search --json` prints it (DESIGN.md, "Search output"). */
@@ -27,7 +29,7 @@ export interface SearchResult {
   score: number;
   snippet: string;
   /** Why it ranked: which signals contributed. */
-  signals: { lexical: number; fileLexical: number; fileHint: number; symbolHint: number };
+  signals: { lexical: number; fileLexical: number; fileHint: number; symbolHint: number; dense: number };
   chunkId: number;
 }
 
@@ -58,6 +60,9 @@ const FILE_SPREAD_CHUNKS = 4;
 /** Weight of the file's coarse (whole-file) BM25 score in each of its chunks' scores. */
 const FILE_LEXICAL_WEIGHT = 1;
 const FILE_CANDIDATES = 100;
+/** Dense candidates: chunks by their own vectors, and files by their coarse vector. */
+const DENSE_CANDIDATES = 100;
+const DENSE_FILE_CANDIDATES = 50;
 
 interface Candidate {
   hit: Omit<ChunkHit, 'score'>;
@@ -67,6 +72,10 @@ interface Candidate {
   symbolHint: number;
   /** The file role's prior (1 for code). */
   prior: number;
+  /** Cosine similarity to the query (0 when not among the dense candidates). */
+  dense: number;
+  /** The score the results are ordered by (set once all lists are in). */
+  final: number;
 }
 
 const ROLE_PRIOR: Record<FileRole, number> = {
@@ -173,11 +182,12 @@ export async function search(
     );
   const topK = Math.max(1, Math.floor(options.topK ?? config.search.topK));
   const topFiles = Math.max(1, Math.floor(options.topFiles ?? Math.max(topK, 10)));
-  const mode: SearchMode = options.mode === 'dense' ? 'dense' : 'lexical';
-  if (mode === 'dense')
+  const vector = options.queryVector;
+  const mode: SearchMode = options.mode === 'lexical' || !vector ? 'lexical' : (options.mode ?? 'hybrid');
+  if (options.mode === 'dense' && !vector)
     throw new QuarryError(
       'BAD_INPUT',
-      'dense search needs vectors, which this index does not have: use --mode lexical',
+      'dense search needs vectors, which this index does not have yet: run `quarry index` with the model installed, or use --mode lexical',
     );
   const q = analyzeQuery(query);
   const filter = options.filter;
@@ -206,6 +216,8 @@ export async function search(
     fileHint: fHints.get(hit.path) ?? 0,
     symbolHint,
     prior: ROLE_PRIOR[fileRole(hit.path)],
+    dense: 0,
+    final: 0,
   });
   for (const h of lexHits) cands.set(h.chunkId, candidate(h, h.score / maxLex));
 
@@ -244,27 +256,100 @@ export async function search(
   for (const chunk of await store.getChunks(unseen))
     cands.set(chunk.chunkId, candidate(chunk, 0, sHints.get(chunk.chunkId)!));
 
-  const ranked = [...cands.values()].sort((a, b) => total(b) - total(a) || a.hit.chunkId - b.hit.chunkId);
-
-  const perFile = new Map<string, number[]>();
-  for (const c of ranked) {
-    const list = perFile.get(c.hit.path);
+  // lexical score of each file: its best chunk plus a little for the next ones, or its coarse document alone
+  const lexFiles = new Map<string, number[]>();
+  for (const c of [...cands.values()].sort((a, b) => total(b) - total(a))) {
+    const list = lexFiles.get(c.hit.path);
     if (list) list.push(total(c));
-    else perFile.set(c.hit.path, [total(c)]);
+    else lexFiles.set(c.hit.path, [total(c)]);
   }
-  // files whose coarse document matched but none of whose chunks made the candidate list
   for (const [path, lex] of fileLex)
-    if (!perFile.has(path))
-      perFile.set(path, [
+    if (!lexFiles.has(path))
+      lexFiles.set(path, [
         ROLE_PRIOR[fileRole(path)] * (FILE_LEXICAL_WEIGHT * lex + FILE_HINT_WEIGHT * (fHints.get(path) ?? 0)),
       ]);
-  const files: FileResult[] = [...perFile.entries()]
-    .map(([path, scores]) => {
-      let score = scores[0]!;
-      for (let i = 1; i < Math.min(scores.length, FILE_SPREAD_CHUNKS + 1); i++)
-        score += (FILE_SPREAD_WEIGHT * scores[i]!) / i;
-      return { path, score: round(score) };
-    })
+  const lexFileScore = new Map([...lexFiles].map(([path, scores]) => [path, spread(scores)]));
+
+  // dense: chunk vectors, and coarse file vectors for files whose chunks are not embedded yet
+  const denseFileScore = new Map<string, number>();
+  if (mode !== 'lexical' && vector) {
+    const [denseChunks, denseFiles] = await Promise.all([
+      store.searchDenseChunks(vector, Math.max(DENSE_CANDIDATES, topK * 10), filter),
+      store.searchDenseFiles(vector, Math.max(DENSE_FILE_CANDIDATES, topFiles * 3), filter),
+    ]);
+    const unseenDense: ChunkHit[] = [];
+    for (const d of denseChunks) {
+      const c = cands.get(d.chunkId);
+      if (c) c.dense = d.score;
+      else unseenDense.push(d);
+    }
+    for (const d of unseenDense) cands.set(d.chunkId, { ...candidate(d, 0), dense: d.score });
+    for (const c of cands.values())
+      if (c.dense > 0)
+        denseFileScore.set(c.hit.path, Math.max(denseFileScore.get(c.hit.path) ?? 0, c.prior * c.dense));
+    for (const f of denseFiles)
+      if (!f.refined)
+        denseFileScore.set(
+          f.path,
+          Math.max(denseFileScore.get(f.path) ?? 0, ROLE_PRIOR[fileRole(f.path)] * f.score),
+        );
+  }
+
+  const { fusion, rrfK, denseWeight, lexicalWeight } = config.search;
+  const rrf = (rank: number | undefined, w: number) => (rank === undefined ? 0 : w / (rrfK + rank + 1));
+  const rankOf = (scores: Map<string | number, number>) =>
+    new Map(
+      [...scores.entries()]
+        .filter(([, v]) => v > 0)
+        .sort((a, b) => b[1] - a[1])
+        .map(([key], i) => [key, i] as const),
+    );
+
+  // chunk order
+  const all = [...cands.values()];
+  if (mode === 'lexical') for (const c of all) c.final = total(c);
+  else if (mode === 'dense') for (const c of all) c.final = c.prior * c.dense;
+  else if (fusion === 'linear') {
+    const maxDense = all.reduce((m, c) => Math.max(m, c.dense), 0) || 1;
+    for (const c of all) c.final = lexicalWeight * total(c) + denseWeight * c.prior * (c.dense / maxDense);
+  } else {
+    const lexRank = rankOf(new Map(all.map((c) => [c.hit.chunkId, total(c)])));
+    const denseRank = rankOf(new Map(all.map((c) => [c.hit.chunkId, c.prior * c.dense])));
+    for (const c of all)
+      c.final =
+        rrf(lexRank.get(c.hit.chunkId), lexicalWeight) + rrf(denseRank.get(c.hit.chunkId), denseWeight);
+  }
+  const ranked = all
+    .filter((c) => c.final > 0)
+    .sort((a, b) => b.final - a.final || a.hit.chunkId - b.hit.chunkId);
+
+  // file order
+  let fileScores: Map<string, number>;
+  if (mode === 'lexical') fileScores = lexFileScore;
+  else if (mode === 'dense') fileScores = denseFileScore;
+  else if (fusion === 'linear') {
+    const maxLexFile = Math.max(0, ...lexFileScore.values()) || 1;
+    const maxDenseFile = Math.max(0, ...denseFileScore.values()) || 1;
+    fileScores = new Map();
+    for (const path of new Set([...lexFileScore.keys(), ...denseFileScore.keys()]))
+      fileScores.set(
+        path,
+        (lexicalWeight * (lexFileScore.get(path) ?? 0)) / maxLexFile +
+          (denseWeight * (denseFileScore.get(path) ?? 0)) / maxDenseFile,
+      );
+  } else {
+    const lexRank = rankOf(lexFileScore);
+    const denseRank = rankOf(denseFileScore);
+    fileScores = new Map();
+    for (const path of new Set([...lexRank.keys(), ...denseRank.keys()]))
+      fileScores.set(
+        path as string,
+        rrf(lexRank.get(path), lexicalWeight) + rrf(denseRank.get(path), denseWeight),
+      );
+  }
+  const files: FileResult[] = [...fileScores.entries()]
+    .filter(([, score]) => score > 0)
+    .map(([path, score]) => ({ path, score: round(score) }))
     .sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1))
     .slice(0, topFiles);
 
@@ -279,18 +364,27 @@ export async function search(
       endLine: stored?.endLine ?? c.hit.endLine,
       symbol: stored?.symbol ?? c.hit.symbol,
       kind: stored?.kind ?? c.hit.kind,
-      score: round(total(c)),
+      score: round(c.final),
       snippet: stored ? makeSnippet(stored.text, termSet) : '',
       signals: {
         lexical: round(c.lexical),
         fileLexical: round(c.fileLexical),
         fileHint: round(c.fileHint),
         symbolHint: round(c.symbolHint),
+        dense: round(c.dense),
       },
       chunkId: c.hit.chunkId,
     };
   });
   return { query, mode, results, files, tookMs: performance.now() - started };
+}
+
+/** A file's score from its chunks' scores (best first): the best, plus a little for each of the next few. */
+function spread(scores: number[]): number {
+  let score = scores[0] ?? 0;
+  for (let i = 1; i < Math.min(scores.length, FILE_SPREAD_CHUNKS + 1); i++)
+    score += (FILE_SPREAD_WEIGHT * scores[i]!) / i;
+  return score;
 }
 
 function round(n: number): number {
