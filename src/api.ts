@@ -124,7 +124,9 @@ export async function searchProject(
     const embedder = await project.queryEmbedder();
     if (embedder && embedder.id === indexed) [queryVector] = await embedder.embed([query], 'query');
     else if (embedder)
-      onNotice?.(`the index's vectors come from ${indexed}, not ${embedder.id}: run \`quarry index\` to rebuild them`);
+      onNotice?.(
+        `the index's vectors come from ${indexed}, not ${embedder.id}: run \`quarry index\` to rebuild them`,
+      );
   }
   return search(project.store, project.config, query, { ...rest, ...(queryVector ? { queryVector } : {}) });
 }

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
-import { setPriority } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { setPriority } from 'node:os';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import pc from 'picocolors';
 import { indexProject, openProject, projectStatus, searchProject } from '../api.ts';
@@ -8,6 +9,7 @@ import { resolveConfig, type UserConfig } from '../config/config.ts';
 import { verifiedWeights } from '../embed/local.ts';
 import { bundledModelDir, cacheModelDir, findWeights, installWeights } from '../embed/models.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
+import { readQueries, runEval } from '../eval/eval.ts';
 import type { SearchMode } from '../search/search.ts';
 import { formatBytes, formatDuration, Progress } from './progress.ts';
 
@@ -300,6 +302,72 @@ export async function main(
       } finally {
         await project.close();
       }
+    });
+
+  program
+    .command('eval')
+    .description('score retrieval on a JSONL query set (hit@k, recall@k, MRR), per mode and per repository')
+    .argument('<queries>', 'JSONL: {"id", "repo", "snapshot", "query", "gold": [paths]} per line')
+    .option('--root <dir>', 'folder holding the indexed trees (<owner>+<name>[@sha12]), or one indexed tree')
+    .option('--mode <modes>', 'comma-separated: lexical, dense, hybrid', 'lexical,hybrid')
+    .option('-k, --top-k <n>', 'files ranked per query', positiveInt, 20)
+    .option(
+      '--out <file>',
+      'write the ranked files as JSONL ({"id", "ranked"}; one file per mode when several)',
+    )
+    .option('--json', 'print the metrics as JSON')
+    .action(async (file: string, opts) => {
+      const g = program.opts();
+      const modes = String(opts.mode)
+        .split(',')
+        .map((m) => m.trim())
+        .filter(Boolean);
+      for (const m of modes)
+        if (!['lexical', 'dense', 'hybrid'].includes(m))
+          throw new QuarryError('BAD_INPUT', `unknown mode "${m}": use lexical, dense or hybrid`);
+      const queries = readQueries(file);
+      const progress = new Progress(io.stderr, colorsFor(io.stderr, g.color), !opts.json);
+      const result = await runEval(queries, {
+        root: opts.root ?? g.root ?? process.cwd(),
+        modes: modes as SearchMode[],
+        topK: opts.topK,
+        onQuery: (done, total) => progress.update('queries', done, total, 0, undefined, ''),
+      });
+      progress.end();
+      if (opts.out) {
+        for (const mode of result.modes) {
+          const path =
+            result.modes.length > 1 ? String(opts.out).replace(/(\.jsonl)?$/, `.${mode}.jsonl`) : opts.out;
+          const lines = result.ranked
+            .filter((r) => r.mode === mode)
+            .map((r) => JSON.stringify({ id: r.id, ranked: r.ranked }));
+          writeFileSync(path, `${lines.join('\n')}\n`);
+        }
+      }
+      if (opts.json) {
+        io.stdout.write(`${JSON.stringify(result.metrics, null, 2)}\n`);
+        return;
+      }
+      const c = colorsFor(io.stdout, g.color);
+      const cols = ['hit@1', 'hit@5', 'hit@10', 'recall@5', 'recall@10', 'MRR'] as const;
+      const head = `${'repository'.padEnd(30)}${'mode'.padEnd(9)}${'n'.padStart(5)}${cols.map((k) => k.padStart(10)).join('')}`;
+      io.stdout.write(`${c.bold(head)}\n`);
+      const first = result.metrics[result.modes[0]!] ?? {};
+      const repos = [
+        'ALL',
+        ...Object.keys(first)
+          .filter((r) => r !== 'ALL')
+          .sort(),
+      ];
+      for (const repo of repos)
+        result.modes.forEach((mode, i) => {
+          const m = result.metrics[mode]?.[repo];
+          if (!m) return;
+          const values = cols.map((k) => m[k].toFixed(3).padStart(10)).join('');
+          io.stdout.write(
+            `${(i === 0 ? repo : '').padEnd(30)}${mode.padEnd(9)}${String(m.n).padStart(5)}${values}\n`,
+          );
+        });
     });
 
   const model = program

@@ -30,7 +30,9 @@ export class Progress {
   ): void {
     if (!this.enabled) return;
     const pct = total > 0 ? done / total : 1;
-    const stats = `${done}/${total} files · ${rate.toFixed(0)} ${rateUnit}${etaMs !== undefined ? ` · ETA ${formatDuration(etaMs)}` : ''}`;
+    const unit = rateUnit ? ' files' : '';
+    const rateText = rateUnit ? ` · ${rate.toFixed(0)} ${rateUnit}` : '';
+    const stats = `${done}/${total}${unit}${rateText}${etaMs !== undefined ? ` · ETA ${formatDuration(etaMs)}` : ''}`;
     if (this.tty) {
       const width = 24;
       const filled = Math.round(pct * width);

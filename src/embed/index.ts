@@ -2,8 +2,8 @@ import type { QuarryConfig } from '../config/config.ts';
 import { isQuarryError } from '../errors.ts';
 import { createLocalEmbedder } from './local.ts';
 import { downloadWeights, findWeights } from './models.ts';
-import { createWorkerEmbedder } from './worker-pool.ts';
 import type { Embedder } from './types.ts';
+import { createWorkerEmbedder } from './worker-pool.ts';
 
 export type { Embedder, EmbedKind } from './types.ts';
 

@@ -11,7 +11,7 @@ export interface LocalEmbedderOptions {
   weights: string;
   /** onnxruntime intra-op threads. Default: one per core, at most 4. */
   threads?: number;
-  /** Texts per forward pass. Default 32. */
+  /** Texts per forward pass. Default 8. */
   batchSize?: number;
 }
 
@@ -69,7 +69,8 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
     });
     return sessionReady;
   };
-  const batchSize = options.batchSize ?? 32;
+  // 8 is as fast as 32 on CPU and needs a third of the memory (activations grow with batch × length²)
+  const batchSize = options.batchSize ?? 8;
 
   const encode = (text: string): number[] => {
     const ids = tokenizer.encode(text.slice(0, MAX_TOKENS * CHARS_PER_TOKEN_CAP)).ids;

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { QuarryError } from '../errors.ts';
-import type { EmbedKind, Embedder } from './types.ts';
+import type { Embedder, EmbedKind } from './types.ts';
 
 export interface WorkerEmbedderOptions {
   /** The embedder as this thread knows it (for its id, dimension and token counts). */

@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import type { QuarryConfig } from '../config/config.ts';
+import type { Embedder } from '../embed/types.ts';
 import { QuarryError } from '../errors.ts';
 import type { FileUpdate, Store } from '../store/types.ts';
 import { indexPaths, isDirectory } from '../workspace/root.ts';
 import { type WalkSkip, walk } from '../workspace/walk.ts';
-import type { Embedder } from '../embed/types.ts';
 import { type EmbedReport, embedPending } from './embedding.ts';
 import { acquireWriterLock } from './lock.ts';
 import { createFilePool } from './pool.ts';
