@@ -42,11 +42,13 @@ export interface CliResult {
   stderr: string;
 }
 
+/** Lexical unless a test asks for vectors: embedding with the real model is slow, and lexical tests pin rankings. */
 const CLI_ENV = {
   ...process.env,
   NO_COLOR: '1',
   FORCE_COLOR: '',
   XDG_CONFIG_HOME: join(tmpdir(), 'quarry-no-config'),
+  QUARRY_EMBED: 'none',
 };
 
 /** Runs the CLI from source in a child process. */

@@ -28,7 +28,12 @@ describe('search', () => {
   let project: Project;
   before(async () => {
     root = makeTree(FILES);
-    project = await openProject({ root, create: true, userConfig: false, overrides: { embed: { provider: 'none' } } });
+    project = await openProject({
+      root,
+      create: true,
+      userConfig: false,
+      overrides: { embed: { provider: 'none' } },
+    });
     await indexProject(project);
   });
   after(async () => {

@@ -32,18 +32,18 @@ export interface EmbedOptions {
   batchFiles?: number;
 }
 
-/** Phase 1: what a file is about, from its path, its definitions and its first lines. */
+/**
+ * Phase 1: what a file is about, from its definitions and its first lines. Paths stay out of embedded texts (the
+ * lexical index and the file-name hints use them): a moved or renamed file then re-embeds nothing.
+ */
 export function coarseText(p: PendingEmbedding): string {
-  return `${p.path}\n${p.symbols.join(' ')}\n${p.head}`;
+  return `${p.symbols.join(' ')}\n${p.head}`;
 }
 
-/** Phase 2: one chunk, introduced by where it lives. */
-export function chunkText(
-  path: string,
-  c: { text: string; symbol: string | null; container: string | null },
-): string {
+/** Phase 2: one chunk, introduced by the definition it belongs to. */
+export function chunkText(c: { text: string; symbol: string | null; container: string | null }): string {
   const where = [c.container, c.symbol].filter(Boolean).join('.');
-  return `${path}${where ? ` ${where}` : ''}\n${c.text}`;
+  return where ? `${where}\n${c.text}` : c.text;
 }
 
 const textHash = (text: string) => createHash('sha1').update(text).digest('hex');
@@ -127,7 +127,7 @@ export async function embedPending(
         );
         report.coarseFiles += pending.length;
       } else {
-        const texts = pending.flatMap((p) => p.chunks.map((c) => chunkText(p.path, c)));
+        const texts = pending.flatMap((p) => p.chunks.map((c) => chunkText(c)));
         const vectors = await vectorsFor(texts);
         let k = 0;
         await store.putChunkVectors(
