@@ -22,11 +22,22 @@ export interface ChunkOptions {
   overlapLines: number;
 }
 
-export type EmbedProvider = 'local' | 'none';
+export type EmbedProvider = 'local' | 'ollama' | 'openai' | 'gemini' | 'none';
+const PROVIDERS: readonly EmbedProvider[] = ['local', 'ollama', 'openai', 'gemini', 'none'];
 
 export interface EmbedOptions {
-  /** `local` (all-MiniLM-L6-v2 on ONNX, the default) or `none` (lexical only). */
+  /** `local` (all-MiniLM-L6-v2 on ONNX, the default), `ollama`, `openai` (any OpenAI-compatible server), `gemini`,
+   * or `none` (lexical only). */
   provider: EmbedProvider;
+  /** Remote providers: the model (`nomic-embed-text`, `text-embedding-3-small`, `text-embedding-004`, …). */
+  model?: string;
+  /** Remote providers: the server root (LM Studio, vLLM, llama.cpp or TEI for `openai`). */
+  baseUrl?: string;
+  /** Remote providers: the environment variable holding the API key. Default OPENAI_API_KEY / GEMINI_API_KEY. */
+  apiKeyEnv?: string;
+  /** Prepended to queries / documents (defaults known per model, e.g. nomic's `search_query: `). */
+  queryPrefix?: string;
+  documentPrefix?: string;
   /** A folder holding `model.onnx` (or the Transformers.js `onnx/` layout), or the .onnx file itself. */
   modelDir?: string;
   /** Download the default weights on first use when none are installed. Default true. */
@@ -146,11 +157,19 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
   if (embed) {
     out.embed = {};
     if (embed.provider !== undefined) {
-      if (embed.provider !== 'local' && embed.provider !== 'none')
-        throw new QuarryError('BAD_CONFIG', `${source}: embed.provider must be "local" or "none"`);
-      out.embed.provider = embed.provider;
+      if (!PROVIDERS.includes(embed.provider as EmbedProvider))
+        throw new QuarryError(
+          'BAD_CONFIG',
+          `${source}: embed.provider must be one of ${PROVIDERS.join(', ')}`,
+        );
+      out.embed.provider = embed.provider as EmbedProvider;
     }
     if (embed.model_dir !== undefined) out.embed.modelDir = String(embed.model_dir);
+    if (embed.model !== undefined) out.embed.model = String(embed.model);
+    if (embed.base_url !== undefined) out.embed.baseUrl = String(embed.base_url);
+    if (embed.api_key_env !== undefined) out.embed.apiKeyEnv = String(embed.api_key_env);
+    if (embed.query_prefix !== undefined) out.embed.queryPrefix = String(embed.query_prefix);
+    if (embed.document_prefix !== undefined) out.embed.documentPrefix = String(embed.document_prefix);
     if (embed.download !== undefined) out.embed.download = Boolean(embed.download);
     if (embed.workers !== undefined) out.embed.workers = num(embed.workers, 'embed.workers');
     if (embed.threads !== undefined) out.embed.threads = num(embed.threads, 'embed.threads');
@@ -187,7 +206,16 @@ function fromEnv(env: NodeJS.ProcessEnv): UserConfig {
   if (maxBytes !== undefined) out.maxFileBytes = maxBytes;
   const workers = n('QUARRY_WORKERS');
   if (workers !== undefined) out.workers = workers;
-  if (env.QUARRY_EMBED === 'none' || env.QUARRY_EMBED === 'local') out.embed = { provider: env.QUARRY_EMBED };
+  if (env.QUARRY_EMBED) {
+    if (!PROVIDERS.includes(env.QUARRY_EMBED as EmbedProvider))
+      throw new QuarryError(
+        'BAD_CONFIG',
+        `QUARRY_EMBED must be one of ${PROVIDERS.join(', ')}, got "${env.QUARRY_EMBED}"`,
+      );
+    out.embed = { provider: env.QUARRY_EMBED as EmbedProvider };
+  }
+  if (env.QUARRY_EMBED_MODEL) out.embed = { ...out.embed, model: env.QUARRY_EMBED_MODEL };
+  if (env.QUARRY_EMBED_URL) out.embed = { ...out.embed, baseUrl: env.QUARRY_EMBED_URL };
   if (env.QUARRY_OFFLINE && /^(1|true|yes)$/i.test(env.QUARRY_OFFLINE))
     out.embed = { ...out.embed, download: false };
   if (env.QUARRY_FUSION === 'rrf' || env.QUARRY_FUSION === 'linear')

@@ -1,9 +1,36 @@
 import type { QuarryConfig } from '../config/config.ts';
-import { isQuarryError } from '../errors.ts';
+import { isQuarryError, QuarryError } from '../errors.ts';
 import { createLocalEmbedder } from './local.ts';
 import { downloadWeights, findWeights } from './models.ts';
 import type { Embedder } from './types.ts';
+import { createRemoteEmbedder } from './remote.ts';
 import { createWorkerEmbedder } from './worker-pool.ts';
+
+const DEFAULT_MODELS = {
+  ollama: 'nomic-embed-text',
+  openai: 'text-embedding-3-small',
+  gemini: 'text-embedding-004',
+};
+const DEFAULT_KEY_ENV = { ollama: 'OLLAMA_API_KEY', openai: 'OPENAI_API_KEY', gemini: 'GEMINI_API_KEY' };
+
+/** A remote embedder; an unreachable or misconfigured service is an error (the user asked for it by name). */
+function openRemote(config: QuarryConfig, env: NodeJS.ProcessEnv): Promise<Embedder> {
+  const provider = config.embed.provider as 'ollama' | 'openai' | 'gemini';
+  const apiKey = env[config.embed.apiKeyEnv ?? DEFAULT_KEY_ENV[provider]];
+  if (!apiKey && provider !== 'ollama' && !config.embed.baseUrl)
+    throw new QuarryError(
+      'BAD_CONFIG',
+      `embed.provider is ${provider} but ${config.embed.apiKeyEnv ?? DEFAULT_KEY_ENV[provider]} is not set: export it, or set embed.provider = "local"`,
+    );
+  return createRemoteEmbedder({
+    provider,
+    model: config.embed.model ?? DEFAULT_MODELS[provider],
+    ...(config.embed.baseUrl ? { baseUrl: config.embed.baseUrl } : {}),
+    ...(apiKey ? { apiKey } : {}),
+    ...(config.embed.queryPrefix !== undefined ? { queryPrefix: config.embed.queryPrefix } : {}),
+    ...(config.embed.documentPrefix !== undefined ? { documentPrefix: config.embed.documentPrefix } : {}),
+  });
+}
 
 export type { Embedder, EmbedKind } from './types.ts';
 
@@ -27,6 +54,7 @@ export async function openEmbedder(
 ): Promise<Embedder | undefined> {
   if (config.embed.provider === 'none') return undefined;
   const env = options.env ?? process.env;
+  if (config.embed.provider !== 'local') return openRemote(config, env);
   let weights = findWeights({ modelDir: config.embed.modelDir, env });
   try {
     if (!weights && config.embed.download) weights = (await downloadWeights(env)).path;
