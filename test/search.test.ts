@@ -74,6 +74,39 @@ describe('search', () => {
     assert.match(py.results[0]!.path, /\.py$/);
   });
 
+  it('spreads the top results over files (MMR), and keeps the plain order with λ = 1', async () => {
+    const many = Array.from(
+      { length: 8 },
+      (_, i) => `export function retry${i}() {\n${'  // retry the request with backoff\n'.repeat(30)}}\n`,
+    ).join('\n');
+    const tree = makeTree({
+      'src/retry.ts': many,
+      'src/other.ts': 'export function backoff() {\n  // retry once\n}\n',
+    });
+    const p = await openProject({
+      root: tree,
+      create: true,
+      userConfig: false,
+      overrides: { embed: { provider: 'none' } },
+    });
+    try {
+      await indexProject(p);
+      const spread = await searchProject(p, 'retry the request with backoff', { topK: 3 });
+      assert.ok(spread.results.slice(0, 3).some((r) => r.path === 'src/other.ts'));
+      const plain = await openProject({
+        root: tree,
+        userConfig: false,
+        overrides: { embed: { provider: 'none' }, search: { mmrLambda: 1 } },
+      });
+      const res = await searchProject(plain, 'retry the request with backoff', { topK: 3 });
+      assert.deepEqual([...new Set(res.results.map((r) => r.path))], ['src/retry.ts']);
+      await plain.close();
+    } finally {
+      await p.close();
+      removeTree(tree);
+    }
+  });
+
   it('makes a snippet around the matching lines', async () => {
     const res = await searchProject(project, 'parseConfigFile JSON');
     assert.match(res.results[0]!.snippet, /JSON\.parse/);

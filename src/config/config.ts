@@ -69,6 +69,10 @@ export interface QuarryConfig {
     rrfK: number;
     lexicalWeight: number;
     denseWeight: number;
+    /** Dense matches below this cosine similarity are not counted. Default 0 (off). */
+    denseFloor: number;
+    /** MMR λ for the chunk results: below 1, results from a file already shown give way to other files. Default 0.7. */
+    mmrLambda: number;
   };
 }
 
@@ -94,6 +98,8 @@ export const DEFAULT_CONFIG: QuarryConfig = {
     rrfK: 60,
     lexicalWeight: 1,
     denseWeight: 1,
+    denseFloor: 0,
+    mmrLambda: 0.7,
   },
 };
 
@@ -188,6 +194,9 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
       out.search.lexicalWeight = num(search.lexical_weight, 'search.lexical_weight');
     if (search.dense_weight !== undefined)
       out.search.denseWeight = num(search.dense_weight, 'search.dense_weight');
+    if (search.dense_floor !== undefined)
+      out.search.denseFloor = num(search.dense_floor, 'search.dense_floor');
+    if (search.mmr_lambda !== undefined) out.search.mmrLambda = num(search.mmr_lambda, 'search.mmr_lambda');
   }
   return out;
 }

@@ -278,7 +278,9 @@ export async function search(
       store.searchDenseFiles(vector, Math.max(DENSE_FILE_CANDIDATES, topFiles * 3), filter),
     ]);
     const unseenDense: ChunkHit[] = [];
+    const floor = config.search.denseFloor;
     for (const d of denseChunks) {
+      if (d.score < floor) continue; // too far from the question to count as evidence
       const c = cands.get(d.chunkId);
       if (c) c.dense = d.score;
       else unseenDense.push(d);
@@ -319,9 +321,11 @@ export async function search(
       c.final =
         rrf(lexRank.get(c.hit.chunkId), lexicalWeight) + rrf(denseRank.get(c.hit.chunkId), denseWeight);
   }
-  const ranked = all
-    .filter((c) => c.final > 0)
-    .sort((a, b) => b.final - a.final || a.hit.chunkId - b.hit.chunkId);
+  const ranked = diversify(
+    all.filter((c) => c.final > 0).sort((a, b) => b.final - a.final || a.hit.chunkId - b.hit.chunkId),
+    config.search.mmrLambda,
+    topK,
+  );
 
   // file order
   let fileScores: Map<string, number>;
@@ -377,6 +381,36 @@ export async function search(
     };
   });
   return { query, mode, results, files, tookMs: performance.now() - started };
+}
+
+/**
+ * Maximal marginal relevance with "same file" as the similarity: each pick is the candidate with the best
+ * `λ × relevance − (1 − λ) × [its file is already picked]`, so the top results spread over files. λ = 1 keeps the
+ * plain order.
+ */
+function diversify(ranked: Candidate[], lambda: number, k: number): Candidate[] {
+  if (lambda >= 1 || ranked.length <= 1) return ranked;
+  const max = ranked[0]!.final || 1;
+  const window = Math.max(k * 5, 50);
+  const pool = ranked.slice(0, window);
+  const picked: Candidate[] = [];
+  const files = new Set<string>();
+  while (pool.length && picked.length < k) {
+    let best = 0;
+    let bestScore = Number.NEGATIVE_INFINITY;
+    for (let i = 0; i < pool.length; i++) {
+      const c = pool[i]!;
+      const s = lambda * (c.final / max) - (1 - lambda) * (files.has(c.hit.path) ? 1 : 0);
+      if (s > bestScore) {
+        bestScore = s;
+        best = i;
+      }
+    }
+    const [c] = pool.splice(best, 1);
+    picked.push(c!);
+    files.add(c!.hit.path);
+  }
+  return [...picked, ...pool, ...ranked.slice(window)];
 }
 
 /** A file's score from its chunks' scores (best first): the best, plus a little for each of the next few. */
