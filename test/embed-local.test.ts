@@ -37,3 +37,38 @@ describe('local ONNX embedder with the real all-MiniLM-L6-v2 weights', () => {
     await e.close();
   });
 });
+
+describe('a custom ONNX model folder (embed.provider = "onnx")', () => {
+  it('loads its own tokenizer and weights, probes the dimension, and applies query/document prefixes', async () => {
+    const { cpSync, copyFileSync, mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { bundledModelDir } = await import('../src/embed/models.ts');
+    const { openEmbedder } = await import('../src/embed/index.ts');
+    const { testConfig } = await import('./helpers.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'quarry-onnx-'));
+    try {
+      cpSync(bundledModelDir(), dir, { recursive: true });
+      copyFileSync(weights, join(dir, 'model.onnx'));
+      const base = { download: false, workers: 0, threads: 1, modelDir: dir } as const;
+      const plain = await openEmbedder(
+        testConfig({ embed: { ...base, provider: 'onnx', model: 'my-code-model' } }),
+      );
+      const prefixed = await openEmbedder(
+        testConfig({ embed: { ...base, provider: 'onnx', model: 'my-code-model', queryPrefix: 'query: ' } }),
+      );
+      assert.match(plain!.id, /^onnx:my-code-model@[0-9a-f]{8}$/);
+      assert.equal(plain!.dimension, 384);
+      assert.equal(plain!.maxTokens, 512, "from the folder's tokenizer_config.json");
+      const [a] = await plain!.embed(['find the parser'], 'query');
+      const [b] = await prefixed!.embed(['find the parser'], 'query');
+      const [c] = await prefixed!.embed(['find the parser'], 'document');
+      assert.notDeepEqual(a, b);
+      assert.deepEqual(a, c, 'no document prefix was set');
+      await plain!.close();
+      await prefixed!.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

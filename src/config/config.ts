@@ -22,8 +22,8 @@ export interface ChunkOptions {
   overlapLines: number;
 }
 
-export type EmbedProvider = 'local' | 'ollama' | 'openai' | 'gemini' | 'none';
-const PROVIDERS: readonly EmbedProvider[] = ['local', 'ollama', 'openai', 'gemini', 'none'];
+export type EmbedProvider = 'local' | 'onnx' | 'ollama' | 'openai' | 'gemini' | 'none';
+const PROVIDERS: readonly EmbedProvider[] = ['local', 'onnx', 'ollama', 'openai', 'gemini', 'none'];
 
 export interface EmbedOptions {
   /** `local` (all-MiniLM-L6-v2 on ONNX, the default), `ollama`, `openai` (any OpenAI-compatible server), `gemini`,

@@ -1,9 +1,10 @@
+import { basename } from 'node:path';
 import type { QuarryConfig } from '../config/config.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { createLocalEmbedder } from './local.ts';
-import { downloadWeights, findWeights } from './models.ts';
-import type { Embedder } from './types.ts';
+import { downloadWeights, findWeights, weightsFileIn } from './models.ts';
 import { createRemoteEmbedder } from './remote.ts';
+import type { Embedder } from './types.ts';
 import { createWorkerEmbedder } from './worker-pool.ts';
 
 const DEFAULT_MODELS = {
@@ -12,6 +13,25 @@ const DEFAULT_MODELS = {
   gemini: 'text-embedding-004',
 };
 const DEFAULT_KEY_ENV = { ollama: 'OLLAMA_API_KEY', openai: 'OPENAI_API_KEY', gemini: 'GEMINI_API_KEY' };
+
+/** A model of the user's own in ONNX (`embed.provider = "onnx"`, `embed.model_dir` with model.onnx and tokenizer.json). */
+async function openCustomOnnx(config: QuarryConfig, options: OpenEmbedderOptions): Promise<Embedder> {
+  const dir = config.embed.modelDir;
+  const weights = dir ? weightsFileIn(dir) : undefined;
+  if (!dir || !weights)
+    throw new QuarryError(
+      'BAD_CONFIG',
+      'embed.provider = "onnx" needs embed.model_dir: a folder with model.onnx and tokenizer.json',
+    );
+  const threads = options.threads ?? (config.embed.threads || undefined);
+  const custom = {
+    dir,
+    name: config.embed.model ?? basename(dir),
+    ...(config.embed.queryPrefix !== undefined ? { queryPrefix: config.embed.queryPrefix } : {}),
+    ...(config.embed.documentPrefix !== undefined ? { documentPrefix: config.embed.documentPrefix } : {}),
+  };
+  return createLocalEmbedder({ weights, custom, ...(threads ? { threads } : {}) });
+}
 
 /** A remote embedder; an unreachable or misconfigured service is an error (the user asked for it by name). */
 function openRemote(config: QuarryConfig, env: NodeJS.ProcessEnv): Promise<Embedder> {
@@ -54,6 +74,7 @@ export async function openEmbedder(
 ): Promise<Embedder | undefined> {
   if (config.embed.provider === 'none') return undefined;
   const env = options.env ?? process.env;
+  if (config.embed.provider === 'onnx') return openCustomOnnx(config, options);
   if (config.embed.provider !== 'local') return openRemote(config, env);
   let weights = findWeights({ modelDir: config.embed.modelDir, env });
   try {

@@ -3,7 +3,14 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { QuarryError } from '../errors.ts';
-import { bundledModelDir, KNOWN_WEIGHTS, MODEL_NAME, verifyWeights, type WeightsInfo } from './models.ts';
+import {
+  bundledModelDir,
+  KNOWN_WEIGHTS,
+  MODEL_NAME,
+  sha256File,
+  verifyWeights,
+  type WeightsInfo,
+} from './models.ts';
 import { type Embedder, type EmbedKind, l2normalize } from './types.ts';
 
 export interface LocalEmbedderOptions {
@@ -13,9 +20,14 @@ export interface LocalEmbedderOptions {
   threads?: number;
   /** Texts per forward pass. Default 8. */
   batchSize?: number;
+  /**
+   * A model of the user's own instead of all-MiniLM-L6-v2 (a code model exported to ONNX, say): its folder holds
+   * `tokenizer.json` and `tokenizer_config.json`; its weights are the user's choice, so no pinned hash applies.
+   */
+  custom?: { dir: string; name: string; maxTokens?: number; queryPrefix?: string; documentPrefix?: string };
 }
 
-const MAX_TOKENS = 256; // all-MiniLM-L6-v2 was trained on 256 word pieces
+const MINILM_MAX_TOKENS = 256; // all-MiniLM-L6-v2 was trained on 256 word pieces
 const CHARS_PER_TOKEN_CAP = 8; // text past maxTokens × 8 characters cannot fit; don't tokenise it
 
 /** Verifies weights once per file version: a sidecar remembers the hash for this size and mtime. */
@@ -48,13 +60,39 @@ export async function verifiedWeights(path: string): Promise<WeightsInfo> {
  * attention mask, L2-normalised, 384 dimensions. Texts are batched by token length so that little goes to padding.
  */
 export async function createLocalEmbedder(options: LocalEmbedderOptions): Promise<Embedder> {
-  const info = await verifiedWeights(options.weights);
+  const custom = options.custom;
+  const info: WeightsInfo = custom
+    ? {
+        path: options.weights,
+        sha256: await sha256File(options.weights),
+        variant: 'custom',
+        source: custom.dir,
+      }
+    : await verifiedWeights(options.weights);
   const ort = await import('onnxruntime-node');
-  const dir = bundledModelDir();
-  const tokenizer = new Tokenizer(
-    JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')),
-    JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')),
-  );
+  const dir = custom?.dir ?? bundledModelDir();
+  let tokenizerConfig: { model_max_length?: number } = {};
+  try {
+    tokenizerConfig = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8'));
+  } catch {
+    if (!custom) throw new QuarryError('IO', `the tokenizer files are missing from ${dir}: reinstall quarry`);
+  }
+  const MAX_TOKENS = custom
+    ? Math.min(8192, custom.maxTokens ?? tokenizerConfig.model_max_length ?? 512)
+    : MINILM_MAX_TOKENS;
+  const prefix = { query: custom?.queryPrefix ?? '', document: custom?.documentPrefix ?? '' };
+  let tokenizer: Tokenizer;
+  try {
+    tokenizer = new Tokenizer(JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')), tokenizerConfig);
+  } catch (err) {
+    throw new QuarryError(
+      'BAD_CONFIG',
+      `no usable tokenizer.json in ${dir}: export the model with its tokenizer`,
+      {
+        cause: err,
+      },
+    );
+  }
   const sepId = tokenizer.encode('').ids.at(-1)!;
   // the session starts on first use: an embedder that only names the model (or counts tokens) costs no weights
   let sessionReady: ReturnType<typeof ort.InferenceSession.create> | undefined;
@@ -114,13 +152,18 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
     });
   };
 
+  // all-MiniLM-L6-v2 has 384 dimensions; a custom model says how many by embedding one text
+  const dimension = custom ? (await runBatch([encode('dimension probe')]))[0]!.length : 384;
   return {
-    id: `local:${MODEL_NAME}/${info.variant}@${info.sha256.slice(0, 8)}`,
-    dimension: 384,
+    id: custom
+      ? `onnx:${custom.name}@${info.sha256.slice(0, 8)}`
+      : `local:${MODEL_NAME}/${info.variant}@${info.sha256.slice(0, 8)}`,
+    dimension,
     maxTokens: MAX_TOKENS,
     countTokens: (text) => encode(text).length,
-    async embed(texts: string[], _kind: EmbedKind): Promise<Float32Array[]> {
-      const encoded = texts.map((t, i) => ({ i, ids: encode(t) }));
+    async embed(texts: string[], kind: EmbedKind): Promise<Float32Array[]> {
+      const p = prefix[kind];
+      const encoded = texts.map((t, i) => ({ i, ids: encode(p + t) }));
       // similar lengths together: padding is wasted work
       encoded.sort((a, b) => a.ids.length - b.ids.length);
       const out = new Array<Float32Array>(texts.length);

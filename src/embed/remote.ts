@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { QuarryError } from '../errors.ts';
-import { type EmbedKind, type Embedder, l2normalize } from './types.ts';
+import { type Embedder, type EmbedKind, l2normalize } from './types.ts';
 
 export type RemoteProvider = 'ollama' | 'openai' | 'gemini';
 
