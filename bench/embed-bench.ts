@@ -58,12 +58,11 @@ const run = async (batch: number[][], pad?: number) => {
   const len = pad ?? Math.max(...batch.map((b) => b.length));
   const ids = new BigInt64Array(batch.length * len);
   const mask = new BigInt64Array(batch.length * len);
-  batch.forEach((seq, i) =>
-    seq.forEach((id, j) => {
+  for (const [i, seq] of batch.entries())
+    for (const [j, id] of seq.entries()) {
       ids[i * len + j] = BigInt(id);
       mask[i * len + j] = 1n;
-    }),
-  );
+    }
   const dims = [batch.length, len];
   await session.run({
     input_ids: new ort.Tensor('int64', ids, dims),

@@ -39,7 +39,10 @@ const db = new Database(dbPath);
 const ids = db.prepare('SELECT id FROM chunks ORDER BY id').pluck().all() as number[];
 const maxId = ids.at(-1) ?? 0;
 let seed = 42;
-const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
+const rand = () => {
+  seed = (seed * 1103515245 + 12345) % 2 ** 31;
+  return (seed / 2 ** 31) * 2 - 1;
+};
 const unit = () => {
   const v = new Float32Array(384).map(rand);
   const n = Math.hypot(...v);
