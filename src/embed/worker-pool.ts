@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { QuarryError } from '../errors.ts';
+import { startWorker } from '../workers.ts';
 import type { Embedder, EmbedKind } from './types.ts';
 
 export interface WorkerEmbedderOptions {
@@ -15,16 +16,6 @@ export interface WorkerEmbedderOptions {
   nice?: number;
 }
 
-function startWorker(workerData: unknown): Worker {
-  const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
-  if (!import.meta.url.endsWith('.ts'))
-    return new Worker(new URL('./worker.js', import.meta.url), { workerData, execArgv });
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const entry = new URL('./worker.ts', import.meta.url).href;
-  const code = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(code, { eval: true, workerData, execArgv });
-}
-
 /**
  * The local embedder on background worker threads at lowered priority: `embed` splits its texts across the workers.
  * Same id and vectors as the in-thread embedder.
@@ -36,7 +27,11 @@ export function createWorkerEmbedder(options: WorkerEmbedderOptions): Embedder {
   type Pending = { resolve: (v: Float32Array[]) => void; reject: (e: Error) => void };
   const pending = new Map<number, Pending>();
   const workers = Array.from({ length: count }, () => {
-    const w = startWorker({ weights: options.weights, threads, nice: options.nice ?? 10 });
+    const w = startWorker(new URL('./worker.ts', import.meta.url), {
+      weights: options.weights,
+      threads,
+      nice: options.nice ?? 10,
+    });
     w.on('message', (m: { id: number; vectors?: Float32Array[]; error?: string }) => {
       const p = pending.get(m.id);
       if (!p) return;

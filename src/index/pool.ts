@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
 import type { QuarryConfig } from '../config/config.ts';
+import { startWorker } from '../workers.ts';
 import { type FileOutcome, type FileTask, processFile } from './process-file.ts';
 
 /** Runs `processFile` for many files on worker threads, a few tasks in flight per worker. */
@@ -15,18 +15,6 @@ export function defaultWorkerCount(config: QuarryConfig): number {
   return Math.max(1, Math.min(4, availableParallelism()));
 }
 
-function startWorker(workerData: unknown): Worker {
-  // a worker inherits node's flags; --input-type (from `node -e` hosts) would make it refuse its file
-  const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
-  if (!import.meta.url.endsWith('.ts'))
-    return new Worker(new URL('./worker.js', import.meta.url), { workerData, execArgv });
-  // running from source under tsx (tests, development): workers do not inherit its loader, so register it first
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const entry = new URL('./worker.ts', import.meta.url).href;
-  const code = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(code, { eval: true, workerData, execArgv });
-}
-
 export function createFilePool(
   root: string,
   config: QuarryConfig,
@@ -37,7 +25,7 @@ export function createFilePool(
   }
   type Pending = { resolve: (o: FileOutcome) => void; reject: (e: Error) => void };
   const workers = Array.from({ length: size }, () => {
-    const w = startWorker({ root, config });
+    const w = startWorker(new URL('./worker.ts', import.meta.url), { root, config });
     const pending = new Map<number, Pending>();
     w.on('message', (m: { id: number; outcome?: FileOutcome; error?: string }) => {
       const p = pending.get(m.id);
