@@ -68,6 +68,46 @@ describe('SqliteStore specifics', () => {
     await migrated.close();
   });
 
+  it('answers dense queries the same on the reader worker as in this thread', async () => {
+    const path = freshPath();
+    const s = openSqliteStore(path);
+    const texts = Array.from({ length: 30 }, (_, i) => `chunk ${i}`);
+    await s.replaceFiles([
+      {
+        file: { path: 'a.ts', size: 1, mtimeMs: 1, hash: 'h', language: 'typescript', method: 'tree-sitter' },
+        chunks: texts.map((text, ordinal) => ({
+          ordinal,
+          startLine: ordinal + 1,
+          endLine: ordinal + 1,
+          symbol: null,
+          kind: null,
+          container: null,
+          text,
+          tokens: { path: 'a ts', symbols: '', body: text },
+        })),
+        symbols: [],
+        tokens: { path: 'a ts', symbols: '', body: texts.join(' ') },
+      },
+    ]);
+    await s.useEmbedder('e', 8);
+    const [p] = await s.pendingEmbedding(2, 1);
+    const vec = (i: number) => {
+      const v = Float32Array.from({ length: 8 }, (_, d) => Math.sin(i * 7 + d * 3));
+      const n = Math.hypot(...v);
+      return v.map((x) => x / n);
+    };
+    await s.putChunkVectors([
+      { path: 'a.ts', hash: 'h', vectors: p!.chunks.map((c, i) => ({ chunkId: c.chunkId, vector: vec(i) })) },
+    ]);
+    const inThread = await s.searchDenseChunks(vec(3), 5);
+    await s.close();
+    const viaReader = openSqliteStore(path, { parallelScanMin: 0 });
+    const parallel = await viaReader.searchDenseChunks(vec(3), 5);
+    await viaReader.close();
+    assert.deepEqual(parallel, inThread);
+    assert.equal(parallel[0]?.startLine, 4);
+  });
+
   it('refuses an index from a newer quarry with a clear message', async () => {
     const path = freshPath();
     await openSqliteStore(path).close();

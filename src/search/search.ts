@@ -194,6 +194,14 @@ export async function search(
   const weights = config.search.weights;
   const limit = Math.max(MIN_CANDIDATES, topK * CANDIDATES_PER_RESULT);
 
+  // dense lists start first: on a large index they run on another core while the lexical queries run here
+  const denseLists =
+    mode !== 'lexical' && vector
+      ? Promise.all([
+          store.searchDenseChunks(vector, Math.max(DENSE_CANDIDATES, topK * 10), filter),
+          store.searchDenseFiles(vector, Math.max(DENSE_FILE_CANDIDATES, topFiles * 3), filter),
+        ])
+      : undefined;
   const [lexHits, fileHits, fHints, sHints] = await Promise.all([
     store.searchLexical({ terms: q.terms, limit, weights, ...(filter ? { filter } : {}) }),
     store.searchFiles({
@@ -272,11 +280,8 @@ export async function search(
 
   // dense: chunk vectors, and coarse file vectors for files whose chunks are not embedded yet
   const denseFileScore = new Map<string, number>();
-  if (mode !== 'lexical' && vector) {
-    const [denseChunks, denseFiles] = await Promise.all([
-      store.searchDenseChunks(vector, Math.max(DENSE_CANDIDATES, topK * 10), filter),
-      store.searchDenseFiles(vector, Math.max(DENSE_FILE_CANDIDATES, topFiles * 3), filter),
-    ]);
+  if (denseLists) {
+    const [denseChunks, denseFiles] = await denseLists;
     const unseenDense: ChunkHit[] = [];
     const floor = config.search.denseFloor;
     for (const d of denseChunks) {

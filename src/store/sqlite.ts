@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { QuarryError } from '../errors.ts';
+import { startWorker } from '../workers.ts';
 import type {
   ChunkHit,
   EmbeddingStatus,
@@ -106,6 +107,8 @@ const MIGRATIONS: Array<(db: Database.Database) => void> = [
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 export interface SqliteStoreOptions {
+  /** Chunk vectors above which dense scans run on a reader worker in parallel with lexical search. Default 20,000. */
+  parallelScanMin?: number;
   /** Open without writing anything (no migration); fails if the database does not exist. */
   readonly?: boolean;
 }
@@ -202,12 +205,23 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly stmts: ReturnType<SqliteStore['prepare']>;
   private wrote = false;
+  private chunkVectorCount: { n: number; at: number } | undefined;
+  /** Above this many chunk vectors, dense scans run on a reader worker, in parallel with lexical search. */
+  private readonly parallelScanMin: number;
+  private reader:
+    | {
+        worker: import('node:worker_threads').Worker;
+        pending: Map<number, { resolve: (rows: Row[]) => void; reject: (e: Error) => void }>;
+        next: number;
+      }
+    | undefined;
   readonly supportsVectors: boolean;
   /** Whether the vector tables exist in this database. */
   private vectorTables = false;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.location = path;
+    this.parallelScanMin = options.parallelScanMin ?? 20_000;
     if (!options.readonly) mkdirSync(dirname(path), { recursive: true });
     try {
       this.db = new Database(path, {
@@ -745,15 +759,54 @@ export class SqliteStore implements Store {
     if (!this.vectorTables || limit <= 0) return [];
     const { sql: where, params } = filterSql(filter);
     const k = Math.min(4096, where ? limit * 4 : limit);
-    const rows = this.db
-      .prepare(
-        `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, 1 - m.distance AS score
+    const sql = `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, 1 - m.distance AS score
          FROM (SELECT chunk_id, distance FROM chunk_vectors WHERE embedding MATCH ? AND k = ?) m
          JOIN chunks c ON c.id = m.chunk_id JOIN files f ON f.id = c.file_id
-         WHERE 1 = 1 ${where} ORDER BY m.distance LIMIT ?`,
-      )
-      .all(vector, k, ...params, limit) as Row[];
+         WHERE 1 = 1 ${where} ORDER BY m.distance LIMIT ?`;
+    const args = [vector, k, ...params, limit];
+    const rows =
+      this.vectorCount() > this.parallelScanMin
+        ? await this.onReader(sql, args)
+        : (this.db.prepare(sql).all(...args) as Row[]);
     return rows.map(toHit);
+  }
+
+  private vectorCount(): number {
+    const now = Date.now();
+    if (!this.chunkVectorCount || now - this.chunkVectorCount.at > 30_000)
+      this.chunkVectorCount = {
+        n: this.db.prepare(`SELECT COUNT(*) FROM chunk_vectors`).pluck().get() as number,
+        at: now,
+      };
+    return this.chunkVectorCount.n;
+  }
+
+  /** Runs a read on the dense reader (a worker with its own connection), started on first use. */
+  private onReader(sql: string, args: unknown[]): Promise<Row[]> {
+    if (!this.reader) {
+      const worker = startWorker(new URL('./dense-worker.ts', import.meta.url), { path: this.location });
+      const pending = new Map<number, { resolve: (rows: Row[]) => void; reject: (e: Error) => void }>();
+      worker.on('message', (m: { id: number; rows?: Row[]; error?: string }) => {
+        const p = pending.get(m.id);
+        pending.delete(m.id);
+        if (!pending.size) worker.unref();
+        if (m.error) p?.reject(new QuarryError('IO', `vector search failed: ${m.error}`));
+        else p?.resolve(m.rows!);
+      });
+      worker.on('error', (err) => {
+        for (const p of pending.values()) p.reject(err);
+        pending.clear();
+      });
+      worker.unref(); // an idle reader never keeps the process alive
+      this.reader = { worker, pending, next: 0 };
+    }
+    const r = this.reader;
+    const id = r.next++;
+    return new Promise((resolve, reject) => {
+      r.pending.set(id, { resolve, reject });
+      r.worker.ref(); // keep the process alive until the answer comes
+      r.worker.postMessage({ id, sql, args });
+    });
   }
 
   async searchDenseFiles(
@@ -854,6 +907,10 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    if (this.reader) {
+      await this.reader.worker.terminate();
+      this.reader = undefined;
+    }
     if (this.db.open) {
       // only a connection that wrote refreshes the planner's statistics: a reader must not take the write lock
       if (this.wrote) {
