@@ -27,6 +27,19 @@ function bigTree(files = 1500): string {
   return root;
 }
 
+/** The index of `root` equals the index a fresh `quarry index` builds from a copy of its files. */
+function assertMatchesCleanBuild(root: string): void {
+  const clean = makeTree({});
+  trees.push(clean);
+  cpSync(root, clean, {
+    recursive: true,
+    preserveTimestamps: true,
+    filter: (src) => !src.endsWith('.quarry'),
+  });
+  assert.equal(runCli(['index', clean, '--quiet']).code, 0);
+  assert.deepEqual(dumpIndex(indexPaths(root).db), dumpIndex(indexPaths(clean).db));
+}
+
 function polyglot(): string {
   const root = makeTree({});
   trees.push(root);
@@ -179,15 +192,7 @@ describe('quarry CLI', () => {
       'the resumed run reads only what was missing',
     );
 
-    const clean = makeTree({});
-    trees.push(clean);
-    cpSync(big, clean, {
-      recursive: true,
-      preserveTimestamps: true,
-      filter: (src) => !src.endsWith('.quarry'),
-    });
-    assert.equal(runCli(['index', clean, '--quiet']).code, 0);
-    assert.deepEqual(dumpIndex(db), dumpIndex(indexPaths(clean).db));
+    assertMatchesCleanBuild(big);
   });
 
   it('copes with files deleted while it runs, and the next run matches a clean build', async () => {
@@ -206,15 +211,7 @@ describe('quarry CLI', () => {
       rmSync(join(big, 'src', dir), { recursive: true });
     assert.equal(await exited, 0, stderr);
     assert.equal(runCli(['index', big, '--quiet']).code, 0);
-    const clean = makeTree({});
-    trees.push(clean);
-    cpSync(big, clean, {
-      recursive: true,
-      preserveTimestamps: true,
-      filter: (src) => !src.endsWith('.quarry'),
-    });
-    assert.equal(runCli(['index', clean, '--quiet']).code, 0);
-    assert.deepEqual(dumpIndex(db), dumpIndex(indexPaths(clean).db));
+    assertMatchesCleanBuild(big);
   });
 
   it('commits what is done on Ctrl-C and exits 130', async () => {
