@@ -4,6 +4,7 @@ import { type QuarryConfig, resolveConfig, type UserConfig } from './config/conf
 import { type Embedder, openEmbedder } from './embed/index.ts';
 import { QuarryError } from './errors.ts';
 import { type IndexOptions, type IndexReport, indexRepository } from './index/indexer.ts';
+import { createHttpReranker } from './rerank/rerank.ts';
 import { type SearchOptions, type SearchResponse, search } from './search/search.ts';
 import { openSqliteStore } from './store/sqlite.ts';
 import type { EmbeddingStatus, Store, StoreStats } from './store/types.ts';
@@ -128,7 +129,20 @@ export async function searchProject(
         `the index's vectors come from ${indexed}, not ${embedder.id}: run \`quarry index\` to rebuild them`,
       );
   }
-  return search(project.store, project.config, query, { ...rest, ...(queryVector ? { queryVector } : {}) });
+  const rr = project.config.search.rerank;
+  const reranker =
+    rr.protocol !== 'none' && rr.url
+      ? createHttpReranker({
+          protocol: rr.protocol,
+          baseUrl: rr.url,
+          ...(rr.model ? { model: rr.model } : {}),
+        })
+      : undefined;
+  return search(project.store, project.config, query, {
+    ...rest,
+    ...(queryVector ? { queryVector } : {}),
+    ...(reranker ? { reranker, rerankTop: rr.top } : {}),
+  });
 }
 
 export interface StatusReport extends StoreStats {

@@ -73,6 +73,8 @@ export interface QuarryConfig {
     denseFloor: number;
     /** MMR λ for the chunk results: below 1, results from a file already shown give way to other files. Default 0.7. */
     mmrLambda: number;
+    /** Second-stage re-ranking by a cross-encoder server: off by default. */
+    rerank: { protocol: 'none' | 'tei' | 'v1'; url?: string; model?: string; top: number };
   };
 }
 
@@ -101,6 +103,7 @@ export const DEFAULT_CONFIG: QuarryConfig = {
     denseWeight: 0.75,
     denseFloor: 0,
     mmrLambda: 0.7,
+    rerank: { protocol: 'none', top: 30 },
   },
 };
 
@@ -198,6 +201,21 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
     if (search.dense_floor !== undefined)
       out.search.denseFloor = num(search.dense_floor, 'search.dense_floor');
     if (search.mmr_lambda !== undefined) out.search.mmrLambda = num(search.mmr_lambda, 'search.mmr_lambda');
+    const rr = search.rerank as Record<string, unknown> | undefined;
+    if (rr) {
+      if (rr.protocol !== undefined && !['none', 'tei', 'v1'].includes(String(rr.protocol)))
+        throw new QuarryError(
+          'BAD_CONFIG',
+          `${source}: search.rerank.protocol must be "none", "tei" or "v1"`,
+        );
+      out.search.rerank = {
+        ...DEFAULT_CONFIG.search.rerank,
+        ...(rr.protocol !== undefined ? { protocol: rr.protocol as 'none' | 'tei' | 'v1' } : {}),
+        ...(rr.url !== undefined ? { url: String(rr.url) } : {}),
+        ...(rr.model !== undefined ? { model: String(rr.model) } : {}),
+        ...(rr.top !== undefined ? { top: num(rr.top, 'search.rerank.top') } : {}),
+      };
+    }
   }
   return out;
 }

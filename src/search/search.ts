@@ -1,6 +1,7 @@
 import { pushCodeTokens } from '../chunk/tokens.ts';
 import type { QuarryConfig } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
+import type { Reranker } from '../rerank/rerank.ts';
 import type { ChunkHit, SearchFilter, Store, StoredChunk } from '../store/types.ts';
 import { type AnalyzedQuery, analyzeQuery } from './query.ts';
 import { type FileRole, fileRole } from './roles.ts';
@@ -17,6 +18,10 @@ export interface SearchOptions {
   topFiles?: number;
   /** The query's embedding (hybrid and dense modes); without it, hybrid runs lexically. */
   queryVector?: Float32Array;
+  /** A second stage that re-orders the first candidates (off unless given). */
+  reranker?: Reranker;
+  /** Candidates the reranker reads. Default 30. */
+  rerankTop?: number;
 }
 
 /** One result, as `quarry search --json` prints it (DESIGN.md, "Search output"). */
@@ -63,6 +68,7 @@ const FILE_CANDIDATES = 100;
 /** Dense candidates: chunks by their own vectors, and files by their coarse vector. */
 const DENSE_CANDIDATES = 100;
 const DENSE_FILE_CANDIDATES = 50;
+const RERANK_TOP = 30;
 
 interface Candidate {
   hit: Omit<ChunkHit, 'score'>;
@@ -326,11 +332,32 @@ export async function search(
       c.final =
         rrf(lexRank.get(c.hit.chunkId), lexicalWeight) + rrf(denseRank.get(c.hit.chunkId), denseWeight);
   }
-  const ranked = diversify(
-    all.filter((c) => c.final > 0).sort((a, b) => b.final - a.final || a.hit.chunkId - b.hit.chunkId),
-    config.search.mmrLambda,
-    topK,
-  );
+  let ordered = all
+    .filter((c) => c.final > 0)
+    .sort((a, b) => b.final - a.final || a.hit.chunkId - b.hit.chunkId);
+  // optional second stage: a cross-encoder reads the question with each of the first candidates and re-orders them
+  const reranked = new Map<number, number>();
+  if (options.reranker && ordered.length > 1) {
+    const head = ordered.slice(0, options.rerankTop ?? RERANK_TOP);
+    const texts = new Map(
+      (await store.getChunks(head.map((c) => c.hit.chunkId))).map((c) => [c.chunkId, c.text]),
+    );
+    const scores = await options.reranker.rerank(
+      query,
+      head.map((c) => texts.get(c.hit.chunkId) ?? ''),
+    );
+    head.forEach((c, i) => reranked.set(c.hit.chunkId, scores[i] ?? Number.NEGATIVE_INFINITY));
+    const byScore = head
+      .map((c, i) => ({ c, i }))
+      .sort((a, b) => reranked.get(b.c.hit.chunkId)! - reranked.get(a.c.hit.chunkId)! || a.i - b.i)
+      .map((x) => x.c);
+    ordered = [...byScore, ...ordered.slice(head.length)];
+  }
+  // after a reranker, relevance is its order; otherwise the fused score
+  const relevance = reranked.size
+    ? new Map(ordered.map((c, i) => [c, 1 - i / ordered.length]))
+    : new Map(ordered.map((c) => [c, c.final / (ordered[0]?.final || 1)]));
+  const ranked = diversify(ordered, (c) => relevance.get(c) ?? 0, config.search.mmrLambda, topK);
 
   // file order
   let fileScores: Map<string, number>;
@@ -356,11 +383,22 @@ export async function search(
         rrf(lexRank.get(path), lexicalWeight) + rrf(denseRank.get(path), denseWeight),
       );
   }
-  const files: FileResult[] = [...fileScores.entries()]
+  let files: FileResult[] = [...fileScores.entries()]
     .filter(([, score]) => score > 0)
     .map(([path, score]) => ({ path, score: round(score) }))
-    .sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1))
-    .slice(0, topFiles);
+    .sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1));
+  if (reranked.size) {
+    // files the reranker saw come first, in the order of their best re-ranked chunk
+    const firstAt = new Map<string, number>();
+    ordered.slice(0, reranked.size).forEach((c, i) => {
+      if (!firstAt.has(c.hit.path)) firstAt.set(c.hit.path, i);
+    });
+    files = [
+      ...files.filter((f) => firstAt.has(f.path)).sort((a, b) => firstAt.get(a.path)! - firstAt.get(b.path)!),
+      ...files.filter((f) => !firstAt.has(f.path)),
+    ];
+  }
+  files = files.slice(0, topFiles);
 
   const top = ranked.slice(0, topK);
   const texts = new Map((await store.getChunks(top.map((c) => c.hit.chunkId))).map((c) => [c.chunkId, c]));
@@ -393,9 +431,13 @@ export async function search(
  * `λ × relevance − (1 − λ) × [its file is already picked]`, so the top results spread over files. λ = 1 keeps the
  * plain order.
  */
-function diversify(ranked: Candidate[], lambda: number, k: number): Candidate[] {
+function diversify(
+  ranked: Candidate[],
+  relevance: (c: Candidate) => number,
+  lambda: number,
+  k: number,
+): Candidate[] {
   if (lambda >= 1 || ranked.length <= 1) return ranked;
-  const max = ranked[0]!.final || 1;
   const window = Math.max(k * 5, 50);
   const pool = ranked.slice(0, window);
   const picked: Candidate[] = [];
@@ -405,7 +447,7 @@ function diversify(ranked: Candidate[], lambda: number, k: number): Candidate[] 
     let bestScore = Number.NEGATIVE_INFINITY;
     for (let i = 0; i < pool.length; i++) {
       const c = pool[i]!;
-      const s = lambda * (c.final / max) - (1 - lambda) * (files.has(c.hit.path) ? 1 : 0);
+      const s = lambda * relevance(c) - (1 - lambda) * (files.has(c.hit.path) ? 1 : 0);
       if (s > bestScore) {
         bestScore = s;
         best = i;
