@@ -346,7 +346,7 @@ export async function search(
       query,
       head.map((c) => texts.get(c.hit.chunkId) ?? ''),
     );
-    head.forEach((c, i) => reranked.set(c.hit.chunkId, scores[i] ?? Number.NEGATIVE_INFINITY));
+    for (const [i, c] of head.entries()) reranked.set(c.hit.chunkId, scores[i] ?? Number.NEGATIVE_INFINITY);
     const byScore = head
       .map((c, i) => ({ c, i }))
       .sort((a, b) => reranked.get(b.c.hit.chunkId)! - reranked.get(a.c.hit.chunkId)! || a.i - b.i)
