@@ -119,6 +119,19 @@ function readToml(file: string): UserConfig {
   }
 }
 
+/** Copies `section.<file key>` to `out.<field>` through `convert` (which checks and names the setting). */
+function copyFields<T extends object>(
+  section: Record<string, unknown>,
+  name: string,
+  out: T,
+  convert: (value: unknown, key: string) => unknown,
+  fields: Record<string, keyof T>,
+): void {
+  for (const [key, field] of Object.entries(fields))
+    if (section[key] !== undefined)
+      (out as Record<keyof T, unknown>)[field] = convert(section[key], `${name}.${key}`);
+}
+
 function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig {
   const out: UserConfig = {};
   const num = (v: unknown, key: string): number => {
@@ -155,13 +168,12 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
   const chunk = raw.chunk as Record<string, unknown> | undefined;
   if (chunk) {
     out.chunk = {};
-    if (chunk.max_chars !== undefined) out.chunk.maxChars = num(chunk.max_chars, 'chunk.max_chars');
-    if (chunk.target_chars !== undefined)
-      out.chunk.targetChars = num(chunk.target_chars, 'chunk.target_chars');
-    if (chunk.window_lines !== undefined)
-      out.chunk.windowLines = num(chunk.window_lines, 'chunk.window_lines');
-    if (chunk.overlap_lines !== undefined)
-      out.chunk.overlapLines = num(chunk.overlap_lines, 'chunk.overlap_lines');
+    copyFields(chunk, 'chunk', out.chunk, num, {
+      max_chars: 'maxChars',
+      target_chars: 'targetChars',
+      window_lines: 'windowLines',
+      overlap_lines: 'overlapLines',
+    });
   }
   const embed = raw.embed as Record<string, unknown> | undefined;
   if (embed) {
@@ -174,33 +186,33 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
         );
       out.embed.provider = embed.provider as EmbedProvider;
     }
-    if (embed.model_dir !== undefined) out.embed.modelDir = String(embed.model_dir);
-    if (embed.model !== undefined) out.embed.model = String(embed.model);
-    if (embed.base_url !== undefined) out.embed.baseUrl = String(embed.base_url);
-    if (embed.api_key_env !== undefined) out.embed.apiKeyEnv = String(embed.api_key_env);
-    if (embed.query_prefix !== undefined) out.embed.queryPrefix = String(embed.query_prefix);
-    if (embed.document_prefix !== undefined) out.embed.documentPrefix = String(embed.document_prefix);
+    copyFields(embed, 'embed', out.embed, (v) => String(v), {
+      model_dir: 'modelDir',
+      model: 'model',
+      base_url: 'baseUrl',
+      api_key_env: 'apiKeyEnv',
+      query_prefix: 'queryPrefix',
+      document_prefix: 'documentPrefix',
+    });
+    copyFields(embed, 'embed', out.embed, num, { workers: 'workers', threads: 'threads' });
     if (embed.download !== undefined) out.embed.download = Boolean(embed.download);
-    if (embed.workers !== undefined) out.embed.workers = num(embed.workers, 'embed.workers');
-    if (embed.threads !== undefined) out.embed.threads = num(embed.threads, 'embed.threads');
   }
   const search = raw.search as Record<string, unknown> | undefined;
   if (search) {
     out.search = {};
-    if (search.top_k !== undefined) out.search.topK = num(search.top_k, 'search.top_k');
     if (search.fusion !== undefined) {
       if (search.fusion !== 'rrf' && search.fusion !== 'linear')
         throw new QuarryError('BAD_CONFIG', `${source}: search.fusion must be "rrf" or "linear"`);
       out.search.fusion = search.fusion;
     }
-    if (search.rrf_k !== undefined) out.search.rrfK = num(search.rrf_k, 'search.rrf_k');
-    if (search.lexical_weight !== undefined)
-      out.search.lexicalWeight = num(search.lexical_weight, 'search.lexical_weight');
-    if (search.dense_weight !== undefined)
-      out.search.denseWeight = num(search.dense_weight, 'search.dense_weight');
-    if (search.dense_floor !== undefined)
-      out.search.denseFloor = num(search.dense_floor, 'search.dense_floor');
-    if (search.mmr_lambda !== undefined) out.search.mmrLambda = num(search.mmr_lambda, 'search.mmr_lambda');
+    copyFields(search, 'search', out.search, num, {
+      top_k: 'topK',
+      rrf_k: 'rrfK',
+      lexical_weight: 'lexicalWeight',
+      dense_weight: 'denseWeight',
+      dense_floor: 'denseFloor',
+      mmr_lambda: 'mmrLambda',
+    });
     const rr = search.rerank as Record<string, unknown> | undefined;
     if (rr) {
       if (rr.protocol !== undefined && !['none', 'tei', 'v1'].includes(String(rr.protocol)))
