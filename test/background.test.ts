@@ -1,18 +1,14 @@
 import assert from 'node:assert/strict';
-import { cpSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FIXTURES, makeTree, removeTree, runCli } from './helpers.ts';
+import { copyPolyglot, removeTree, runCli } from './helpers.ts';
 
 const trees: string[] = [];
 after(() => trees.forEach(removeTree));
 
 describe('quarry index --background', () => {
   it('returns after the lexical phase and embeds in a detached process', async () => {
-    const root = makeTree({});
-    trees.push(root);
-    cpSync(join(FIXTURES, 'polyglot'), root, { recursive: true });
+    const root = copyPolyglot(trees);
     const env = { QUARRY_EMBED: 'local' };
     const r = runCli(['index', root, '--background'], { env });
     assert.equal(r.code, 0, r.stderr);

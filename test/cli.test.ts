@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { openProject, searchProject } from '../src/api.ts';
 import { indexPaths } from '../src/workspace/root.ts';
-import { dumpIndex, FIXTURES, makeTree, removeTree, runCli, spawnCli } from './helpers.ts';
+import { copyPolyglot, dumpIndex, makeTree, removeTree, runCli, spawnCli } from './helpers.ts';
 
 const trees: string[] = [];
 after(() => trees.forEach(removeTree));
@@ -40,13 +40,6 @@ function assertMatchesCleanBuild(root: string): void {
   assert.deepEqual(dumpIndex(indexPaths(root).db), dumpIndex(indexPaths(clean).db));
 }
 
-function polyglot(): string {
-  const root = makeTree({});
-  trees.push(root);
-  cpSync(join(FIXTURES, 'polyglot'), root, { recursive: true, preserveTimestamps: true });
-  return root;
-}
-
 function indexedCount(db: string): number {
   if (!existsSync(db)) return 0;
   try {
@@ -64,7 +57,7 @@ function indexedCount(db: string): number {
 describe('quarry CLI', () => {
   let root: string;
   before(() => {
-    root = polyglot();
+    root = copyPolyglot(trees);
     const r = runCli(['index', root, '--quiet']);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /indexed .* 17 files \(17 added/);
@@ -285,7 +278,7 @@ describe('quarry CLI', () => {
   });
 
   it('skips an unreadable file with a warning and indexes the rest', async (t) => {
-    const dir = polyglot();
+    const dir = copyPolyglot(trees);
     chmodSync(dir, 0o755);
     chmodSync(join(dir, 'lib.rs'), 0o000);
     const isRoot = process.getuid?.() === 0;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, renameSync } from 'node:fs';
+import { mkdtempSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -13,19 +13,13 @@ import { embedPending } from '../src/index/embedding.ts';
 import { indexRepository } from '../src/index/indexer.ts';
 import { openSqliteStore } from '../src/store/sqlite.ts';
 import { indexPaths } from '../src/workspace/root.ts';
-import { FIXTURES, makeTree, removeTree, testConfig } from './helpers.ts';
+import { copyPolyglot, removeTree, testConfig } from './helpers.ts';
 
 const weights = findWeights();
 if (!weights) throw new Error('no embedding weights: run ./scripts/fetch-test-weights.sh first');
 
 const trees: string[] = [];
 after(() => trees.forEach(removeTree));
-function polyglot(): string {
-  const root = makeTree({});
-  trees.push(root);
-  cpSync(join(FIXTURES, 'polyglot'), root, { recursive: true, preserveTimestamps: true });
-  return root;
-}
 
 /** Every stored vector by (path, ordinal) or path, rounded so that the comparison is about content. */
 function dumpVectors(db: string) {
@@ -57,7 +51,7 @@ function dumpVectors(db: string) {
 
 describe('embedding phases and hybrid search (real all-MiniLM-L6-v2)', () => {
   it('embeds coarse file vectors, then chunks, on background workers; search becomes hybrid', async () => {
-    const root = polyglot();
+    const root = copyPolyglot(trees);
     const project = await openProject({ root, create: true, userConfig: false });
     const phases = new Set<string>();
     const report = await indexProject(project, { onProgress: (p) => phases.add(p.phase) });
@@ -81,7 +75,7 @@ describe('embedding phases and hybrid search (real all-MiniLM-L6-v2)', () => {
   it('resumes an interrupted embedding run and ends identical to an uninterrupted one', async () => {
     const embedder = await createLocalEmbedder({ weights, threads: 1 });
     const build = async (interrupt: boolean) => {
-      const root = polyglot();
+      const root = copyPolyglot(trees);
       const store = openSqliteStore(indexPaths(root).db);
       await indexRepository({ root, config: testConfig(), store });
       if (interrupt) {
@@ -110,7 +104,7 @@ describe('embedding phases and hybrid search (real all-MiniLM-L6-v2)', () => {
   });
 
   it('re-embeds nothing for a renamed file, and drops another model’s vectors instead of mixing them', async () => {
-    const root = polyglot();
+    const root = copyPolyglot(trees);
     const store = openSqliteStore(indexPaths(root).db);
     const embedder = await createLocalEmbedder({ weights, threads: 1 });
     const config = testConfig();

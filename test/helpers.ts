@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,14 @@ export function testConfig(over: Partial<QuarryConfig> = {}): QuarryConfig {
 export function makeTree(files: Record<string, string | Buffer>, prefix = 'quarry-test-'): string {
   const root = mkdtempSync(join(tmpdir(), prefix));
   writeFiles(root, files);
+  return root;
+}
+
+/** A temporary copy of `test/fixtures/polyglot` (same bytes and mtimes), registered in `trees` for cleanup. */
+export function copyPolyglot(trees: string[]): string {
+  const root = makeTree({});
+  trees.push(root);
+  cpSync(join(FIXTURES, 'polyglot'), root, { recursive: true, preserveTimestamps: true });
   return root;
 }
 

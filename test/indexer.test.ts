@@ -7,17 +7,10 @@ import { acquireWriterLock } from '../src/index/lock.ts';
 import { processFile } from '../src/index/process-file.ts';
 import { openSqliteStore } from '../src/store/sqlite.ts';
 import { indexPaths } from '../src/workspace/root.ts';
-import { dumpIndex, FIXTURES, ftsRowCount, makeTree, removeTree, testConfig } from './helpers.ts';
+import { copyPolyglot, dumpIndex, ftsRowCount, makeTree, removeTree, testConfig } from './helpers.ts';
 
 const trees: string[] = [];
 after(() => trees.forEach(removeTree));
-
-function copyFixture(): string {
-  const root = makeTree({});
-  trees.push(root);
-  cpSync(join(FIXTURES, 'polyglot'), root, { recursive: true, preserveTimestamps: true });
-  return root;
-}
 
 async function indexOnce(root: string, config = testConfig(), workers?: number) {
   const store = openSqliteStore(indexPaths(root).db);
@@ -43,8 +36,8 @@ async function cleanBuildDump(root: string) {
 
 describe('indexing', () => {
   it('indexes a polyglot repository with workers and without, to the same result', async () => {
-    const a = copyFixture();
-    const b = copyFixture();
+    const a = copyPolyglot(trees);
+    const b = copyPolyglot(trees);
     const ra = await indexOnce(a, testConfig(), 2);
     await indexOnce(b, testConfig(), 0);
     assert.equal(ra.files, 17);
@@ -54,7 +47,7 @@ describe('indexing', () => {
   });
 
   it('re-reads nothing when nothing changed, and follows edits, touches, renames and deletes', async () => {
-    const root = copyFixture();
+    const root = copyPolyglot(trees);
     await indexOnce(root);
     const noop = await indexOnce(root);
     assert.deepEqual([noop.added, noop.updated, noop.touched, noop.deleted], [0, 0, 0, 0]);
@@ -139,7 +132,7 @@ describe('indexing', () => {
   });
 
   it('lets one writer at a time in, and reclaims a dead writer’s lock', async () => {
-    const root = copyFixture();
+    const root = copyPolyglot(trees);
     const { lock } = indexPaths(root);
     const held = await acquireWriterLock(lock);
     await assert.rejects(indexOnce(root), /another quarry \(pid \d+\) is indexing this project/);
