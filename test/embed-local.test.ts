@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { embedQuery } from '../src/api.ts';
 import { createLocalEmbedder } from '../src/embed/local.ts';
 import { findWeights } from '../src/embed/models.ts';
 import { embedderContract } from './embedder-contract.ts';
@@ -34,6 +35,18 @@ describe('local ONNX embedder with the real all-MiniLM-L6-v2 weights', () => {
     );
     const cos = (x: Float32Array, y: Float32Array) => x.reduce((s, v, i) => s + v * y[i]!, 0);
     assert.ok(cos(q!, config!) > cos(q!, http!) + 0.1, `${cos(q!, config!)} vs ${cos(q!, http!)}`);
+    await e.close();
+  });
+
+  it('says how much of a long query the model read, so fusion can weigh the dense list by it', async () => {
+    const e = await createLocalEmbedder({ weights, threads: 1 });
+    const short = await embedQuery(e, 'where is the writer lock taken');
+    assert.equal(short.coverage, 1);
+    const [plain] = await e.embed(['where is the writer lock taken'], 'query');
+    assert.deepEqual(short.vector, plain);
+    // 600 one-piece words: the model reads its 256-token window less [CLS] and [SEP]
+    const long = await embedQuery(e, Array.from({ length: 600 }, () => 'lock').join(' '));
+    assert.ok(Math.abs(long.coverage - 254 / 600) < 1e-9, `coverage ${long.coverage}`);
     await e.close();
   });
 });

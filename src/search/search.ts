@@ -18,6 +18,11 @@ export interface SearchOptions {
   topFiles?: number;
   /** The query's embedding (hybrid and dense modes); without it, hybrid runs lexically. */
   queryVector?: Float32Array;
+  /**
+   * The share of the query the embedding model read (1 when it read it all). The dense list's weight in fusion is
+   * scaled by it: a vector of the first 256 word pieces of a long bug report speaks for only part of it.
+   */
+  queryCoverage?: number;
   /** A second stage that re-orders the first candidates (off unless given). */
   reranker?: Reranker;
   /** Candidates the reranker reads. Default 30. */
@@ -308,7 +313,8 @@ export async function search(
         );
   }
 
-  const { fusion, rrfK, denseWeight, lexicalWeight } = config.search;
+  const { fusion, rrfK, lexicalWeight } = config.search;
+  const denseWeight = config.search.denseWeight * Math.min(1, Math.max(0, options.queryCoverage ?? 1));
   const rrf = (rank: number | undefined, w: number) => (rank === undefined ? 0 : w / (rrfK + rank + 1));
   const rankOf = (scores: Map<string | number, number>) =>
     new Map(
