@@ -7,6 +7,9 @@ export type QuarryErrorCode =
   | 'BAD_CONFIG'
   | 'SCHEMA_TOO_NEW'
   | 'IO'
+  | 'TOO_BIG'
+  | 'LLM'
+  | 'EDIT'
   | 'INTERNAL';
 
 const EXIT_CODES: Record<QuarryErrorCode, number> = {
@@ -17,6 +20,9 @@ const EXIT_CODES: Record<QuarryErrorCode, number> = {
   LOCKED: 4,
   SCHEMA_TOO_NEW: 5,
   IO: 6,
+  TOO_BIG: 7,
+  LLM: 8,
+  EDIT: 9,
   INTERNAL: 70,
 };
 

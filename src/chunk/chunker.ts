@@ -33,7 +33,22 @@ export interface ChunkedFile {
   symbols: SymbolDef[];
   /** 'tree-sitter' when definitions were found by parsing, 'lines' for the line-window fallback. */
   method: 'tree-sitter' | 'lines';
+  /** Names the file's code uses (identifier nodes), with the lines they are on; empty without a parse. */
+  refs: NameRefs[];
 }
+
+/** Where a file uses one name. */
+export interface NameRefs {
+  name: string;
+  /** 1-based, ascending, each once. */
+  lines: number[];
+}
+
+/** Identifier node types whose text is a name the code uses (leaf nodes; a grammar has some of them). */
+const REF_TYPES =
+  /^(identifier|type_identifier|field_identifier|property_identifier|simple_identifier|constant|name|scoped_identifier_name|shorthand_property_identifier|package_identifier|namespace_identifier)$/;
+/** Lines kept per name per file: enough to show where, bounded for names used everywhere. */
+const MAX_REF_LINES = 50;
 
 interface Def {
   start: number; // 0-based rows
@@ -60,7 +75,7 @@ const PARSE_TIMEOUT_MS = 3000;
 let initialised: Promise<void> | undefined;
 const grammars = new Map<
   string,
-  Promise<{ language: Language; query: Query | null; kinds: Map<string, SymbolKind> }>
+  Promise<{ language: Language; query: Query | null; refQuery: Query | null; kinds: Map<string, SymbolKind> }>
 >();
 let parser: Parser | undefined;
 let loading: Promise<unknown> = Promise.resolve();
@@ -91,7 +106,21 @@ async function loadGrammar(grammar: string) {
     }
   }
   const query = patterns.length ? new Query(language, patterns.join('\n')) : null;
-  return { language, query, kinds };
+  const refTypes: string[] = [];
+  for (let id = 0; id < language.nodeTypeCount; id++) {
+    const type = language.nodeTypeForId(id);
+    if (type && language.nodeTypeIsNamed(id) && REF_TYPES.test(type) && !refTypes.includes(type))
+      refTypes.push(type);
+  }
+  let refQuery: Query | null = null;
+  if (refTypes.length) {
+    try {
+      refQuery = new Query(language, `[${refTypes.map((t) => `(${t})`).join(' ')}] @ref`);
+    } catch {
+      refQuery = null;
+    }
+  }
+  return { language, query, refQuery, kinds };
 }
 
 /** Loads (once) the tree-sitter runtime and a grammar; resolves to false if the grammar cannot be loaded. */
@@ -363,7 +392,7 @@ export function chunkByLines(text: string, o: ChunkOptions): ChunkedFile {
       });
     }
   }
-  return { chunks, symbols: [], method: 'lines' };
+  return { chunks, symbols: [], method: 'lines', refs: [] };
 }
 
 /**
@@ -398,8 +427,93 @@ export async function chunkFile(
     const units = unitsFor(lt, defs, 0, lt.lines.length - 1, null, o);
     const symbols: SymbolDef[] = [];
     collectSymbols(defs, null, symbols);
-    return { chunks: mergeUnits(lt, units, o), symbols, method: 'tree-sitter' };
+    return {
+      chunks: mergeUnits(lt, units, o),
+      symbols,
+      method: 'tree-sitter',
+      refs: g.refQuery ? collectRefs(tree.rootNode, g.refQuery) : [],
+    };
   } finally {
     tree.delete();
   }
+}
+
+function collectRefs(root: Node, query: Query): NameRefs[] {
+  const byName = new Map<string, number[]>();
+  for (const { node } of query.captures(root)) {
+    const name = node.text;
+    if (name.length < 2 || name.length > 100 || node.childCount > 0) continue;
+    const line = node.startPosition.row + 1;
+    let lines = byName.get(name);
+    if (!lines) byName.set(name, (lines = []));
+    if (lines[lines.length - 1] !== line && lines.length < MAX_REF_LINES) lines.push(line);
+  }
+  return [...byName].map(([name, lines]) => ({ name, lines }));
+}
+
+/** A top-level variable or constant of a file (what "the global variables in cmd/main.go" asks for). */
+export interface TopLevelVariable {
+  name: string;
+  line: number;
+  /** The declaration's keyword or node type: `var`, `const`, `let`, `static`, `assignment`. */
+  kind: string;
+}
+
+const DECL_TYPES =
+  /^(var_declaration|const_declaration|lexical_declaration|variable_declaration|static_item|const_item|expression_statement|assignment|declaration|short_var_declaration|property_declaration)$/;
+const NAME_FIELDS = ['name', 'left', 'declarator', 'pattern'];
+
+/**
+ * Variables and constants declared at the top level of a file, found by parsing it: Go `var`/`const`, JS/TS
+ * `const`/`let`/`var`, Python module assignments, Rust `static`/`const`, C declarations. Empty when the grammar
+ * cannot be loaded.
+ */
+export async function topLevelVariables(
+  text: string,
+  grammar: string | undefined,
+): Promise<TopLevelVariable[]> {
+  if (!grammar || !(await ensureGrammar(grammar))) return [];
+  const g = await grammars.get(grammar)!;
+  parser ??= new Parser();
+  parser.setLanguage(g.language);
+  const tree = parser.parse(text);
+  if (!tree) return [];
+  const out: TopLevelVariable[] = [];
+  const nameOf = (n: Node): string | null => {
+    if (/identifier$|^name$|^constant$/.test(n.type)) return n.text;
+    if (n.type === 'pointer_declarator' || n.type === 'init_declarator' || n.type === 'array_declarator')
+      return declaratorName(n) ?? null;
+    return null;
+  };
+  const visit = (n: Node, keyword: string, depth: number) => {
+    if (depth > 4) return;
+    for (const field of NAME_FIELDS) {
+      const f = n.childForFieldName(field);
+      if (!f) continue;
+      const name = nameOf(f) ?? (f.type.endsWith('declarator') ? declaratorName(f) : undefined);
+      if (name) {
+        out.push({ name, line: f.startPosition.row + 1, kind: keyword });
+        return;
+      }
+    }
+    for (const c of n.namedChildren)
+      if (c && !/function|class|lambda|arrow|call/.test(c.type)) visit(c, keyword, depth + 1);
+  };
+  try {
+    for (const top of tree.rootNode.namedChildren) {
+      let node = top;
+      if (node && node.type === 'export_statement')
+        node = node.namedChildren.find((c) => c && DECL_TYPES.test(c.type)) ?? node;
+      if (!node || !DECL_TYPES.test(node.type)) continue;
+      if (node.type === 'declaration' && node.descendantsOfType('function_declarator').length) continue;
+      const keyword =
+        node.firstChild && !node.firstChild.isNamed
+          ? node.firstChild.type
+          : node.type.replace(/_(declaration|item|statement)$/, '');
+      visit(node, keyword, 0);
+    }
+  } finally {
+    tree.delete();
+  }
+  return out;
 }

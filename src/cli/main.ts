@@ -11,6 +11,7 @@ import { bundledModelDir, cacheModelDir, findWeights, installWeights } from '../
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { readQueries, runEval } from '../eval/eval.ts';
 import type { SearchMode } from '../search/search.ts';
+import { registerAnswerCommands } from './answer-commands.ts';
 import { formatBytes, formatDuration, Progress } from './progress.ts';
 
 const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
@@ -411,6 +412,13 @@ export async function main(
       const info = await installWeights(path);
       io.stdout.write(`installed all-MiniLM-L6-v2 (${info.variant}) at ${info.path}\n`);
     });
+
+  registerAnswerCommands(program, {
+    io,
+    colors: (stream) => colorsFor(stream, program.opts().color),
+    positiveInt,
+    globals: () => program.opts(),
+  });
 
   try {
     await program.parseAsync(argv, { from: 'user' });

@@ -48,6 +48,44 @@ export interface EmbedOptions {
   threads: number;
 }
 
+export type Packing = 'files' | 'chunks';
+
+export interface ContextOptions {
+  /** `chunks` (the most relevant chunks with surrounding lines) or `files` (whole files in rank order). */
+  packing: Packing;
+  /** Tokens of code context (the hard limit); 0 derives it from the model's context window. */
+  budget: number;
+  /** `files` packing stops adding files once this share of the budget is used (Aye Chat's soft limit). */
+  softRatio: number;
+  /** Tokens reserved for the repository map; 0 leaves it out. */
+  mapTokens: number;
+  /** Lines of surrounding code around each chunk (`chunks` packing). */
+  contextLines: number;
+  /** Largest share of the budget one file named in the question may take. */
+  namedFileShare: number;
+  /** Replaces the built-in system prompt. */
+  systemPrompt?: string;
+}
+
+export interface LlmOptions {
+  /** `provider:name`: openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, gemini:gemini-2.5-flash, ollama:qwen2.5-coder,
+   * lmstudio:…, vllm:…, llamacpp:…, compat:… (with base_url), or gguf:/path/to/model.gguf. */
+  model?: string;
+  /** The server root for ollama and OpenAI-compatible servers. */
+  baseUrl?: string;
+  /** The environment variable with the API key (default per provider: OPENAI_API_KEY, ANTHROPIC_API_KEY, …). */
+  apiKeyEnv?: string;
+  temperature: number;
+  /** Longest answer asked for, in tokens (less when the window is short). */
+  maxOutputTokens: number;
+  /** The model's context window, when quarry's table does not know it. */
+  contextWindow: number;
+  /** Per request, ms. */
+  timeoutMs: number;
+  /** Retries on 429 and 5xx (with backoff, honouring Retry-After). */
+  retries: number;
+}
+
 export interface QuarryConfig {
   /** Files larger than this are skipped. Default 1 MiB. */
   maxFileBytes: number;
@@ -76,6 +114,8 @@ export interface QuarryConfig {
     /** Second-stage re-ranking by a cross-encoder server: off by default. */
     rerank: { protocol: 'none' | 'tei' | 'v1'; url?: string; model?: string; top: number };
   };
+  context: ContextOptions;
+  llm: LlmOptions;
 }
 
 export type UserConfig = {
@@ -105,6 +145,15 @@ export const DEFAULT_CONFIG: QuarryConfig = {
     mmrLambda: 0.7,
     rerank: { protocol: 'none', top: 30 },
   },
+  context: {
+    packing: 'chunks',
+    budget: 0,
+    softRatio: 0.5,
+    mapTokens: 1024,
+    contextLines: 3,
+    namedFileShare: 0.5,
+  },
+  llm: { temperature: 0.2, maxOutputTokens: 2048, contextWindow: 0, timeoutMs: 120_000, retries: 2 },
 };
 
 function readToml(file: string): UserConfig {
@@ -150,6 +199,8 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
     'workers',
     'search',
     'embed',
+    'context',
+    'llm',
   ]);
   for (const key of Object.keys(raw))
     if (!known.has(key))
@@ -229,6 +280,39 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
       };
     }
   }
+  const context = raw.context as Record<string, unknown> | undefined;
+  if (context) {
+    out.context = {};
+    if (context.packing !== undefined) {
+      if (context.packing !== 'files' && context.packing !== 'chunks')
+        throw new QuarryError('BAD_CONFIG', `${source}: context.packing must be "files" or "chunks"`);
+      out.context.packing = context.packing;
+    }
+    copyFields(context, 'context', out.context, num, {
+      budget: 'budget',
+      soft_ratio: 'softRatio',
+      map_tokens: 'mapTokens',
+      context_lines: 'contextLines',
+      named_file_share: 'namedFileShare',
+    });
+    copyFields(context, 'context', out.context, (v) => String(v), { system_prompt: 'systemPrompt' });
+  }
+  const llm = raw.llm as Record<string, unknown> | undefined;
+  if (llm) {
+    out.llm = {};
+    copyFields(llm, 'llm', out.llm, (v) => String(v), {
+      model: 'model',
+      base_url: 'baseUrl',
+      api_key_env: 'apiKeyEnv',
+    });
+    copyFields(llm, 'llm', out.llm, num, {
+      temperature: 'temperature',
+      max_output_tokens: 'maxOutputTokens',
+      context_window: 'contextWindow',
+      timeout_ms: 'timeoutMs',
+      retries: 'retries',
+    });
+  }
   return out;
 }
 
@@ -268,6 +352,19 @@ function fromEnv(env: NodeJS.ProcessEnv): UserConfig {
       ...(rrfK !== undefined ? { rrfK } : {}),
       ...(denseWeight !== undefined ? { denseWeight } : {}),
     };
+  if (env.QUARRY_MODEL) out.llm = { model: env.QUARRY_MODEL };
+  if (env.QUARRY_LLM_URL) out.llm = { ...out.llm, baseUrl: env.QUARRY_LLM_URL };
+  if (env.QUARRY_SYSTEM_PROMPT_FILE) {
+    try {
+      out.context = { systemPrompt: readFileSync(env.QUARRY_SYSTEM_PROMPT_FILE, 'utf8') };
+    } catch (err) {
+      throw new QuarryError(
+        'BAD_CONFIG',
+        `QUARRY_SYSTEM_PROMPT_FILE: cannot read ${env.QUARRY_SYSTEM_PROMPT_FILE} (${(err as NodeJS.ErrnoException).code ?? 'error'}): point it at a readable file`,
+      );
+    }
+  }
+  if (env.QUARRY_SYSTEM_PROMPT) out.context = { systemPrompt: env.QUARRY_SYSTEM_PROMPT };
   if (env.QUARRY_INCLUDE_SECRETS) out.includeSecrets = /^(1|true|yes)$/i.test(env.QUARRY_INCLUDE_SECRETS);
   return out;
 }
@@ -279,6 +376,8 @@ function merge(base: QuarryConfig, over: UserConfig): QuarryConfig {
     ignore: [...base.ignore, ...(over.ignore ?? [])],
     chunk: { ...base.chunk, ...over.chunk },
     embed: { ...base.embed, ...over.embed },
+    context: { ...base.context, ...over.context },
+    llm: { ...base.llm, ...over.llm },
     search: {
       ...base.search,
       ...over.search,

@@ -112,6 +112,7 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
       file: { path: task.path, size, mtimeMs: task.mtimeMs, hash, language: lang.id, method: chunked.method },
       chunks,
       symbols: chunked.symbols,
+      refs: chunked.refs,
       tokens: {
         path: pathTokens,
         symbols: codeTokenText(chunked.symbols.map((s) => s.name).join(' ')),

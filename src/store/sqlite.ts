@@ -2,6 +2,7 @@ import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
+import type { SymbolKind } from '../chunk/specs.ts';
 import { QuarryError } from '../errors.ts';
 import { startWorker } from '../workers.ts';
 import type {
@@ -14,6 +15,8 @@ import type {
   FileUpdate,
   LexicalQuery,
   PendingEmbedding,
+  ReferenceGraph,
+  RefHit,
   SearchFilter,
   Store,
   StoredChunk,
@@ -100,6 +103,20 @@ const MIGRATIONS: Array<(db: Database.Database) => void> = [
       CREATE TABLE embed_cache (
         embedder TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (embedder, hash)
       ) WITHOUT ROWID;
+    `);
+  },
+  (db) => {
+    // where each file uses each name (tree-sitter identifiers): references for `quarry refs`, the router and the
+    // repository map; files indexed before this table existed are re-read by the next run
+    db.exec(`
+      CREATE TABLE refs (
+        file_id INTEGER NOT NULL REFERENCES files (id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        lines TEXT NOT NULL,
+        PRIMARY KEY (file_id, name)
+      ) WITHOUT ROWID;
+      CREATE INDEX refs_name ON refs (name);
+      UPDATE files SET size = -1, hash = '';
     `);
   },
 ];
@@ -353,6 +370,8 @@ export class SqliteStore implements Store {
         `INSERT INTO symbols (file_id, name, name_lc, kind, start_line, end_line, container)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
+      insertRef: db.prepare(`INSERT OR REPLACE INTO refs (file_id, name, lines) VALUES (?, ?, ?)`),
+      deleteRefs: db.prepare(`DELETE FROM refs WHERE file_id = ?`),
       fileChunks: db.prepare(
         `SELECT c.*, f.path FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? ORDER BY c.ordinal`,
       ),
@@ -389,12 +408,13 @@ export class SqliteStore implements Store {
     this.stmts.deleteFts.run(id);
     this.stmts.deleteChunks.run(id);
     this.stmts.deleteSymbols.run(id);
+    this.stmts.deleteRefs.run(id);
   }
 
   private readonly replaceTx = (updates: FileUpdate[]): void => {
     const s = this.stmts;
     const now = Date.now();
-    for (const { file, chunks, symbols, tokens } of updates) {
+    for (const { file, chunks, symbols, tokens, refs } of updates) {
       const existing = s.fileId.get(file.path) as number | undefined;
       const row = { ...file, ...fileNameParts(file.path), indexedAt: now };
       let id: number;
@@ -429,6 +449,7 @@ export class SqliteStore implements Store {
           sym.endLine,
           sym.container,
         );
+      for (const r of refs ?? []) s.insertRef.run(id, r.name, JSON.stringify(r.lines));
     }
   };
 
@@ -635,6 +656,51 @@ export class SqliteStore implements Store {
 
   async listSymbols(path: string): Promise<SymbolHit[]> {
     return (this.stmts.fileSymbols.all(path) as Row[]).map(toSymbol);
+  }
+
+  async findReferences(
+    name: string,
+    options: { limit?: number; filter?: SearchFilter } = {},
+  ): Promise<RefHit[]> {
+    const { sql: where, params } = filterSql(options.filter);
+    const rows = this.db
+      .prepare(
+        `SELECT f.path, r.lines FROM refs r JOIN files f ON f.id = r.file_id
+         WHERE r.name = ? ${where} ORDER BY f.path LIMIT ?`,
+      )
+      .all(name, ...params, options.limit ?? 500) as Row[];
+    return rows.map((r) => ({
+      name,
+      path: r.path as string,
+      lines: JSON.parse(r.lines as string) as number[],
+    }));
+  }
+
+  async referenceGraph(): Promise<ReferenceGraph> {
+    // only names that something defines can link two files
+    const defs = (
+      this.db
+        .prepare(
+          `SELECT s.name, f.path, s.kind, s.start_line, s.container FROM symbols s JOIN files f ON f.id = s.file_id
+           ORDER BY f.path, s.start_line`,
+        )
+        .all() as Row[]
+    ).map((r) => ({
+      name: r.name as string,
+      path: r.path as string,
+      kind: r.kind as SymbolKind,
+      line: r.start_line as number,
+      container: (r.container as string | null) ?? null,
+    }));
+    const refs = (
+      this.db
+        .prepare(
+          `SELECT r.name, f.path, json_array_length(r.lines) AS n FROM refs r JOIN files f ON f.id = r.file_id
+           WHERE r.name IN (SELECT name FROM symbols)`,
+        )
+        .all() as Row[]
+    ).map((r) => ({ name: r.name as string, path: r.path as string, count: r.n as number }));
+    return { defs, refs };
   }
 
   // --- vectors ---------------------------------------------------------------------------------------------

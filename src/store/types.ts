@@ -41,6 +41,23 @@ export interface FileUpdate {
   symbols: SymbolInput[];
   /** Token streams for the file as one coarse document (all its chunks together). */
   tokens: { path: string; symbols: string; body: string };
+  /** Names the file uses and on which lines (tree-sitter identifiers). */
+  refs?: Array<{ name: string; lines: number[] }>;
+}
+
+/** Where one file uses a name. */
+export interface RefHit {
+  name: string;
+  path: string;
+  /** 1-based lines (at most 50 per file are kept). */
+  lines: number[];
+}
+
+/** Definitions and the uses of defined names, per file: the input of the repository map. */
+export interface ReferenceGraph {
+  defs: Array<{ name: string; path: string; kind: SymbolKind; line: number; container: string | null }>;
+  /** How many lines of `path` use `name` (only names something defines). */
+  refs: Array<{ name: string; path: string; count: number }>;
 }
 
 export interface SearchFilter {
@@ -185,6 +202,9 @@ export interface Store {
   getChunks(ids: number[]): Promise<StoredChunk[]>;
   getFileChunks(path: string): Promise<StoredChunk[]>;
   listSymbols(path: string): Promise<SymbolHit[]>;
+  /** Files that use `name` (exact case), with the lines. */
+  findReferences(name: string, options?: { limit?: number; filter?: SearchFilter }): Promise<RefHit[]>;
+  referenceGraph(): Promise<ReferenceGraph>;
 
   stats(): Promise<StoreStats>;
   close(): Promise<void>;

@@ -1,0 +1,154 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Project } from '../api.ts';
+import { topLevelVariables } from '../chunk/chunker.ts';
+import type { RefHit, SymbolHit } from '../store/types.ts';
+import { detectLanguage } from '../workspace/languages.ts';
+
+/** A structural question answered from the symbol index, with no retrieval and no model. */
+export interface RoutedAnswer {
+  kind: 'symbols' | 'variables' | 'definition' | 'references';
+  /** The file or name asked about. */
+  subject: string;
+  text: string;
+  symbols?: SymbolHit[];
+  variables?: Array<{ name: string; line: number; kind: string }>;
+  references?: RefHit[];
+}
+
+/** What the router made of a question: an answer, a fall back to retrieval (and why), or not structural at all. */
+export type RouteResult = { answer: RoutedAnswer } | { fallback: string } | null;
+
+const KIND_WORDS: Array<[RegExp, string[] | 'variables']> = [
+  [/global variables?|globals|top-level variables?|variables?|constants?|consts?/, 'variables'],
+  [/functions?|funcs?/, ['function']],
+  [/methods?/, ['method']],
+  [
+    /classes|class|types?|structs?|interfaces?|enums?|traits?/,
+    ['class', 'interface', 'struct', 'enum', 'trait', 'type', 'object'],
+  ],
+  [/symbols?|definitions?|defs|declarations?/, []],
+];
+
+const FILE_RE = /(?:in|of|from|inside|does)\s+`?([\w./-]+\.[A-Za-z0-9]{1,8})`?/i;
+const NAME = '`?([A-Za-z_$][\\w$]*(?:(?:\\.|::|#)[A-Za-z_$][\\w$]*)*)`?';
+
+/** The last segment of a qualified name (`Indexer.run` → `run`). */
+function leaf(name: string): string {
+  return name.split(/\.|::|#/).pop()!;
+}
+
+export function formatSymbols(path: string, symbols: SymbolHit[]): string {
+  if (!symbols.length) return `${path}: no definitions found`;
+  return `${path}\n${symbols.map((s) => `  ${s.startLine}-${s.endLine}  ${s.kind} ${s.container ? `${s.container}.` : ''}${s.name}`).join('\n')}`;
+}
+
+export function formatDefinitions(name: string, defs: SymbolHit[]): string {
+  return `${name} is defined in:\n${defs.map((d) => `  ${d.path}:${d.startLine}-${d.endLine}  ${d.kind} ${d.container ? `${d.container}.` : ''}${d.name}`).join('\n')}`;
+}
+
+export function formatReferences(name: string, refs: RefHit[]): string {
+  const total = refs.reduce((s, r) => s + r.lines.length, 0);
+  return `${name} is used on ${total} line${total === 1 ? '' : 's'} in ${refs.length} file${refs.length === 1 ? '' : 's'}:\n${refs
+    .map((r) => `  ${r.path}: ${r.lines.join(', ')}`)
+    .join('\n')}`;
+}
+
+/** Definitions of `name`: exact case first; `Class.method` narrows to methods of that class. */
+export async function findDefinitions(project: Project, name: string): Promise<SymbolHit[]> {
+  const parts = name.split(/\.|::|#/);
+  const hits = await project.store.findSymbols([leaf(name)]);
+  const container = parts.length > 1 ? parts[parts.length - 2]! : null;
+  const narrowed = container ? hits.filter((h) => h.container === container) : hits;
+  const pool = narrowed.length ? narrowed : hits;
+  const exact = pool.filter((h) => h.name === leaf(name));
+  return exact.length ? exact : pool;
+}
+
+/** Uses of `name` across the index (identifier occurrences), the definitions' own lines left out. */
+export async function findReferences(project: Project, name: string): Promise<RefHit[]> {
+  const n = leaf(name);
+  const defs = await project.store.findSymbols([n]);
+  const defLines = new Set(defs.filter((d) => d.name === n).map((d) => `${d.path}:${d.startLine}`));
+  return (await project.store.findReferences(n))
+    .map((r) => ({ ...r, lines: r.lines.filter((l) => !defLines.has(`${r.path}:${l}`)) }))
+    .filter((r) => r.lines.length > 0);
+}
+
+export async function fileVariables(project: Project, path: string) {
+  const text = readFileSync(join(project.root, path), 'utf8');
+  return topLevelVariables(text, detectLanguage(path).grammar);
+}
+
+/**
+ * Gollora's router: questions about the structure of a named file or symbol ("list the functions in src/x.ts",
+ * "where is `parseConfig` defined", "what calls `Indexer.run`") are answered from the symbol index. When the file or
+ * symbol is not in the index the caller falls back to retrieval, and says so.
+ */
+export async function routeQuestion(project: Project, question: string): Promise<RouteResult> {
+  const q = question.trim();
+
+  // "list the functions in src/x.ts", "what classes does app.py define", "global variables in cmd/main.go"
+  const file = FILE_RE.exec(q);
+  const listy = /^(list|show|what|which|give|enumerate|name)\b|\b(symbols|definitions|outline)\b/i.test(q);
+  if (file && listy) {
+    const kindEntry = KIND_WORDS.find(([re]) => re.test(q.toLowerCase()));
+    if (kindEntry) {
+      const wanted = file[1]!.replace(/^\.\//, '');
+      const files = await project.store.listFiles();
+      const match =
+        files.find((f) => f.path === wanted) ??
+        files.find((f) => f.path.endsWith(`/${wanted}`)) ??
+        files.find((f) => f.path.toLowerCase().endsWith(wanted.toLowerCase()));
+      if (!match) return { fallback: `no file ${wanted} in the index` };
+      if (kindEntry[1] === 'variables') {
+        const variables = await fileVariables(project, match.path);
+        const text = variables.length
+          ? `${match.path}\n${variables.map((v) => `  ${v.line}  ${v.kind} ${v.name}`).join('\n')}`
+          : `${match.path}: no top-level variables or constants`;
+        return { answer: { kind: 'variables', subject: match.path, text, variables } };
+      }
+      const kinds = kindEntry[1];
+      const all = await project.store.listSymbols(match.path);
+      const symbols = kinds.length ? all.filter((s) => kinds.includes(s.kind)) : all;
+      return {
+        answer: { kind: 'symbols', subject: match.path, text: formatSymbols(match.path, symbols), symbols },
+      };
+    }
+  }
+
+  // "where is parseConfig defined", "definition of Store", "where does `Indexer` live"
+  const def =
+    new RegExp(
+      `^where\\s+(?:is|are|does)\\s+${NAME}\\s+(?:defined|declared|implemented|live)\\??$`,
+      'i',
+    ).exec(q) ?? new RegExp(`^(?:find\\s+)?(?:the\\s+)?definition\\s+of\\s+${NAME}\\??$`, 'i').exec(q);
+  if (def) {
+    const name = def[1]!;
+    const defs = await findDefinitions(project, name);
+    if (!defs.length) return { fallback: `no definition named ${name} in the index` };
+    return {
+      answer: { kind: 'definition', subject: name, text: formatDefinitions(name, defs), symbols: defs },
+    };
+  }
+
+  // "what calls Indexer.run", "who uses parseConfig", "references to Store", "where is X used"
+  const ref =
+    new RegExp(`^(?:what|who|which\\s+\\w+)\\s+(?:calls|uses|references|imports)\\s+${NAME}\\??$`, 'i').exec(
+      q,
+    ) ??
+    new RegExp(
+      `^(?:find\\s+)?(?:the\\s+)?(?:references|callers|usages|uses)\\s+(?:to|of)\\s+${NAME}\\??$`,
+      'i',
+    ).exec(q) ??
+    new RegExp(`^where\\s+is\\s+${NAME}\\s+(?:used|called|referenced)\\??$`, 'i').exec(q);
+  if (ref) {
+    const name = ref[1]!;
+    const refs = await findReferences(project, name);
+    if (!refs.length) return { fallback: `nothing in the index uses ${name}` };
+    return {
+      answer: { kind: 'references', subject: name, text: formatReferences(name, refs), references: refs },
+    };
+  }
+  return null;
+}

@@ -1,0 +1,235 @@
+import { type Command, Option } from 'commander';
+import type pc from 'picocolors';
+import { ask } from '../answer/ask.ts';
+import {
+  fileVariables,
+  findDefinitions,
+  findReferences,
+  formatDefinitions,
+  formatReferences,
+  formatSymbols,
+} from '../answer/router.ts';
+import { openProject, type Project } from '../api.ts';
+import type { Packing } from '../config/config.ts';
+import { type AssembledContext, assembleContext } from '../context/assemble.ts';
+import { buildRepoMap } from '../context/repomap.ts';
+import { QuarryError } from '../errors.ts';
+import type { SearchMode } from '../search/search.ts';
+
+export interface CliContext {
+  io: { stdout: NodeJS.WriteStream; stderr: NodeJS.WriteStream };
+  colors(stream: NodeJS.WriteStream): ReturnType<typeof pc.createColors>;
+  positiveInt(value: string): number;
+  /** Global options (--root, --verbose, --color). */
+  globals(): { root?: string; verbose?: boolean };
+}
+
+export async function withProject<T>(root: string | undefined, fn: (p: Project) => Promise<T>): Promise<T> {
+  const project = await openProject({ ...(root ? { root } : {}) });
+  try {
+    return await fn(project);
+  } finally {
+    await project.close();
+  }
+}
+
+/** `[n] path:start-end  (tokens, why)` for each block sent. */
+export function formatSources(ctx: AssembledContext): string {
+  const lines = ctx.blocks.map(
+    (b) =>
+      `[${b.n}] ${b.path}:${b.startLine}-${b.endLine}  ${b.tokens} tokens${b.reason === 'retrieved' ? '' : `, ${b.reason}`}${b.truncated ? ', cut at its share' : ''}`,
+  );
+  if (ctx.map) lines.push(`map: ${ctx.map.entries.length} files, ${ctx.map.tokens} tokens`);
+  lines.push(
+    `total: ${ctx.tokens.prompt} prompt tokens: ${ctx.tokens.blocks} code + ${ctx.tokens.map} map within a ${ctx.budget.hard}-token context budget, ${ctx.packing} packing`,
+  );
+  if (ctx.skipped.length)
+    lines.push(
+      `did not fit: ${ctx.skipped.length} (${ctx.skipped
+        .slice(0, 3)
+        .map((s) => s.path)
+        .join(', ')}${ctx.skipped.length > 3 ? ', …' : ''})`,
+    );
+  return `${lines.join('\n')}\n`;
+}
+
+function contextOptions(opts: Record<string, unknown>) {
+  return {
+    ...(opts.topK ? { topK: opts.topK as number } : {}),
+    ...(opts.budget ? { budget: opts.budget as number } : {}),
+    ...(opts.mode ? { mode: opts.mode as SearchMode } : {}),
+    ...(opts.packing ? { packing: opts.packing as Packing } : {}),
+    ...(opts.all !== undefined ? { all: opts.all as boolean | string } : {}),
+    ...(opts.map === false ? { noMap: true } : {}),
+    ...(opts.model ? { model: opts.model as string } : {}),
+  };
+}
+
+export function registerAnswerCommands(program: Command, cli: CliContext): void {
+  const { io } = cli;
+  program
+    .command('ask')
+    .description('answer a question about the code from retrieved context (streams, with citations)')
+    .argument('<question...>', 'the question')
+    .option(
+      '--model <provider:name>',
+      'the model (ollama:qwen2.5-coder, openai:gpt-4o-mini, gguf:/path/model.gguf, …)',
+    )
+    .option('-k, --top-k <n>', 'chunks (or files) retrieval offers', cli.positiveInt)
+    .option(
+      '--budget <tokens>',
+      'tokens of context (default: from the model’s window, at most 32k)',
+      cli.positiveInt,
+    )
+    .addOption(new Option('--mode <mode>', 'retrieval mode').choices(['hybrid', 'lexical', 'dense']))
+    .addOption(
+      new Option('--packing <how>', 'whole files or chunks with context').choices(['files', 'chunks']),
+    )
+    .option('--all [mask]', 'send every indexed file (or those matching a mask such as "src/**"), or refuse')
+    .option('--no-map', 'leave out the repository map')
+    .option('--show-sources', 'list what was sent: paths, line ranges, tokens')
+    .option('--dry-run', 'print the assembled prompt and its token count; call no model')
+    .option('--json', 'print one JSON object (answer, sources, tokens)')
+    .action(async (words: string[], opts) => {
+      const g = cli.globals();
+      const question = words.join(' ');
+      await withProject(g.root, async (project) => {
+        const c = cli.colors(io.stdout);
+        const e = cli.colors(io.stderr);
+        if (opts.dryRun) {
+          const ctx = await assembleContext(project, question, contextOptions(opts));
+          if (opts.json) {
+            io.stdout.write(
+              `${JSON.stringify({ system: ctx.system, user: ctx.user, tokens: ctx.tokens, budget: ctx.budget, sources: sources(ctx) })}\n`,
+            );
+            return;
+          }
+          io.stdout.write(
+            `${c.dim('--- system ---')}\n${ctx.system}\n${c.dim('--- user ---')}\n${ctx.user}\n`,
+          );
+          io.stdout.write(
+            c.dim(
+              `--- ${ctx.tokens.prompt} prompt tokens (${ctx.blocks.length} blocks, budget ${ctx.budget.hard}) ---\n`,
+            ),
+          );
+          if (opts.showSources) io.stdout.write(formatSources(ctx));
+          return;
+        }
+        const res = await ask(project, question, contextOptions(opts));
+        if (res.routed) {
+          if (opts.json) io.stdout.write(`${JSON.stringify({ routed: res.routed })}\n`);
+          else io.stdout.write(`${res.routed.text}\n${c.dim('(answered from the symbol index)')}\n`);
+          return;
+        }
+        if (res.fallback) io.stderr.write(`${e.yellow('note')}: ${res.fallback}\n`);
+        const ctx = res.context!;
+        if (g.verbose)
+          io.stderr.write(
+            e.dim(
+              `${res.model}: ${ctx.tokens.prompt} prompt tokens, answer up to ${res.maxOutputTokens} tokens\n`,
+            ),
+          );
+        let answer = '';
+        for await (const piece of res.stream!) {
+          answer += piece;
+          if (!opts.json) io.stdout.write(piece);
+        }
+        if (opts.json) {
+          io.stdout.write(
+            `${JSON.stringify({ question, model: res.model, answer, sources: sources(ctx), tokens: ctx.tokens })}\n`,
+          );
+          return;
+        }
+        if (!answer.endsWith('\n')) io.stdout.write('\n');
+        if (opts.showSources) io.stdout.write(`${c.dim('sources:')}\n${formatSources(ctx)}`);
+      });
+    });
+
+  program
+    .command('symbols')
+    .description('list the definitions of a file (and, with --variables, its top-level variables)')
+    .argument('<file>', 'a path as indexed (src/api.ts)')
+    .option('--variables', 'top-level variables and constants instead')
+    .option('--json', 'print JSON')
+    .action(async (file: string, opts) => {
+      await withProject(cli.globals().root, async (project) => {
+        const path = file.replace(/^\.\//, '');
+        if (!(await project.store.getFile(path)))
+          throw new QuarryError(
+            'BAD_INPUT',
+            `${path} is not in the index: give the path from the project root (see \`quarry search --files\`)`,
+          );
+        if (opts.variables) {
+          const vars = await fileVariables(project, path);
+          if (opts.json) io.stdout.write(`${JSON.stringify({ path, variables: vars })}\n`);
+          else
+            io.stdout.write(`${path}\n${vars.map((v) => `  ${v.line}  ${v.kind} ${v.name}`).join('\n')}\n`);
+          return;
+        }
+        const symbols = await project.store.listSymbols(path);
+        if (opts.json) io.stdout.write(`${JSON.stringify({ path, symbols })}\n`);
+        else io.stdout.write(`${formatSymbols(path, symbols)}\n`);
+      });
+    });
+
+  program
+    .command('def')
+    .description('where a name is defined')
+    .argument('<name>', 'a symbol (parseConfig, Indexer.run)')
+    .option('--json', 'print JSON')
+    .action(async (name: string, opts) => {
+      await withProject(cli.globals().root, async (project) => {
+        const defs = await findDefinitions(project, name);
+        if (opts.json) io.stdout.write(`${JSON.stringify({ name, definitions: defs })}\n`);
+        else if (!defs.length)
+          io.stdout.write(`no definition named ${name} — try \`quarry search ${name}\`\n`);
+        else io.stdout.write(`${formatDefinitions(name, defs)}\n`);
+      });
+    });
+
+  program
+    .command('refs')
+    .description('where a name is used (identifier occurrences)')
+    .argument('<name>', 'a symbol (parseConfig, Indexer.run)')
+    .option('--json', 'print JSON')
+    .action(async (name: string, opts) => {
+      await withProject(cli.globals().root, async (project) => {
+        const refs = await findReferences(project, name);
+        if (opts.json) io.stdout.write(`${JSON.stringify({ name, references: refs })}\n`);
+        else if (!refs.length) io.stdout.write(`nothing in the index uses ${name}\n`);
+        else io.stdout.write(`${formatReferences(name, refs)}\n`);
+      });
+    });
+
+  program
+    .command('map')
+    .description('the repository map: files and their most-used definitions, ranked by references (PageRank)')
+    .option('--tokens <n>', 'token budget', cli.positiveInt, 2048)
+    .option('--focus <file...>', 'lean the ranking towards these files')
+    .option('--json', 'print JSON')
+    .action(async (opts) => {
+      await withProject(cli.globals().root, async (project) => {
+        const map = await buildRepoMap(project.store, {
+          budget: opts.tokens,
+          ...(opts.focus ? { focus: opts.focus } : {}),
+        });
+        if (opts.json) io.stdout.write(`${JSON.stringify(map)}\n`);
+        else {
+          io.stdout.write(map.text || 'no definitions in the index\n');
+          if (map.omitted)
+            io.stdout.write(cli.colors(io.stdout).dim(`… ${map.omitted} more files (raise --tokens)\n`));
+        }
+      });
+    });
+}
+
+export function sources(ctx: AssembledContext) {
+  return ctx.blocks.map(({ n, path, startLine, endLine, tokens, reason }) => ({
+    n,
+    path,
+    startLine,
+    endLine,
+    tokens,
+    reason,
+  }));
+}

@@ -1,0 +1,416 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import ignore from 'ignore';
+import type { Project } from '../api.ts';
+import { searchProject } from '../api.ts';
+import type { Packing } from '../config/config.ts';
+import { QuarryError } from '../errors.ts';
+import { analyzeQuery } from '../search/query.ts';
+import type { SearchMode, SearchResponse } from '../search/search.ts';
+import { detectLanguage } from '../workspace/languages.ts';
+import { buildRepoMap, type RepoMap } from './repomap.ts';
+import { contextWindow, countTokens, safetyMargin } from './tokens.ts';
+
+/** One labelled piece of code in the prompt; answers cite it as `[n] path:start-end`. */
+export interface ContextBlock {
+  n: number;
+  path: string;
+  startLine: number;
+  endLine: number;
+  text: string;
+  tokens: number;
+  /** Why it is there: named in the question, found by retrieval, asked for by `/all`, or the file being edited. */
+  reason: 'named' | 'retrieved' | 'all' | 'target';
+  /** A named file cut at its share of the budget. */
+  truncated?: boolean;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export interface AssembledContext {
+  question: string;
+  packing: Packing;
+  /** Token budget for the context (the hard limit), the soft limit of `files` packing, the map's reserved slice. */
+  budget: { hard: number; soft: number; map: number };
+  blocks: ContextBlock[];
+  map: RepoMap | null;
+  /** Files retrieval offered that did not fit, with their size in tokens. */
+  skipped: Array<{ path: string; tokens: number }>;
+  /** Tokens: code blocks, map, and the whole prompt (system + user message). */
+  tokens: { blocks: number; map: number; prompt: number };
+  system: string;
+  /** The user message: map, blocks and question. */
+  user: string;
+  search: SearchResponse | null;
+}
+
+export interface AssembleOptions {
+  packing?: Packing;
+  /** Context tokens (hard limit). Default: config `context.budget`, else derived from the model's window. */
+  budget?: number;
+  /** The model the prompt is for (`provider:name`), to size the budget from its window. */
+  model?: string;
+  mode?: SearchMode;
+  /** Chunks (or files) retrieval is asked for. Default 60 chunks / 40 files. */
+  topK?: number;
+  /** `/all`: every indexed file, or those matching this gitignore-style mask (`src/**`, `*.py`). */
+  all?: boolean | string;
+  /** Files retrieval must not return (the file being edited). */
+  exclude?: string[];
+  /** A file that goes in whole, first, as the source of truth (edit mode). */
+  target?: { path: string; text: string };
+  /** Leave out the repository map. */
+  noMap?: boolean;
+  /** Replaces the system prompt. */
+  system?: string;
+}
+
+/** The system prompt: answer from the context, cite, and say so when the context does not answer. */
+export const DEFAULT_SYSTEM_PROMPT = `You are quarry, an assistant that answers questions about a code repository.
+Answer from the context blocks below. Each block is labelled [n] path:start-end; cite the blocks you rely on in that
+form, for example [2] src/store/sqlite.ts:40-88. Quote code only as needed. If the context does not answer the
+question, say "I don't know" and what is missing; never invent files, functions or behaviour.`;
+
+/** Budget when no model says otherwise: large enough for real questions, small enough to stay cheap. */
+const DEFAULT_BUDGET = 32_000;
+/** Prompt tokens that are not code: system prompt, question, labels. */
+const FRAME_TOKENS = 600;
+
+function fenceLanguage(path: string): string {
+  const lang = detectLanguage(path).id;
+  return lang === 'text' ? '' : lang;
+}
+
+export function renderBlock(b: Pick<ContextBlock, 'n' | 'path' | 'startLine' | 'endLine' | 'text'>): string {
+  const fence = b.text.includes('```') ? '````' : '```';
+  const body = b.text.endsWith('\n') ? b.text : `${b.text}\n`;
+  return `[${b.n}] ${b.path}:${b.startLine}-${b.endLine}\n${fence}${fenceLanguage(b.path)}\n${body}${fence}\n`;
+}
+
+function readLines(root: string, path: string): string[] | null {
+  try {
+    const text = readFileSync(join(root, path), 'utf8');
+    const lines = text.split('\n');
+    if (lines[lines.length - 1] === '') lines.pop();
+    return lines;
+  } catch {
+    return null;
+  }
+}
+
+/** The budget for code context: what the model's window leaves after the answer and a margin, capped. */
+export function contextBudget(project: Project, options: Pick<AssembleOptions, 'budget' | 'model'>): number {
+  if (options.budget && options.budget > 0) return Math.floor(options.budget);
+  if (project.config.context.budget > 0) return project.config.context.budget;
+  const model = options.model ?? project.config.llm.model;
+  if (!model) return DEFAULT_BUDGET;
+  const window = contextWindow(model, project.config.llm.contextWindow);
+  const room = window - project.config.llm.maxOutputTokens - safetyMargin(window) - FRAME_TOKENS;
+  return Math.max(1024, Math.min(DEFAULT_BUDGET, room));
+}
+
+/** Files the question names by path or by an unambiguous file name (`src/api.ts`, `registry.py`). */
+async function namedFiles(project: Project, question: string): Promise<string[]> {
+  const { fileNames } = analyzeQuery(question);
+  const q = { basenames: fileNames.query.basenames, stems: [], fragments: fileNames.query.fragments };
+  if (!q.basenames.length && !q.fragments.length) return [];
+  const hits = await project.store.findFilesByName(q);
+  const byName = new Map<string, string[]>();
+  for (const h of hits) {
+    if (h.match === 'stem') continue;
+    byName.set(h.name, [...(byName.get(h.name) ?? []), h.path]);
+  }
+  const out: string[] = [];
+  for (const [name, paths] of byName) {
+    const exact = paths.filter((p) => p.toLowerCase() === name || p.toLowerCase().startsWith(`${name}.`));
+    const chosen = exact.length ? exact : paths.length <= 2 ? paths : [];
+    for (const p of chosen) if (!out.includes(p)) out.push(p);
+  }
+  return out.slice(0, 5);
+}
+
+/**
+ * Turns a question into a prompt: files the question names first, then retrieved code packed as whole files or as
+ * chunks with their surrounding lines, within a token budget, with a repository map in its own slice. Every
+ * interface (ask, edit, chat, MCP `get_context`, the web panel) calls this one function.
+ */
+export async function assembleContext(
+  project: Project,
+  question: string,
+  options: AssembleOptions = {},
+): Promise<AssembledContext> {
+  const packing = options.packing ?? project.config.context.packing;
+  const total = contextBudget(project, options);
+  // the map's reserved slice: never more than an eighth of the budget; `/all` sends every file and needs no map
+  const reserve =
+    options.noMap || options.all ? 0 : Math.min(project.config.context.mapTokens, Math.floor(total / 8));
+  const hard = total - reserve;
+  const soft = Math.floor(hard * project.config.context.softRatio);
+  const blocks: ContextBlock[] = [];
+  const skipped: AssembledContext['skipped'] = [];
+  const taken = new Set<string>(options.exclude ?? []);
+  let used = 0;
+  const add = (b: Omit<ContextBlock, 'n' | 'tokens'>): boolean => {
+    const block = { ...b, n: blocks.length + 1, tokens: 0 };
+    block.tokens = countTokens(renderBlock(block));
+    if (used + block.tokens > hard) return false;
+    blocks.push(block);
+    used += block.tokens;
+    return true;
+  };
+
+  // the file being edited: whole, first, whatever it costs (the edit cannot work without it)
+  if (options.target) {
+    const lines = options.target.text.split('\n');
+    if (lines[lines.length - 1] === '') lines.pop();
+    const b = {
+      n: 1,
+      path: options.target.path,
+      startLine: 1,
+      endLine: Math.max(1, lines.length),
+      text: options.target.text,
+      reason: 'target' as const,
+    };
+    const tokens = countTokens(renderBlock(b));
+    if (tokens > hard)
+      throw new QuarryError(
+        'TOO_BIG',
+        `${options.target.path} is ${tokens} tokens, more than the budget of ${hard}: raise --budget or use a model with a larger window`,
+      );
+    blocks.push({ ...b, tokens });
+    used += tokens;
+    taken.add(options.target.path);
+  }
+
+  // `/all`: every matching file or a clear refusal, never a silently truncated prompt
+  if (options.all) {
+    const files = (await project.store.listFiles()).filter(
+      (f) => f.method !== 'skipped' && !taken.has(f.path),
+    );
+    const mask = typeof options.all === 'string' && options.all.trim() ? options.all.trim() : null;
+    const matcher = mask ? ignore().add(mask.split(/[\s,]+/)) : null;
+    const chosen = matcher ? files.filter((f) => matcher.ignores(f.path)) : files;
+    if (!chosen.length)
+      throw new QuarryError(
+        'BAD_INPUT',
+        `no indexed file matches "${mask}": try a mask such as "src/**" or "*.py"`,
+      );
+    const pending: Array<Omit<ContextBlock, 'n' | 'tokens'>> = [];
+    let total = used;
+    for (const f of chosen) {
+      const lines = readLines(project.root, f.path);
+      if (!lines) continue;
+      const b = {
+        path: f.path,
+        startLine: 1,
+        endLine: Math.max(1, lines.length),
+        text: lines.join('\n'),
+        reason: 'all' as const,
+      };
+      total += countTokens(renderBlock({ ...b, n: 0 }));
+      pending.push(b);
+    }
+    if (total > hard)
+      throw new QuarryError(
+        'TOO_BIG',
+        `${pending.length} files${mask ? ` matching "${mask}"` : ''} take ${total} tokens, more than the budget of ${hard}: narrow the mask (for example "src/**/*.ts") or raise --budget`,
+      );
+    for (const b of pending) add(b);
+    return finish(
+      project,
+      question,
+      { ...options, noMap: true },
+      { packing, total, reserve, soft, blocks, skipped, search: null },
+    );
+  }
+
+  // files named in the question, each capped at its share of the budget
+  const cap = Math.floor(hard * project.config.context.namedFileShare);
+  for (const path of await namedFiles(project, question)) {
+    if (taken.has(path)) continue;
+    const lines = readLines(project.root, path);
+    if (!lines) continue;
+    taken.add(path);
+    let end = lines.length;
+    let text = lines.join('\n');
+    let truncated = false;
+    if (countTokens(text) > cap) {
+      // keep the head that fits: binary search on the line count
+      let lo = 1;
+      let hi = lines.length;
+      while (lo < hi) {
+        const mid = Math.ceil((lo + hi) / 2);
+        if (countTokens(lines.slice(0, mid).join('\n')) <= cap) lo = mid;
+        else hi = mid - 1;
+      }
+      end = lo;
+      text = lines.slice(0, end).join('\n');
+      truncated = true;
+    }
+    add({
+      path,
+      startLine: 1,
+      endLine: Math.max(1, end),
+      text,
+      reason: 'named',
+      ...(truncated ? { truncated } : {}),
+    });
+  }
+
+  const search = await searchProject(project, question, {
+    ...(options.mode ? { mode: options.mode } : {}),
+    topK: options.topK ?? (packing === 'chunks' ? 60 : 10),
+    topFiles: options.topK ?? 40,
+    ...(taken.size ? { filter: { excludePaths: [...taken] } } : {}),
+  });
+
+  if (packing === 'files') {
+    // Aye Chat: whole files in rank order; a file that would cross the hard limit is skipped and the next tried;
+    // once the soft limit is reached, no more files
+    for (const f of search.files) {
+      if (used >= soft) break;
+      if (taken.has(f.path)) continue;
+      const lines = readLines(project.root, f.path);
+      if (!lines) continue;
+      const b = {
+        path: f.path,
+        startLine: 1,
+        endLine: Math.max(1, lines.length),
+        text: lines.join('\n'),
+        reason: 'retrieved' as const,
+      };
+      if (!add(b)) skipped.push({ path: f.path, tokens: countTokens(renderBlock({ ...b, n: 0 })) });
+      else taken.add(f.path);
+    }
+  } else {
+    packChunks(project, search, taken, hard - used, blocks, skipped);
+  }
+  return finish(project, question, options, { packing, total, reserve, soft, blocks, skipped, search });
+}
+
+/**
+ * `chunks` packing: each result widened by a few lines on both sides, ranges of one file merged when they touch,
+ * added in rank order while they fit (a range that does not fit is skipped and the next one tried).
+ */
+function packChunks(
+  project: Project,
+  search: SearchResponse,
+  taken: Set<string>,
+  room: number,
+  blocks: ContextBlock[],
+  skipped: AssembledContext['skipped'],
+): void {
+  const pad = project.config.context.contextLines;
+  const fileLines = new Map<string, string[] | null>();
+  // per file, the merged ranges chosen so far (in first-seen file order)
+  const ranges = new Map<string, Array<[number, number]>>();
+  const costOf = (path: string, rs: Array<[number, number]>, lines: string[]) =>
+    rs.reduce(
+      (s, [a, b]) =>
+        s +
+        countTokens(
+          renderBlock({ n: 99, path, startLine: a, endLine: b, text: lines.slice(a - 1, b).join('\n') }),
+        ),
+      0,
+    );
+  let used = 0;
+  for (const r of search.results) {
+    if (taken.has(r.path)) continue;
+    let lines = fileLines.get(r.path);
+    if (lines === undefined) fileLines.set(r.path, (lines = readLines(project.root, r.path)));
+    if (!lines) continue;
+    const start = Math.max(1, r.startLine - pad);
+    const end = Math.min(lines.length, r.endLine + pad);
+    const before = ranges.get(r.path) ?? [];
+    const merged = mergeRanges([...before, [start, end]]);
+    const delta = costOf(r.path, merged, lines) - (before.length ? costOf(r.path, before, lines) : 0);
+    if (used + delta > room) {
+      skipped.push({ path: `${r.path}:${r.startLine}-${r.endLine}`, tokens: delta });
+      continue;
+    }
+    ranges.set(r.path, merged);
+    used += delta;
+  }
+  for (const [path, rs] of ranges) {
+    const lines = fileLines.get(path)!;
+    for (const [a, b] of rs) {
+      const block = {
+        n: blocks.length + 1,
+        path,
+        startLine: a,
+        endLine: b,
+        text: lines.slice(a - 1, b).join('\n'),
+      };
+      blocks.push({ ...block, reason: 'retrieved', tokens: countTokens(renderBlock(block)) });
+    }
+  }
+}
+
+/** Sorted, with ranges that overlap or touch joined. */
+export function mergeRanges(rs: Array<[number, number]>): Array<[number, number]> {
+  const sorted = [...rs].sort((a, b) => a[0] - b[0]);
+  const out: Array<[number, number]> = [];
+  for (const [a, b] of sorted) {
+    const last = out[out.length - 1];
+    if (last && a <= last[1] + 1) last[1] = Math.max(last[1], b);
+    else out.push([a, b]);
+  }
+  return out;
+}
+
+async function finish(
+  project: Project,
+  question: string,
+  options: AssembleOptions,
+  s: {
+    packing: Packing;
+    total: number;
+    reserve: number;
+    soft: number;
+    blocks: ContextBlock[];
+    skipped: AssembledContext['skipped'];
+    search: SearchResponse | null;
+  },
+): Promise<AssembledContext> {
+  const map =
+    !options.noMap && s.reserve > 0
+      ? await buildRepoMap(project.store, {
+          budget: s.reserve,
+          focus: [...new Set(s.blocks.map((b) => b.path))],
+        })
+      : null;
+  const system = options.system ?? project.config.context.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;
+  const parts: string[] = [];
+  if (map?.text) parts.push(`Repository map (files and their most-used definitions):\n${map.text}`);
+  if (s.blocks.length) parts.push(`Context:\n${s.blocks.map(renderBlock).join('\n')}`);
+  else parts.push('Context: (nothing in the index matched the question)');
+  parts.push(`Question: ${question}`);
+  const user = parts.join('\n');
+  return {
+    question,
+    packing: s.packing,
+    budget: { hard: s.total, soft: s.soft, map: s.reserve },
+    blocks: s.blocks,
+    map: map && map.text ? map : null,
+    skipped: s.skipped,
+    tokens: {
+      blocks: s.blocks.reduce((t, b) => t + b.tokens, 0),
+      map: map?.tokens ?? 0,
+      prompt: countTokens(system) + countTokens(user),
+    },
+    system,
+    user,
+    search: s.search,
+  };
+}
+
+/** The prompt as messages for a chat model. */
+export function toMessages(ctx: AssembledContext): ChatMessage[] {
+  return [
+    { role: 'system', content: ctx.system },
+    { role: 'user', content: ctx.user },
+  ];
+}

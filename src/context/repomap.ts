@@ -1,0 +1,134 @@
+import type { ReferenceGraph, Store } from '../store/types.ts';
+import { countTokens } from './tokens.ts';
+
+/** One file of the repository map with its definitions, most referred-to first. */
+export interface MapEntry {
+  path: string;
+  rank: number;
+  defs: Array<{ name: string; kind: string; line: number; container: string | null; rank: number }>;
+}
+
+export interface RepoMap {
+  entries: MapEntry[];
+  /** The map as it goes into a prompt. */
+  text: string;
+  tokens: number;
+  /** Files with definitions that did not fit the budget. */
+  omitted: number;
+}
+
+export interface RepoMapOptions {
+  /** Tokens the map may use. */
+  budget: number;
+  /** Files the ranking leans towards (named in the question, in the context): Aider's personalisation. */
+  focus?: string[];
+  /** Definitions listed per file. Default 12. */
+  defsPerFile?: number;
+}
+
+const DAMPING = 0.85;
+const ITERATIONS = 40;
+const MAX_DEFINERS = 50;
+
+/**
+ * Ranks files and their definitions by how much the rest of the code refers to them: PageRank over the graph whose
+ * edges run from a file that uses a name to the files that define it (Aider's repository map). Edge weights follow
+ * Aider: √(uses), ×10 for long compound names, ×0.1 for private names and for names defined in more than 5 files.
+ */
+export function rankDefinitions(graph: ReferenceGraph, focus: string[] = []): MapEntry[] {
+  const definers = new Map<string, Set<string>>();
+  for (const d of graph.defs) {
+    let set = definers.get(d.name);
+    if (!set) definers.set(d.name, (set = new Set()));
+    set.add(d.path);
+  }
+  const nodes = new Set<string>(graph.defs.map((d) => d.path));
+  for (const r of graph.refs) nodes.add(r.path);
+  const ids = new Map([...nodes].map((p, i) => [p, i]));
+  const n = ids.size;
+  if (!n) return [];
+
+  // edges (from → to, weight), and for each, which name they carry so that rank can flow to definitions
+  const edges: Array<{ from: number; to: number; w: number; name: string }> = [];
+  const outWeight = new Float64Array(n);
+  for (const r of graph.refs) {
+    const defs = definers.get(r.name);
+    // a name that 50 files define (get, run, init) says nothing about which one a use means
+    if (!defs || defs.size > MAX_DEFINERS) continue;
+    let mul = 1;
+    if (r.name.length >= 8 && /[a-z][A-Z]|_[a-z]/.test(r.name)) mul *= 10;
+    if (r.name.startsWith('_')) mul *= 0.1;
+    if (defs.size > 5) mul *= 0.1;
+    const from = ids.get(r.path)!;
+    for (const dp of defs) {
+      if (dp === r.path) continue;
+      const w = mul * Math.sqrt(r.count);
+      edges.push({ from, to: ids.get(dp)!, w, name: r.name });
+      outWeight[from]! += w;
+    }
+  }
+
+  const personal = new Float64Array(n);
+  const focused = focus.filter((p) => ids.has(p));
+  if (focused.length) for (const p of focused) personal[ids.get(p)!] = 1 / focused.length;
+  else personal.fill(1 / n);
+
+  let rank = new Float64Array(n).fill(1 / n);
+  for (let it = 0; it < ITERATIONS; it++) {
+    const next = new Float64Array(n);
+    let dangling = 0;
+    for (let i = 0; i < n; i++) if (outWeight[i] === 0) dangling += rank[i]!;
+    for (const e of edges) next[e.to]! += (DAMPING * rank[e.from]! * e.w) / outWeight[e.from]!;
+    for (let i = 0; i < n; i++) next[i]! += (DAMPING * dangling + (1 - DAMPING)) * personal[i]!;
+    rank = next;
+  }
+
+  // a file's rank flows to the definitions it uses, in proportion to the edge weights
+  const defRank = new Map<string, number>();
+  for (const e of edges) {
+    const key = `${e.to}\u0000${e.name}`;
+    defRank.set(key, (defRank.get(key) ?? 0) + (rank[e.from]! * e.w) / outWeight[e.from]!);
+  }
+  const byFile = new Map<string, MapEntry>();
+  for (const d of graph.defs) {
+    const id = ids.get(d.path)!;
+    let entry = byFile.get(d.path);
+    if (!entry) byFile.set(d.path, (entry = { path: d.path, rank: rank[id]!, defs: [] }));
+    entry.defs.push({
+      name: d.name,
+      kind: d.kind,
+      line: d.line,
+      container: d.container,
+      rank: defRank.get(`${id}\u0000${d.name}`) ?? 0,
+    });
+  }
+  const entries = [...byFile.values()];
+  for (const e of entries) e.defs.sort((a, b) => b.rank - a.rank || a.line - b.line);
+  return entries.sort((a, b) => b.rank - a.rank || a.path.localeCompare(b.path));
+}
+
+function renderEntry(e: MapEntry, defsPerFile: number): string {
+  const shown = e.defs.slice(0, defsPerFile).sort((a, b) => a.line - b.line);
+  const lines = shown.map((d) => `  ${d.line}: ${d.kind} ${d.container ? `${d.container}.` : ''}${d.name}`);
+  const more = e.defs.length - shown.length;
+  if (more > 0) lines.push(`  … ${more} more`);
+  return `${e.path}\n${lines.join('\n')}\n`;
+}
+
+/** The repository map within a token budget: the best-ranked files first, each with its top definitions. */
+export async function buildRepoMap(store: Store, options: RepoMapOptions): Promise<RepoMap> {
+  const entries = rankDefinitions(await store.referenceGraph(), options.focus);
+  const per = options.defsPerFile ?? 12;
+  const kept: MapEntry[] = [];
+  let text = '';
+  let tokens = 0;
+  for (const e of entries) {
+    const block = renderEntry(e, per);
+    const t = countTokens(block);
+    if (tokens + t > options.budget) continue;
+    kept.push(e);
+    text += block;
+    tokens += t;
+  }
+  return { entries: kept, text, tokens, omitted: entries.length - kept.length };
+}

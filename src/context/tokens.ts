@@ -1,0 +1,42 @@
+import { countTokens as countO200k } from 'gpt-tokenizer';
+
+/**
+ * Tokens in `text` as OpenAI's o200k_base encoding counts them (gpt-tokenizer). Other families' tokenizers differ
+ * by a few percent on code; the safety margin of `outputBudget` absorbs that.
+ */
+export function countTokens(text: string): number {
+  return text ? countO200k(text) : 0;
+}
+
+/** Context windows (input + output tokens) per model family; the first pattern that matches wins. */
+const WINDOWS: Array<[RegExp, number]> = [
+  [/gpt-4\.1|gemini|llama-?4/i, 1_000_000],
+  [/gpt-5/i, 400_000],
+  [/claude|\bo[134]\b|o[134]-/i, 200_000],
+  [/gpt-4o|gpt-4-turbo|llama-?3\.[1-3]|llama3\.[1-3]|qwen3|deepseek|mistral-large|codestral/i, 128_000],
+  [/qwen2\.5|qwen-?coder|mistral|mixtral|gemma-?3|phi-?4/i, 32_768],
+  [/gpt-4\b|gpt-4-/i, 8_192],
+  [/gpt-3\.5/i, 16_385],
+  [/gemma|llama|phi|starcoder|codellama/i, 8_192],
+];
+
+/** What quarry assumes for a model it does not know: small, so that nothing is cut off. */
+export const DEFAULT_WINDOW = 8_192;
+
+/** The context window of a model (`gpt-4o`, `ollama:qwen2.5-coder:7b`, `anthropic:claude-sonnet-4-5`). */
+export function contextWindow(model: string | undefined, override?: number): number {
+  if (override && override > 0) return override;
+  if (!model) return DEFAULT_WINDOW;
+  for (const [re, n] of WINDOWS) if (re.test(model)) return n;
+  return DEFAULT_WINDOW;
+}
+
+/** Tokens kept free of a window for tokenizer differences and message framing: 5%, at least 256. */
+export function safetyMargin(window: number): number {
+  return Math.max(256, Math.ceil(window * 0.05));
+}
+
+/** `max_output = min(requested, window - input - margin)`; never below zero. */
+export function outputBudget(window: number, inputTokens: number, requested: number): number {
+  return Math.max(0, Math.min(requested, window - inputTokens - safetyMargin(window)));
+}

@@ -1,0 +1,216 @@
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createGoogleGenerativeAI } from '@ai-sdk/google';
+import { createOpenAI } from '@ai-sdk/openai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { type LanguageModel, streamText } from 'ai';
+import { createOllama } from 'ollama-ai-provider-v2';
+import type { LlmOptions } from '../config/config.ts';
+import type { ChatMessage } from '../context/assemble.ts';
+import { contextWindow } from '../context/tokens.ts';
+import { QuarryError } from '../errors.ts';
+
+export interface GenerateOptions {
+  temperature?: number;
+  maxOutputTokens?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * The LLM seam: every provider streams text for a list of messages. Remote providers go through the Vercel AI SDK;
+ * each is tested against a real HTTP server on 127.0.0.1 that speaks its protocol (test/llm.test.ts).
+ */
+export interface LlmProvider {
+  /** `provider:model`, as the user wrote it. */
+  readonly id: string;
+  readonly contextWindow: number;
+  stream(messages: ChatMessage[], options?: GenerateOptions): AsyncIterable<string>;
+}
+
+interface ProviderSpec {
+  /** Where it listens when the config says nothing. */
+  baseUrl?: string;
+  /** The environment variable with its key; `optional` when local servers need none. */
+  keyEnv?: string;
+  keyOptional?: boolean;
+  make(model: string, baseURL: string | undefined, apiKey: string | undefined): LanguageModel;
+}
+
+const compat =
+  (name: string) =>
+  (model: string, baseURL: string | undefined, apiKey: string | undefined): LanguageModel =>
+    createOpenAICompatible({ name, baseURL: baseURL!, ...(apiKey ? { apiKey } : {}) }).chatModel(model);
+
+const PROVIDERS: Record<string, ProviderSpec> = {
+  openai: {
+    keyEnv: 'OPENAI_API_KEY',
+    make: (model, baseURL, apiKey) =>
+      createOpenAI({ ...(baseURL ? { baseURL } : {}), ...(apiKey ? { apiKey } : {}) }).chat(model),
+  },
+  anthropic: {
+    keyEnv: 'ANTHROPIC_API_KEY',
+    make: (model, baseURL, apiKey) =>
+      createAnthropic({ ...(baseURL ? { baseURL } : {}), ...(apiKey ? { apiKey } : {}) })(model),
+  },
+  gemini: {
+    keyEnv: 'GEMINI_API_KEY',
+    make: (model, baseURL, apiKey) =>
+      createGoogleGenerativeAI({ ...(baseURL ? { baseURL } : {}), ...(apiKey ? { apiKey } : {}) })(model),
+  },
+  ollama: {
+    baseUrl: 'http://127.0.0.1:11434/api',
+    make: (model, baseURL) => createOllama({ ...(baseURL ? { baseURL } : {}) })(model),
+  },
+  lmstudio: { baseUrl: 'http://127.0.0.1:1234/v1', keyOptional: true, make: compat('lmstudio') },
+  vllm: { baseUrl: 'http://127.0.0.1:8000/v1', keyOptional: true, make: compat('vllm') },
+  llamacpp: { baseUrl: 'http://127.0.0.1:8080/v1', keyOptional: true, make: compat('llamacpp') },
+  compat: { keyOptional: true, keyEnv: 'OPENAI_API_KEY', make: compat('openai-compatible') },
+};
+PROVIDERS.google = PROVIDERS.gemini!;
+
+export const PROVIDER_NAMES = [...Object.keys(PROVIDERS), 'gguf'];
+
+/** Splits `provider:model` (the model may itself hold colons: `ollama:qwen2.5-coder:7b`). */
+export function parseModelSpec(spec: string): { provider: string; model: string } {
+  const i = spec.indexOf(':');
+  if (i <= 0 || i === spec.length - 1)
+    throw new QuarryError(
+      'BAD_INPUT',
+      `model "${spec}" needs a provider: write provider:name, e.g. ollama:qwen2.5-coder or openai:gpt-4o-mini (providers: ${PROVIDER_NAMES.join(', ')})`,
+    );
+  return { provider: spec.slice(0, i).toLowerCase(), model: spec.slice(i + 1) };
+}
+
+/** Opens the configured (or named) model. Fails with a one-line error that says what to set. */
+export async function openLlm(
+  llm: LlmOptions,
+  spec = llm.model,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<LlmProvider> {
+  if (!spec)
+    throw new QuarryError(
+      'BAD_CONFIG',
+      'no model configured: pass --model provider:name (e.g. ollama:qwen2.5-coder), set QUARRY_MODEL, or [llm] model in quarry.toml; --dry-run prints the prompt without one',
+    );
+  const { provider, model } = parseModelSpec(spec);
+  const window = contextWindow(model, llm.contextWindow);
+  if (provider === 'gguf') {
+    const { openGguf } = await import('./gguf.ts');
+    return openGguf(model, { ...llm, contextWindow: llm.contextWindow });
+  }
+  const p = PROVIDERS[provider];
+  if (!p)
+    throw new QuarryError(
+      'BAD_INPUT',
+      `unknown model provider "${provider}": use one of ${PROVIDER_NAMES.join(', ')}`,
+    );
+  const baseURL = llm.baseUrl ?? p.baseUrl;
+  if (provider === 'compat' && !baseURL)
+    throw new QuarryError('BAD_CONFIG', 'compat: models need a server: set llm.base_url or QUARRY_LLM_URL');
+  const keyEnv = llm.apiKeyEnv ?? p.keyEnv;
+  const apiKey = keyEnv ? env[keyEnv] : undefined;
+  if (keyEnv && !apiKey && !p.keyOptional && !llm.baseUrl)
+    throw new QuarryError('BAD_CONFIG', `${provider} needs an API key: set ${keyEnv} (or llm.api_key_env)`);
+  const languageModel = p.make(model, baseURL, apiKey ?? (llm.baseUrl ? 'quarry-local' : undefined));
+  return {
+    id: `${provider}:${model}`,
+    contextWindow: window,
+    async *stream(messages, options = {}) {
+      const system = messages
+        .filter((m) => m.role === 'system')
+        .map((m) => m.content)
+        .join('\n\n');
+      const rest = messages.filter((m) => m.role !== 'system') as Array<{
+        role: 'user' | 'assistant';
+        content: string;
+      }>;
+      const result = streamText({
+        model: languageModel,
+        ...(system ? { system } : {}),
+        messages: rest,
+        temperature: options.temperature ?? llm.temperature,
+        ...(options.maxOutputTokens ? { maxOutputTokens: options.maxOutputTokens } : {}),
+        maxRetries: llm.retries,
+        timeout: llm.timeoutMs,
+        ...(options.signal ? { abortSignal: options.signal } : {}),
+      });
+      try {
+        for await (const part of result.fullStream) {
+          if (part.type === 'text-delta') yield part.text;
+          else if (part.type === 'error') throw part.error;
+        }
+      } catch (err) {
+        throw llmError(provider, model, baseURL, err);
+      }
+    },
+  };
+}
+
+/** One line that says what went wrong with the model server and what to do. */
+export function llmError(
+  provider: string,
+  model: string,
+  baseURL: string | undefined,
+  err: unknown,
+): QuarryError {
+  if (err instanceof QuarryError) return err;
+  const e = err as {
+    name?: string;
+    message?: string;
+    statusCode?: number;
+    lastError?: unknown;
+    cause?: { code?: string };
+    reason?: string;
+  };
+  const last = (e.lastError as typeof e | undefined) ?? e;
+  const status = last.statusCode;
+  const where = baseURL ?? provider;
+  if (e.name === 'AbortError' || /abort|timeout/i.test(last.message ?? ''))
+    return new QuarryError(
+      'LLM',
+      `${provider}:${model} did not answer in time: retry, or raise llm.timeout_ms`,
+      {
+        cause: err,
+      },
+    );
+  if (status === 401 || status === 403)
+    return new QuarryError(
+      'LLM',
+      `${provider} refused the API key (${status}): check the key in its environment variable`,
+      {
+        cause: err,
+      },
+    );
+  if (status === 404)
+    return new QuarryError(
+      'LLM',
+      `${provider} does not know model "${model}" (404): check the name (for ollama: ollama pull ${model})`,
+      {
+        cause: err,
+      },
+    );
+  if (status === 429)
+    return new QuarryError(
+      'LLM',
+      `${provider} is rate-limiting (429) after retries: wait and try again, or raise llm.retries`,
+      {
+        cause: err,
+      },
+    );
+  if (status)
+    return new QuarryError('LLM', `${provider} answered ${status}: ${(last.message ?? '').split('\n')[0]}`, {
+      cause: err,
+    });
+  const msg = `${last.message ?? err}`;
+  if (
+    /ECONNREFUSED|fetch failed|Cannot connect|ENOTFOUND|connect/i.test(msg) ||
+    last.cause?.code === 'ECONNREFUSED'
+  )
+    return new QuarryError(
+      'LLM',
+      `cannot reach ${provider} at ${where}: start the server or set llm.base_url`,
+      {
+        cause: err,
+      },
+    );
+  return new QuarryError('LLM', `${provider}:${model} failed: ${msg.split('\n')[0]}`, { cause: err });
+}
