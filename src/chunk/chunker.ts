@@ -445,7 +445,10 @@ function collectRefs(root: Node, query: Query): NameRefs[] {
     if (name.length < 2 || name.length > 100 || node.childCount > 0) continue;
     const line = node.startPosition.row + 1;
     let lines = byName.get(name);
-    if (!lines) byName.set(name, (lines = []));
+    if (!lines) {
+      lines = [];
+      byName.set(name, lines);
+    }
     if (lines[lines.length - 1] !== line && lines.length < MAX_REF_LINES) lines.push(line);
   }
   return [...byName].map(([name, lines]) => ({ name, lines }));

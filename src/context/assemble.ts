@@ -320,7 +320,10 @@ function packChunks(
   for (const r of search.results) {
     if (taken.has(r.path)) continue;
     let lines = fileLines.get(r.path);
-    if (lines === undefined) fileLines.set(r.path, (lines = readLines(project.root, r.path)));
+    if (lines === undefined) {
+      lines = readLines(project.root, r.path);
+      fileLines.set(r.path, lines);
+    }
     if (!lines) continue;
     const start = Math.max(1, r.startLine - pad);
     const end = Math.min(lines.length, r.endLine + pad);
@@ -394,7 +397,7 @@ async function finish(
     packing: s.packing,
     budget: { hard: s.total, soft: s.soft, map: s.reserve },
     blocks: s.blocks,
-    map: map && map.text ? map : null,
+    map: map?.text ? map : null,
     skipped: s.skipped,
     tokens: {
       blocks: s.blocks.reduce((t, b) => t + b.tokens, 0),

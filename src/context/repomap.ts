@@ -39,7 +39,10 @@ export function rankDefinitions(graph: ReferenceGraph, focus: string[] = []): Ma
   const definers = new Map<string, Set<string>>();
   for (const d of graph.defs) {
     let set = definers.get(d.name);
-    if (!set) definers.set(d.name, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      definers.set(d.name, set);
+    }
     set.add(d.path);
   }
   const nodes = new Set<string>(graph.defs.map((d) => d.path));
@@ -93,7 +96,10 @@ export function rankDefinitions(graph: ReferenceGraph, focus: string[] = []): Ma
   for (const d of graph.defs) {
     const id = ids.get(d.path)!;
     let entry = byFile.get(d.path);
-    if (!entry) byFile.set(d.path, (entry = { path: d.path, rank: rank[id]!, defs: [] }));
+    if (!entry) {
+      entry = { path: d.path, rank: rank[id]!, defs: [] };
+      byFile.set(d.path, entry);
+    }
     entry.defs.push({
       name: d.name,
       kind: d.kind,

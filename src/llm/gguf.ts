@@ -90,7 +90,10 @@ export async function openGguf(path: string, llm: LlmOptions): Promise<LlmProvid
           });
         while (!done || queue.length) {
           if (queue.length) yield queue.shift()!;
-          else await new Promise<void>((r) => (wake = r));
+          else
+            await new Promise<void>((r) => {
+              wake = r;
+            });
         }
         if (failure)
           throw new QuarryError('LLM', `the GGUF model failed: ${String(failure).split('\n')[0]}`, {
