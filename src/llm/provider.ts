@@ -9,6 +9,9 @@ import type { ChatMessage } from '../context/assemble.ts';
 import { contextWindow } from '../context/tokens.ts';
 import { QuarryError } from '../errors.ts';
 
+// the SDK's warnings (unknown model names, compatibility modes) are for its developers, not quarry's users
+(globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
+
 export interface GenerateOptions {
   temperature?: number;
   maxOutputTokens?: number;
@@ -132,6 +135,8 @@ export async function openLlm(
         maxRetries: llm.retries,
         timeout: llm.timeoutMs,
         ...(options.signal ? { abortSignal: options.signal } : {}),
+        // errors arrive in the stream and are thrown from there; the SDK's default logs them to the console
+        onError: () => {},
       });
       try {
         for await (const part of result.fullStream) {

@@ -1,0 +1,287 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { ask } from '../src/answer/ask.ts';
+import { routeQuestion } from '../src/answer/router.ts';
+import { indexProject, openProject, type Project } from '../src/api.ts';
+import { assembleContext, mergeRanges, renderBlock } from '../src/context/assemble.ts';
+import { buildRepoMap } from '../src/context/repomap.ts';
+import { contextWindow, countTokens, outputBudget, safetyMargin } from '../src/context/tokens.ts';
+import type { QuarryError } from '../src/errors.ts';
+import { openLlm } from '../src/llm/provider.ts';
+import { makeTree, removeTree } from './helpers.ts';
+import { type LlmServer, startLlmServer } from './llm-server.ts';
+
+/** `n` lines that each mention the word, so that files of known size all match one query. */
+function body(word: string, n: number, prefix: string): string {
+  return Array.from({ length: n }, (_, i) => `${prefix}_${i} = "${word} value ${i}"`).join('\n');
+}
+
+const FILES: Record<string, string> = {
+  // huge, and the best match for "turbine"
+  'big/turbine_core.py': `${body('turbine turbine turbine', 900, 'core')}\n`,
+  'pkg/turbine_small.py': `def spin_turbine():\n    return "turbine"\n`,
+  'pkg/turbine_other.py': `def stop_turbine():\n    return "turbine stop"\n`,
+  'pkg/turbine_third.py': `def check_turbine():\n    return "turbine check"\n`,
+  // two definitions a few lines apart: with 3 lines of context their chunks touch and merge
+  'pkg/gearbox.py': [
+    'def gearbox_ratio(a, b):',
+    '    """gearbox ratio of two wheels"""',
+    '    return a / b',
+    '',
+    '',
+    '',
+    '',
+    'def gearbox_torque(t, r):',
+    '    """gearbox torque through the ratio"""',
+    '    return t * r',
+    '',
+  ].join('\n'),
+  // the repository map: util.py's helper is used by three files, lonely.py's by none
+  'lib/util.py': 'def shared_helper_function(x):\n    return x + 1\n',
+  'lib/a.py':
+    'from util import shared_helper_function\n\ndef alpha():\n    return shared_helper_function(1)\n',
+  'lib/b.py':
+    'from util import shared_helper_function\n\ndef beta():\n    return shared_helper_function(2)\n',
+  'lib/c.py':
+    'from util import shared_helper_function\n\ndef gamma():\n    return shared_helper_function(3)\n',
+  'lib/lonely.py': 'def lonely_function():\n    return 0\n',
+  'docs/guide.md': '# Guide\n\nThe turbine spins.\n',
+  'cmd/main.go':
+    'package main\n\nvar Version = "1.0"\nvar debug bool\n\nconst MaxRetries = 3\n\nfunc main() {\n\tlocal := 1\n\t_ = local\n}\n',
+};
+
+describe('context assembly', () => {
+  let root: string;
+  let project: Project;
+  before(async () => {
+    root = makeTree(FILES);
+    project = await openProject({
+      root,
+      create: true,
+      userConfig: false,
+      overrides: { embed: { provider: 'none' } },
+    });
+    await indexProject(project);
+  });
+  after(async () => {
+    await project.close();
+    removeTree(root);
+  });
+
+  it('files packing: whole files in rank order, skips one that would cross the hard limit and tries the next', async () => {
+    const ctx = await assembleContext(project, 'turbine', { packing: 'files', budget: 600, noMap: true });
+    const paths = ctx.blocks.map((b) => b.path);
+    assert.ok(
+      ctx.skipped.some((s) => s.path === 'big/turbine_core.py'),
+      'the huge file is skipped',
+    );
+    assert.ok(!paths.includes('big/turbine_core.py'));
+    assert.ok(paths.length >= 2, `smaller files after it still go in: ${paths}`);
+    for (const b of ctx.blocks) {
+      const whole = readFileSync(join(root, b.path), 'utf8').replace(/\n$/, '');
+      assert.equal(b.text, whole, 'whole files');
+      assert.equal(b.startLine, 1);
+    }
+    assert.ok(ctx.tokens.blocks <= 600);
+    // in rank order: the files packed keep the order retrieval gave them
+    const ranked = ctx.search!.files.map((f) => f.path).filter((p) => paths.includes(p));
+    assert.deepEqual(paths, ranked);
+  });
+
+  it('files packing stops adding once the soft limit is reached', async () => {
+    const ctx = await assembleContext(project, 'turbine', { packing: 'files', budget: 300, noMap: true });
+    // with a soft limit of half the budget, every block but the last was added while under it
+    const soft = ctx.budget.soft;
+    assert.equal(soft, 150);
+    let used = 0;
+    for (const [i, b] of ctx.blocks.entries()) {
+      assert.ok(used < soft, `block ${i + 1} added below the soft limit`);
+      used += b.tokens;
+    }
+    assert.ok(used <= 300);
+  });
+
+  it('chunks packing: chunks widened by context lines, merged when they touch, labelled for citation', async () => {
+    const ctx = await assembleContext(project, 'gearbox ratio torque', {
+      packing: 'chunks',
+      budget: 2000,
+      noMap: true,
+    });
+    const gear = ctx.blocks.filter((b) => b.path === 'pkg/gearbox.py');
+    assert.equal(gear.length, 1, 'the two definitions become one block');
+    assert.equal(gear[0]!.startLine, 1);
+    assert.equal(gear[0]!.endLine, 10);
+    assert.equal(gear[0]!.text, FILES['pkg/gearbox.py']!.split('\n').slice(0, 10).join('\n'));
+    // citations: [n] path:start-end, numbered in order, each in the prompt
+    ctx.blocks.forEach((b, i) => {
+      assert.equal(b.n, i + 1);
+      assert.ok(ctx.user.includes(`[${b.n}] ${b.path}:${b.startLine}-${b.endLine}\n`));
+      assert.equal(b.tokens, countTokens(renderBlock(b)));
+    });
+    assert.deepEqual(
+      mergeRanges([
+        [10, 12],
+        [1, 4],
+        [5, 6],
+        [20, 30],
+      ]),
+      [
+        [1, 6],
+        [10, 12],
+        [20, 30],
+      ],
+    );
+  });
+
+  it('puts a file the question names first, whole, and caps it at its share of the budget', async () => {
+    const ctx = await assembleContext(project, 'what does pkg/turbine_other.py return', {
+      budget: 4000,
+      noMap: true,
+    });
+    assert.equal(ctx.blocks[0]!.path, 'pkg/turbine_other.py');
+    assert.equal(ctx.blocks[0]!.reason, 'named');
+    assert.equal(ctx.blocks.filter((b) => b.path === 'pkg/turbine_other.py').length, 1, 'not sent twice');
+    const big = await assembleContext(project, 'explain big/turbine_core.py', { budget: 2000, noMap: true });
+    const first = big.blocks[0]!;
+    assert.equal(first.path, 'big/turbine_core.py');
+    assert.equal(first.truncated, true);
+    assert.ok(first.tokens <= 1000 + 40, `capped at half the budget: ${first.tokens}`);
+    assert.equal(first.startLine, 1);
+  });
+
+  it('/all sends every matching file, and refuses rather than truncate when they do not fit', async () => {
+    const md = await assembleContext(project, 'summarise', { all: '*.md', budget: 4000 });
+    assert.deepEqual(
+      md.blocks.map((b) => [b.path, b.reason]),
+      [['docs/guide.md', 'all']],
+    );
+    await assert.rejects(
+      assembleContext(project, 'summarise', { all: true, budget: 2000 }),
+      (err: QuarryError) => {
+        assert.equal(err.code, 'TOO_BIG');
+        assert.match(err.message, /more than the budget of 2000: narrow the mask/);
+        return true;
+      },
+    );
+    await assert.rejects(assembleContext(project, 'x', { all: 'nothing/**' }), /no indexed file matches/);
+  });
+
+  it('keeps the file being edited out of retrieval and puts it first', async () => {
+    const text = readFileSync(join(root, 'pkg/turbine_small.py'), 'utf8');
+    const ctx = await assembleContext(project, 'turbine', {
+      target: { path: 'pkg/turbine_small.py', text },
+      exclude: ['pkg/turbine_small.py'],
+      budget: 3000,
+      noMap: true,
+    });
+    assert.equal(ctx.blocks[0]!.reason, 'target');
+    assert.equal(ctx.blocks.filter((b) => b.path === 'pkg/turbine_small.py').length, 1);
+  });
+
+  it('ranks the repository map by references (PageRank) within its own budget', async () => {
+    const map = await buildRepoMap(project.store, { budget: 2000 });
+    const order = map.entries.map((e) => e.path);
+    assert.ok(order.indexOf('lib/util.py') < order.indexOf('lib/lonely.py'));
+    assert.equal(order[0], 'lib/util.py');
+    assert.ok(map.text.startsWith('lib/util.py\n  1: function shared_helper_function'));
+    const tiny = await buildRepoMap(project.store, { budget: 20 });
+    assert.ok(tiny.tokens <= 20);
+    assert.ok(tiny.omitted > 0);
+    // the map's slice is reserved inside the context budget
+    const ctx = await assembleContext(project, 'turbine', { budget: 4000 });
+    assert.ok(ctx.map && ctx.map.tokens <= ctx.budget.map);
+    assert.ok(ctx.tokens.blocks + ctx.tokens.map <= 4000);
+  });
+
+  it('sizes the answer from what the window leaves', () => {
+    assert.equal(contextWindow('anthropic:claude-sonnet-4-5'), 200_000);
+    assert.equal(contextWindow('ollama:qwen2.5-coder:7b'), 32_768);
+    assert.equal(contextWindow('somewhere:unknown'), 8192);
+    assert.equal(contextWindow('somewhere:unknown', 65_536), 65_536);
+    assert.equal(safetyMargin(8192), 410);
+    assert.equal(outputBudget(8192, 6000, 4096), 8192 - 6000 - 410);
+    assert.equal(outputBudget(200_000, 6000, 4096), 4096);
+    assert.equal(outputBudget(8192, 9000, 4096), 0);
+  });
+});
+
+describe('the structure router', () => {
+  let root: string;
+  let project: Project;
+  let server: LlmServer;
+  before(async () => {
+    root = makeTree(FILES);
+    project = await openProject({
+      root,
+      create: true,
+      userConfig: false,
+      overrides: { embed: { provider: 'none' } },
+    });
+    await indexProject(project);
+    server = await startLlmServer();
+  });
+  after(async () => {
+    await project.close();
+    await server.close();
+    removeTree(root);
+  });
+
+  it('answers structural questions from the symbol index', async () => {
+    const fns = await routeQuestion(project, 'list the functions in lib/a.py');
+    assert.ok(fns && 'answer' in fns);
+    assert.deepEqual(
+      fns.answer.symbols!.map((s) => s.name),
+      ['alpha'],
+    );
+    const globals = await routeQuestion(project, 'list the global variables in cmd/main.go');
+    assert.ok(globals && 'answer' in globals);
+    assert.deepEqual(
+      globals.answer.variables!.map((v) => [v.name, v.line, v.kind]),
+      [
+        ['Version', 3, 'var'],
+        ['debug', 4, 'var'],
+        ['MaxRetries', 6, 'const'],
+      ],
+    );
+    const def = await routeQuestion(project, 'where is `shared_helper_function` defined?');
+    assert.ok(def && 'answer' in def);
+    assert.deepEqual(
+      def.answer.symbols!.map((s) => [s.path, s.startLine]),
+      [['lib/util.py', 1]],
+    );
+    const refs = await routeQuestion(project, 'what calls shared_helper_function');
+    assert.ok(refs && 'answer' in refs);
+    assert.deepEqual(
+      refs.answer.references!.map((r) => [r.path, r.lines]),
+      [
+        ['lib/a.py', [1, 4]],
+        ['lib/b.py', [1, 4]],
+        ['lib/c.py', [1, 4]],
+      ],
+    );
+    assert.equal(await routeQuestion(project, 'how does the turbine spin'), null, 'not structural');
+  });
+
+  it('falls back to retrieval when the file or symbol does not exist, and says so', async () => {
+    const miss = await routeQuestion(project, 'list the functions in src/nope.ts');
+    assert.deepEqual(miss, { fallback: 'no file src/nope.ts in the index' });
+    const llm = await openLlm(
+      { ...project.config.llm, baseUrl: `${server.url}/v1`, retries: 0 },
+      'lmstudio:qwen2.5-coder-7b-instruct',
+    );
+    server.reply = (b) =>
+      `I found ${JSON.stringify(b).includes('turbine') ? 'turbine code' : 'nothing'} [1].`;
+    const res = await ask(project, 'where is spin_turbine_nowhere defined', { llm, budget: 3000 });
+    assert.match(
+      res.fallback!,
+      /no definition named spin_turbine_nowhere in the index: answering from retrieval/,
+    );
+    let answer = '';
+    for await (const p of res.stream!) answer += p;
+    assert.equal(answer, 'I found turbine code [1].');
+    assert.ok(res.context!.blocks.length > 0);
+    assert.ok(res.maxOutputTokens! > 0 && res.maxOutputTokens! <= project.config.llm.maxOutputTokens);
+  });
+});
