@@ -1,6 +1,7 @@
 import { type Command, Option } from 'commander';
 import type pc from 'picocolors';
 import { ask } from '../answer/ask.ts';
+import { applyEdit, listHistory, proposeEdit, undoEdit } from '../answer/edit.ts';
 import {
   fileVariables,
   findDefinitions,
@@ -221,6 +222,92 @@ export function registerAnswerCommands(program: Command, cli: CliContext): void 
         }
       });
     });
+}
+
+export function registerEditCommands(program: Command, cli: CliContext): void {
+  const { io } = cli;
+  program
+    .command('edit')
+    .description('edit one file with the model: prints a diff; --write applies it (with a snapshot for undo)')
+    .argument('<file>', 'the file to edit, from the project root')
+    .argument('<instruction...>', 'what to change')
+    .option('--model <provider:name>', 'the model')
+    .option('--budget <tokens>', 'tokens of related context', cli.positiveInt)
+    .option('--write', 'replace the file (atomically, after saving a snapshot)')
+    .option('--force', 'write even when the file has uncommitted changes')
+    .action(async (file: string, words: string[], opts) => {
+      await withProject(cli.globals().root, async (project) => {
+        const instruction = words.join(' ');
+        const edit = await proposeEdit(project, file, instruction, {
+          ...(opts.model ? { model: opts.model } : {}),
+          ...(opts.budget ? { budget: opts.budget } : {}),
+        });
+        const c = cli.colors(io.stdout);
+        if (!edit.changed) {
+          io.stdout.write(`${edit.path}: the model changed nothing\n`);
+          return;
+        }
+        io.stdout.write(colorDiff(edit.diff, c));
+        if (!opts.write) {
+          io.stdout.write(c.dim(`(not written: run again with --write to apply)\n`));
+          return;
+        }
+        const { snapshot, dirty } = applyEdit(project, edit, instruction, { force: opts.force });
+        io.stdout.write(
+          `wrote ${edit.path}; snapshot ${snapshot.id}${dirty ? ' (it keeps your uncommitted changes)' : ''} — \`quarry undo\` restores it\n`,
+        );
+      });
+    });
+
+  program
+    .command('undo')
+    .description('restore the last file quarry edited (or the last edit of <file>) byte for byte')
+    .argument('[file]', 'only edits of this file')
+    .option('--force', 'restore even if the file changed after the edit (those changes are saved first)')
+    .action(async (file: string | undefined, opts) => {
+      await withProject(cli.globals().root, async (project) => {
+        const snap = undoEdit(project, file, { force: opts.force });
+        io.stdout.write(`restored ${snap.path} as it was before "${snap.instruction}" (${snap.time})\n`);
+      });
+    });
+
+  program
+    .command('history')
+    .description('the edits quarry made, newest first')
+    .option('--json', 'print JSON')
+    .action(async (opts) => {
+      await withProject(cli.globals().root, async (project) => {
+        const h = listHistory(project);
+        if (opts.json) {
+          io.stdout.write(`${JSON.stringify(h)}\n`);
+          return;
+        }
+        if (!h.length) io.stdout.write('no edits yet\n');
+        const c = cli.colors(io.stdout);
+        for (const s of h)
+          io.stdout.write(
+            `${c.dim(s.time)}  ${s.id}  ${c.cyan(s.path)}  ${s.instruction}${s.undone ? c.dim(' (undone)') : ''}\n`,
+          );
+      });
+    });
+}
+
+export function colorDiff(diff: string, c: ReturnType<typeof pc.createColors>): string {
+  return `${diff
+    .split('\n')
+    .map((l) =>
+      l.startsWith('+++') || l.startsWith('---')
+        ? c.bold(l)
+        : l.startsWith('+')
+          ? c.green(l)
+          : l.startsWith('-')
+            ? c.red(l)
+            : l.startsWith('@@')
+              ? c.cyan(l)
+              : l,
+    )
+    .join('\n')
+    .replace(/\n*$/, '')}\n`;
 }
 
 export function sources(ctx: AssembledContext) {

@@ -11,7 +11,7 @@ import { bundledModelDir, cacheModelDir, findWeights, installWeights } from '../
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { readQueries, runEval } from '../eval/eval.ts';
 import type { SearchMode } from '../search/search.ts';
-import { registerAnswerCommands } from './answer-commands.ts';
+import { registerAnswerCommands, registerEditCommands } from './answer-commands.ts';
 import { formatBytes, formatDuration, Progress } from './progress.ts';
 
 const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
@@ -413,12 +413,14 @@ export async function main(
       io.stdout.write(`installed all-MiniLM-L6-v2 (${info.variant}) at ${info.path}\n`);
     });
 
-  registerAnswerCommands(program, {
+  const cli = {
     io,
-    colors: (stream) => colorsFor(stream, program.opts().color),
+    colors: (stream: NodeJS.WriteStream) => colorsFor(stream, program.opts().color),
     positiveInt,
     globals: () => program.opts(),
-  });
+  };
+  registerAnswerCommands(program, cli);
+  registerEditCommands(program, cli);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

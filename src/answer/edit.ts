@@ -1,0 +1,285 @@
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { createTwoFilesPatch } from 'diff';
+import type { Project } from '../api.ts';
+import { assembleContext, toMessages } from '../context/assemble.ts';
+import { outputBudget } from '../context/tokens.ts';
+import { QuarryError } from '../errors.ts';
+import { type LlmProvider, openLlm } from '../llm/provider.ts';
+import { indexPaths } from '../workspace/root.ts';
+
+export const BEGIN = '<<BEGIN_FILE>>';
+export const END = '<<END_FILE>>';
+
+export const EDIT_SYSTEM_PROMPT = `You are quarry, editing one file of a code repository.
+The first context block is the file to edit, whole: it is the source of truth. Other blocks are related code, for
+reference only. Apply the instruction to the file and return the COMPLETE new content of the file, every line, between
+a line ${BEGIN} and a line ${END}, and nothing else: no explanation, no markdown fence.`;
+
+export interface ProposedEdit {
+  path: string;
+  before: Buffer;
+  after: string;
+  diff: string;
+  /** Whether the model changed anything. */
+  changed: boolean;
+}
+
+/** A file inside the root, by its repository-relative path; never through a symlink that leaves the root. */
+export function resolveInRoot(root: string, file: string): { abs: string; rel: string } {
+  const abs = resolve(root, file);
+  const rel = relative(root, abs).split(sep).join('/');
+  if (!rel || rel.startsWith('..') || resolve(root, rel) !== abs)
+    throw new QuarryError('BAD_INPUT', `${file} is outside the project at ${root}: edit files inside it`);
+  if (!existsSync(abs))
+    throw new QuarryError('BAD_INPUT', `${rel} does not exist: give a path from the project root`);
+  const st = lstatSync(abs);
+  if (st.isSymbolicLink()) {
+    const real = realpathSync(abs);
+    const realRoot = realpathSync(root);
+    if (!real.startsWith(realRoot + sep))
+      throw new QuarryError('BAD_INPUT', `${rel} is a link to outside the project: quarry does not edit it`);
+  }
+  if (!statSync(abs).isFile()) throw new QuarryError('BAD_INPUT', `${rel} is not a file`);
+  return { abs, rel };
+}
+
+/** The file between the markers; anything else is an error that names what came back. */
+export function extractFile(output: string): string {
+  const b = output.indexOf(BEGIN);
+  const e = output.lastIndexOf(END);
+  if (b < 0 || e < 0 || e < b || output.indexOf(BEGIN, b + 1) >= 0 || output.indexOf(END) !== e) {
+    const seen = output.trim().slice(0, 60).replace(/\s+/g, ' ');
+    throw new QuarryError(
+      'EDIT',
+      `the model did not return the file between ${BEGIN} and ${END} (it began "${seen}…"): nothing was changed; try again, or a stronger model`,
+    );
+  }
+  const outside = (output.slice(0, b) + output.slice(e + END.length)).trim();
+  if (outside)
+    throw new QuarryError(
+      'EDIT',
+      `the model wrote text outside ${BEGIN} … ${END} ("${outside.slice(0, 40).replace(/\s+/g, ' ')}"): nothing was changed; try again`,
+    );
+  let text = output.slice(b + BEGIN.length, e);
+  if (text.startsWith('\r\n')) text = text.slice(2);
+  else if (text.startsWith('\n')) text = text.slice(1);
+  return text;
+}
+
+/** Asks the model for the whole new file. The file goes in whole; its own chunks stay out of retrieval. */
+export async function proposeEdit(
+  project: Project,
+  file: string,
+  instruction: string,
+  options: { llm?: LlmProvider; model?: string; budget?: number; signal?: AbortSignal } = {},
+): Promise<ProposedEdit> {
+  if (!instruction.trim()) throw new QuarryError('BAD_INPUT', 'the instruction is empty: say what to change');
+  const { abs, rel } = resolveInRoot(project.root, file);
+  const before = readFileSync(abs);
+  if (before.includes(0)) throw new QuarryError('BAD_INPUT', `${rel} is binary: quarry edits text files`);
+  const text = before.toString('utf8');
+  const llm = options.llm ?? (await openLlm(project.config.llm, options.model));
+  const ctx = await assembleContext(project, instruction, {
+    target: { path: rel, text },
+    exclude: [rel],
+    model: llm.id,
+    noMap: true,
+    system: EDIT_SYSTEM_PROMPT,
+    ...(options.budget ? { budget: options.budget } : {}),
+  });
+  const messages = toMessages(ctx);
+  messages[1]!.content = `${messages[1]!.content.replace(/\nQuestion: [\s\S]*$/, '')}\nEdit ${rel}: ${instruction}`;
+  // the whole file comes back: the answer needs at least the file's size
+  const need = ctx.blocks[0]!.tokens + 256;
+  const max = outputBudget(
+    llm.contextWindow,
+    ctx.tokens.prompt,
+    Math.max(need, project.config.llm.maxOutputTokens),
+  );
+  if (max < need)
+    throw new QuarryError(
+      'TOO_BIG',
+      `${rel} and its context leave too little room for the model to write the file back: lower --budget or use a model with a larger window`,
+    );
+  let output = '';
+  for await (const piece of llm.stream(messages, {
+    temperature: 0,
+    maxOutputTokens: max,
+    ...(options.signal ? { signal: options.signal } : {}),
+  }))
+    output += piece;
+  let after = extractFile(output);
+  // keep the file's last-line convention: a model forgetting the final newline is not an edit
+  if (text.endsWith('\n') && !after.endsWith('\n')) after += '\n';
+  const diff = createTwoFilesPatch(`a/${rel}`, `b/${rel}`, text, after, '', '', { context: 3 });
+  return { path: rel, before, after, diff, changed: after !== text };
+}
+
+// --- snapshots -------------------------------------------------------------------------------------------------
+
+export interface Snapshot {
+  id: string;
+  path: string;
+  time: string;
+  instruction: string;
+  /** sha256 of the bytes before the edit (kept in the snapshot) and of what quarry wrote. */
+  before: string;
+  after: string;
+  /** Set once `quarry undo` restored it. */
+  undone?: string;
+}
+
+let snapshotCounter = 0;
+
+function historyDir(root: string): string {
+  return join(dirname(indexPaths(root).db), 'history');
+}
+
+function sha(b: Buffer | string): string {
+  return createHash('sha256').update(b).digest('hex');
+}
+
+function readLog(root: string): Snapshot[] {
+  const log = join(historyDir(root), 'log.jsonl');
+  if (!existsSync(log)) return [];
+  const byId = new Map<string, Snapshot>();
+  for (const line of readFileSync(log, 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      const s = JSON.parse(line) as Snapshot;
+      byId.set(s.id, { ...byId.get(s.id), ...s });
+    } catch {
+      // a torn last line (a kill mid-append): the entries before it stand
+    }
+  }
+  return [...byId.values()];
+}
+
+function appendLog(root: string, entry: Partial<Snapshot> & { id: string }): void {
+  appendFileSync(join(historyDir(root), 'log.jsonl'), `${JSON.stringify(entry)}\n`);
+}
+
+/** Writes `data` next to `abs` and renames it over: readers see the old file or the new one, never half. */
+export function writeAtomic(abs: string, data: Buffer | string): void {
+  const tmp = join(dirname(abs), `.${abs.slice(dirname(abs).length + 1)}.quarry-${process.pid}.tmp`);
+  const mode = existsSync(abs) ? statSync(abs).mode & 0o7777 : 0o644;
+  const fd = openSync(tmp, 'w', mode);
+  try {
+    const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    writeSync(fd, buf, 0, buf.length);
+    fsyncSync(fd);
+  } catch (err) {
+    closeSync(fd);
+    unlinkSync(tmp);
+    throw err;
+  }
+  closeSync(fd);
+  renameSync(tmp, abs);
+}
+
+/** Whether git sees uncommitted changes in the file (false outside a git work tree). */
+export function hasUncommittedChanges(root: string, rel: string): boolean {
+  const r = spawnSync('git', ['status', '--porcelain', '--', rel], { cwd: root, encoding: 'utf8' });
+  return r.status === 0 && r.stdout.trim().length > 0;
+}
+
+/**
+ * Applies an edit: the old bytes are saved as a snapshot first, then the file is replaced atomically. A file with
+ * uncommitted changes is written only with `force` (its snapshot keeps those changes either way).
+ */
+export function applyEdit(
+  project: Project,
+  edit: ProposedEdit,
+  instruction: string,
+  options: { force?: boolean } = {},
+): { snapshot: Snapshot; dirty: boolean } {
+  const { abs, rel } = resolveInRoot(project.root, edit.path);
+  const current = readFileSync(abs);
+  if (!current.equals(edit.before))
+    throw new QuarryError(
+      'EDIT',
+      `${rel} changed while the model was writing: nothing was written; run the edit again`,
+    );
+  const dirty = hasUncommittedChanges(project.root, rel);
+  if (dirty && !options.force)
+    throw new QuarryError(
+      'EDIT',
+      `${rel} has uncommitted changes: commit them first, or pass --force (quarry saves a snapshot either way)`,
+    );
+  const dir = historyDir(project.root);
+  mkdirSync(join(dir, 'files'), { recursive: true });
+  const snapshot: Snapshot = {
+    id: `${Date.now().toString(36)}-${process.pid.toString(36)}-${(++snapshotCounter).toString(36)}`,
+    path: rel,
+    time: new Date().toISOString(),
+    instruction,
+    before: sha(current),
+    after: sha(edit.after),
+  };
+  // the old bytes are on disk (and synced) before the file is touched
+  writeAtomic(join(dir, 'files', snapshot.id), current);
+  appendLog(project.root, snapshot);
+  writeAtomic(abs, edit.after);
+  return { snapshot, dirty };
+}
+
+/** Snapshots, newest first. */
+export function listHistory(project: Project): Snapshot[] {
+  return readLog(project.root).reverse();
+}
+
+/**
+ * Restores the newest snapshot not yet undone (of `file`, when given) byte for byte. If the file changed since quarry
+ * wrote it, undo refuses unless `force` (and then the changes are themselves saved as a snapshot).
+ */
+export function undoEdit(project: Project, file?: string, options: { force?: boolean } = {}): Snapshot {
+  const rel = file ? resolveInRoot(project.root, file).rel : undefined;
+  const snap = listHistory(project).find((s) => !s.undone && (!rel || s.path === rel));
+  if (!snap)
+    throw new QuarryError(
+      'BAD_INPUT',
+      `nothing to undo${rel ? ` for ${rel}` : ''}: \`quarry history\` lists the edits`,
+    );
+  const abs = join(project.root, snap.path);
+  const saved = readFileSync(join(historyDir(project.root), 'files', snap.id));
+  if (sha(saved) !== snap.before)
+    throw new QuarryError('IO', `the snapshot of ${snap.path} (${snap.id}) is damaged: restore it from git`);
+  if (existsSync(abs)) {
+    const now = readFileSync(abs);
+    if (sha(now) !== snap.after) {
+      if (!options.force)
+        throw new QuarryError(
+          'EDIT',
+          `${snap.path} changed after quarry edited it: undo would lose those changes; pass --force to restore anyway (they are saved first)`,
+        );
+      const keep = `${snap.id}-overwritten`;
+      writeAtomic(join(historyDir(project.root), 'files', keep), now);
+    }
+  }
+  writeAtomic(abs, saved);
+  const undone = new Date().toISOString();
+  appendLog(project.root, { id: snap.id, undone });
+  return { ...snap, undone };
+}
+
+/** For tests and `quarry history --json`: where snapshots live. */
+export function snapshotFile(project: Project, id: string): string {
+  return join(historyDir(project.root), 'files', id);
+}
