@@ -12,6 +12,8 @@ import { isQuarryError, QuarryError } from '../errors.ts';
 import { readQueries, runEval } from '../eval/eval.ts';
 import type { SearchMode } from '../search/search.ts';
 import { registerAnswerCommands, registerEditCommands } from './answer-commands.ts';
+import { spawnBackgroundIndex } from './background.ts';
+import { registerChatCommand } from './chat.ts';
 import { formatBytes, formatDuration, Progress } from './progress.ts';
 
 const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
@@ -37,21 +39,6 @@ function colorsFor(stream: NodeJS.WriteStream, flag: boolean | undefined) {
   const enabled =
     flag !== false && !process.env.NO_COLOR && (Boolean(stream.isTTY) || Boolean(process.env.FORCE_COLOR));
   return pc.createColors(enabled);
-}
-
-/** Starts `quarry index` for `root` as a detached, lower-priority process that outlives this one; returns its pid. */
-function spawnBackgroundIndex(root: string): number | undefined {
-  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, 'index', root, '--quiet'], {
-    detached: true,
-    stdio: 'ignore',
-  });
-  try {
-    if (child.pid) setPriority(child.pid, 10);
-  } catch {
-    // not permitted: it runs at normal priority, its workers still lower their own
-  }
-  child.unref();
-  return child.pid;
 }
 
 /** Runs the quarry CLI; resolves to the process exit code. */
@@ -421,6 +408,7 @@ export async function main(
   };
   registerAnswerCommands(program, cli);
   registerEditCommands(program, cli);
+  registerChatCommand(program, cli);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

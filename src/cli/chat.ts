@@ -1,0 +1,312 @@
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { createInterface, type Interface } from 'node:readline';
+import type { Command } from 'commander';
+import type pc from 'picocolors';
+import { ask } from '../answer/ask.ts';
+import { applyEdit, proposeEdit, undoEdit } from '../answer/edit.ts';
+import { openProject, type Project } from '../api.ts';
+import type { AssembledContext, ChatMessage } from '../context/assemble.ts';
+import { buildRepoMap } from '../context/repomap.ts';
+import { isQuarryError } from '../errors.ts';
+import { type LlmProvider, openLlm } from '../llm/provider.ts';
+import { indexPaths } from '../workspace/root.ts';
+import { type CliContext, colorDiff, formatSources } from './answer-commands.ts';
+import { spawnBackgroundIndex } from './background.ts';
+
+type Colors = ReturnType<typeof pc.createColors>;
+
+const HELP = `Ask anything about the code, or:
+  /all [mask]              answer the next question from every indexed file (or those matching the mask)
+  /sources                 what was sent with the last answer
+  /model [provider:name]   show or switch the model
+  /edit <file> <instr…>    edit a file: shows the diff and asks before writing
+  /undo                    restore the last file quarry edited
+  /diff                    git diff of the working tree
+  /map                     the repository map
+  /clear                   forget the conversation
+  /help                    this help
+  /quit                    leave (also Ctrl-D)
+  !command                 run a shell command`;
+
+/** Turns markdown into terminal text line by line, as it streams: headings, fences, inline code, bold. */
+export class MarkdownLines {
+  private buf = '';
+  private inFence = false;
+  constructor(
+    private readonly c: Colors,
+    private readonly write: (s: string) => void,
+  ) {}
+  push(text: string): void {
+    this.buf += text;
+    let nl = this.buf.indexOf('\n');
+    while (nl >= 0) {
+      this.write(`${this.render(this.buf.slice(0, nl))}\n`);
+      this.buf = this.buf.slice(nl + 1);
+      nl = this.buf.indexOf('\n');
+    }
+  }
+  end(): void {
+    if (this.buf) this.write(`${this.render(this.buf)}\n`);
+    this.buf = '';
+    this.inFence = false;
+  }
+  private render(line: string): string {
+    const c = this.c;
+    if (/^\s*(```|~~~)/.test(line)) {
+      this.inFence = !this.inFence;
+      return c.dim(line);
+    }
+    if (this.inFence) return c.yellow(line);
+    const h = /^(#{1,6})\s+(.*)$/.exec(line);
+    if (h) return c.bold(c.underline(h[2]!));
+    return line
+      .replace(/`([^`]+)`/g, (_, code: string) => c.cyan(code))
+      .replace(/\*\*([^*]+)\*\*/g, (_, b: string) => c.bold(b))
+      .replace(/\[(\d+)\]/g, (m) => c.magenta(m));
+  }
+}
+
+function historyFile(root: string): string {
+  return join(dirname(indexPaths(root).db), 'chat-history');
+}
+
+function loadHistory(root: string): string[] {
+  const f = historyFile(root);
+  if (!existsSync(f)) return [];
+  // readline wants newest first
+  return readFileSync(f, 'utf8').split('\n').filter(Boolean).slice(-500).reverse();
+}
+
+/** A status line for the prompt: how far the background embedding has come. */
+async function phaseLine(project: Project): Promise<string> {
+  try {
+    const e = await project.store.embeddingStatus();
+    if (!e.embedder || !e.files) return '';
+    if (e.refined >= e.files) return '';
+    if (e.coarse < e.files) return `phase 1 ${Math.floor((100 * e.coarse) / e.files)}%`;
+    return `phase 2 ${Math.floor((100 * e.refined) / e.files)}%`;
+  } catch {
+    return '';
+  }
+}
+
+export interface ChatOptions {
+  model?: string;
+  /** Do not start background indexing. */
+  index?: boolean;
+}
+
+/** The terminal workspace: ask, edit with undo, run commands; indexing runs in the background and never holds exit. */
+export async function runChat(cli: CliContext, options: ChatOptions): Promise<void> {
+  const { io } = cli;
+  const project = await openProject({ ...(cli.globals().root ? { root: cli.globals().root } : {}) });
+  const c = cli.colors(io.stdout);
+  if (options.index !== false) spawnBackgroundIndex(project.root);
+  let llm: LlmProvider | undefined;
+  let modelSpec = options.model ?? project.config.llm.model;
+  const conversation: ChatMessage[] = [];
+  let lastContext: AssembledContext | undefined;
+  let allMask: string | true | undefined;
+  let busy: AbortController | undefined;
+
+  const rl: Interface = createInterface({
+    input: process.stdin,
+    output: io.stdout,
+    terminal: Boolean(io.stdout.isTTY && process.stdin.isTTY),
+    history: loadHistory(project.root),
+    historySize: 500,
+  });
+  const say = (s: string) => io.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
+  const fail = (err: unknown) => {
+    if (isQuarryError(err)) say(`${c.red('error:')} ${err.message}`);
+    else say(`${c.red('error:')} ${(err as Error).message.split('\n')[0]}`);
+  };
+  const model = async () => {
+    llm ??= await openLlm(project.config.llm, modelSpec);
+    return llm;
+  };
+  const confirm = (q: string) =>
+    new Promise<boolean>((r) => rl.question(q, (a) => r(/^y(es)?$/i.test(a.trim()))));
+
+  const prompt = async () => {
+    const phase = await phaseLine(project);
+    rl.setPrompt(
+      `${c.bold('quarry')}${phase ? c.dim(` [${phase}]`) : ''}${allMask ? c.yellow(' /all') : ''}${c.bold('>')} `,
+    );
+    rl.prompt();
+  };
+
+  const handle = async (line: string): Promise<boolean> => {
+    const input = line.trim();
+    if (!input) return true;
+    appendFileSync(historyFile(project.root), `${input.replace(/\n/g, ' ')}\n`);
+    if (input.startsWith('!')) {
+      const r = spawnSync(input.slice(1), {
+        shell: true,
+        cwd: project.root,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        encoding: 'utf8',
+      });
+      io.stdout.write(r.stdout ?? '');
+      if (r.stderr) io.stdout.write(c.red(r.stderr));
+      if (r.status) say(c.dim(`(exit ${r.status})`));
+      return true;
+    }
+    if (input.startsWith('/')) {
+      const [cmd, ...rest] = input.slice(1).split(/\s+/);
+      const arg = rest.join(' ');
+      switch (cmd) {
+        case 'quit':
+        case 'exit':
+        case 'q':
+          return false;
+        case 'help':
+          say(HELP);
+          return true;
+        case 'clear':
+          conversation.length = 0;
+          say(c.dim('conversation cleared'));
+          return true;
+        case 'all':
+          allMask = arg || true;
+          say(c.dim(`the next question gets every indexed file${arg ? ` matching ${arg}` : ''}`));
+          return true;
+        case 'sources':
+          say(lastContext ? formatSources(lastContext) : c.dim('nothing sent yet'));
+          return true;
+        case 'model':
+          if (!arg)
+            say(
+              modelSpec
+                ? `model: ${modelSpec}`
+                : 'no model: /model provider:name (e.g. ollama:qwen2.5-coder)',
+            );
+          else {
+            const next = await openLlm(project.config.llm, arg);
+            llm = next;
+            modelSpec = arg;
+            say(c.dim(`model: ${arg}`));
+          }
+          return true;
+        case 'map': {
+          const map = await buildRepoMap(project.store, { budget: 1500 });
+          say(map.text || 'no definitions in the index');
+          return true;
+        }
+        case 'diff': {
+          const r = spawnSync('git', ['diff'], { cwd: project.root, encoding: 'utf8' });
+          say(
+            r.status === 0
+              ? colorDiff(r.stdout || '(no changes)\n', c)
+              : c.red(r.stderr || 'not a git repository'),
+          );
+          return true;
+        }
+        case 'undo': {
+          const snap = undoEdit(project);
+          say(`restored ${snap.path}`);
+          return true;
+        }
+        case 'edit': {
+          const [file, ...words] = rest;
+          if (!file || !words.length) {
+            say('usage: /edit <file> <instruction>');
+            return true;
+          }
+          const instruction = words.join(' ');
+          say(c.dim(`editing ${file}…`));
+          const edit = await proposeEdit(project, file, instruction, { llm: await model() });
+          if (!edit.changed) {
+            say('the model changed nothing');
+            return true;
+          }
+          io.stdout.write(colorDiff(edit.diff, c));
+          if (await confirm('write it? [y/N] ')) {
+            const { snapshot } = applyEdit(project, edit, instruction, { force: true });
+            say(`wrote ${edit.path} (snapshot ${snapshot.id}; /undo restores it)`);
+          } else say(c.dim('not written'));
+          return true;
+        }
+        default:
+          say(`unknown command /${cmd}: /help lists them`);
+          return true;
+      }
+    }
+    // a question
+    busy = new AbortController();
+    const res = await ask(project, input, {
+      llm: await model(),
+      history: conversation.slice(-6),
+      signal: busy.signal,
+      ...(allMask ? { all: allMask } : {}),
+    });
+    allMask = undefined;
+    if (res.routed) {
+      say(res.routed.text);
+      say(c.dim('(from the symbol index)'));
+      return true;
+    }
+    if (res.fallback) say(c.yellow(`note: ${res.fallback}`));
+    lastContext = res.context;
+    const md = new MarkdownLines(c, (s) => io.stdout.write(s));
+    let answer = '';
+    for await (const piece of res.stream!) {
+      answer += piece;
+      md.push(piece);
+    }
+    md.end();
+    conversation.push({ role: 'user', content: input }, { role: 'assistant', content: answer });
+    return true;
+  };
+
+  say(c.dim(`quarry chat in ${project.root} — /help for commands, Ctrl-D to leave`));
+  await prompt();
+  // lines are handled one at a time, in order
+  let chain = Promise.resolve(true);
+  let closed = false;
+  await new Promise<void>((done) => {
+    rl.on('SIGINT', () => {
+      if (busy && !busy.signal.aborted) busy.abort();
+      else rl.close();
+    });
+    rl.on('line', (line) => {
+      chain = chain.then(async (go) => {
+        if (!go) return false;
+        try {
+          const more = await handle(line);
+          if (!more) {
+            rl.close();
+            return false;
+          }
+        } catch (err) {
+          fail(err);
+        } finally {
+          busy = undefined;
+        }
+        if (!closed) await prompt();
+        return true;
+      });
+    });
+    rl.on('close', () => {
+      closed = true;
+      // finish the line in hand (a pasted script ends with EOF), then leave: background indexing is a separate process
+      void chain.finally(done);
+    });
+  });
+  await project.close();
+}
+
+export function registerChatCommand(program: Command, cli: CliContext): void {
+  program
+    .command('chat')
+    .description(
+      'a terminal chat over the code: ask, /edit with /undo, !commands; indexing continues in the background',
+    )
+    .option('--model <provider:name>', 'the model')
+    .option('--no-index', 'do not start background indexing')
+    .action(async (opts) => {
+      await runChat(cli, { ...(opts.model ? { model: opts.model } : {}), index: opts.index });
+    });
+}

@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { BEGIN, END } from '../src/answer/edit.ts';
+import { CLI, makeTree, REPO, removeTree, runCli } from './helpers.ts';
+import { type LlmServer, startLlmServer } from './llm-server.ts';
+
+const ORIGINAL = 'def rate(x):\n    return x * 1\n';
+// biome-ignore lint/suspicious/noControlCharactersInRegex: terminal escape sequences
+const ANSI = /\u001b\[[0-9;?]*[A-Za-z]|\u001b[=>]|\r/g;
+
+/** quarry chat in a real pseudo-terminal (util-linux `script` allocates it), driven line by line. */
+class Terminal {
+  private out = '';
+  private readonly child;
+  readonly exited: Promise<number | null>;
+  constructor(cmd: string, env: NodeJS.ProcessEnv) {
+    this.child = spawn('script', ['-qfec', cmd, '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child.stdout.on('data', (d) => {
+      this.out += d.toString().replace(ANSI, '');
+    });
+    this.child.stderr.on('data', (d) => {
+      this.out += d.toString().replace(ANSI, '');
+    });
+    this.exited = new Promise((r) => this.child.on('close', (code) => r(code)));
+  }
+  /** Everything shown since `mark`. */
+  since(mark: number): string {
+    return this.out.slice(mark);
+  }
+  get mark(): number {
+    return this.out.length;
+  }
+  async waitFor(re: RegExp, from: number, ms = 60_000): Promise<string> {
+    const end = Date.now() + ms;
+    while (Date.now() < end) {
+      const seen = this.out.slice(from);
+      if (re.test(seen)) return seen;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`timed out waiting for ${re}; the terminal showed:\n${this.out.slice(from)}`);
+  }
+  type(line: string): void {
+    this.child.stdin.write(`${line}\r`);
+  }
+  kill(): void {
+    this.child.kill('SIGKILL');
+  }
+}
+
+describe('quarry chat in a pseudo-terminal', () => {
+  let root: string;
+  let server: LlmServer;
+  before(async () => {
+    root = makeTree({ 'app/rates.py': ORIGINAL, 'app/notes.md': '# Notes\n\nRates are per second.\n' });
+    execFileSync('git', ['init', '-q'], { cwd: root });
+    server = await startLlmServer();
+    const r = runCli(['index', root, '--quiet']);
+    assert.equal(r.code, 0, r.stderr);
+  });
+  after(async () => {
+    await server.close();
+    removeTree(root);
+  });
+
+  it('asks, edits with a diff and a confirmation, undoes, runs !ls, and quits at once', async () => {
+    const env = {
+      ...process.env,
+      QUARRY_EMBED: 'none',
+      QUARRY_MODEL: 'lmstudio:qwen2.5-coder-7b-instruct',
+      QUARRY_LLM_URL: `${server.url}/v1`,
+      NO_COLOR: '1',
+      TERM: 'xterm',
+    };
+    const tsx = join(REPO, 'node_modules', 'tsx', 'dist', 'esm', 'index.mjs');
+    const term = new Terminal(
+      `'${process.execPath}' --import '${tsx}' '${CLI}' --root '${root}' chat --no-index`,
+      env,
+    );
+    try {
+      let m = term.mark;
+      await term.waitFor(/quarry> $/, m);
+
+      server.reply = () => 'The rate is computed in `rate` [1] app/rates.py:1-2.';
+      m = term.mark;
+      term.type('where is the rate computed?');
+      const answer = await term.waitFor(/app\/rates\.py:1-2\.\n[\s\S]*quarry> $/, m);
+      assert.match(answer, /The rate is computed in rate \[1\] app\/rates\.py:1-2\./);
+
+      m = term.mark;
+      term.type('/sources');
+      await term.waitFor(/\[1\] app\/rates\.py:1-2[\s\S]*quarry> $/, m);
+
+      server.reply = () => `${BEGIN}\n${ORIGINAL.replace('x * 1', 'x * 60')}${END}`;
+      m = term.mark;
+      term.type('/edit app/rates.py make it per minute');
+      const diff = await term.waitFor(/write it\? \[y\/N\] $/, m);
+      assert.match(diff, /-\s+return x \* 1\n\+\s+return x \* 60/);
+      m = term.mark;
+      term.type('y');
+      await term.waitFor(/wrote app\/rates\.py[\s\S]*quarry> $/, m);
+      assert.equal(readFileSync(join(root, 'app/rates.py'), 'utf8'), ORIGINAL.replace('x * 1', 'x * 60'));
+
+      m = term.mark;
+      term.type('/undo');
+      await term.waitFor(/restored app\/rates\.py[\s\S]*quarry> $/, m);
+      assert.equal(readFileSync(join(root, 'app/rates.py'), 'utf8'), ORIGINAL);
+
+      m = term.mark;
+      term.type('!ls app');
+      await term.waitFor(/notes\.md\n(.*\n)?rates\.py\n[\s\S]*quarry> $/, m);
+
+      term.type('/quit');
+      let timer: NodeJS.Timeout | undefined;
+      const code = await Promise.race([
+        term.exited,
+        new Promise<'slow'>((r) => {
+          timer = setTimeout(() => r('slow'), 20_000);
+        }),
+      ]);
+      clearTimeout(timer);
+      assert.equal(code, 0, 'quits at once');
+    } finally {
+      term.kill();
+    }
+    // history across sessions
+    assert.match(
+      readFileSync(join(root, '.quarry', 'chat-history'), 'utf8'),
+      /where is the rate computed\?\n/,
+    );
+  });
+});
