@@ -23,8 +23,12 @@ const { values, positionals } = parseArgs({
     limit: { type: 'string' },
   },
 });
-if (!positionals[0] || !values.root) throw new Error('usage: context-bench.ts <queries.jsonl> --root <trees>');
-const queries = readQueries(resolve(positionals[0])).slice(0, values.limit ? Number(values.limit) : undefined);
+if (!positionals[0] || !values.root)
+  throw new Error('usage: context-bench.ts <queries.jsonl> --root <trees>');
+const queries = readQueries(resolve(positionals[0])).slice(
+  0,
+  values.limit ? Number(values.limit) : undefined,
+);
 const budgets = values.budgets.split(',').map(Number);
 const packings: Packing[] = ['files', 'chunks'];
 const projects = new Map<string, Project>();
@@ -40,7 +44,11 @@ for (const [i, q] of queries.entries()) {
   }
   for (const packing of packings)
     for (const budget of budgets) {
-      const ctx = await assembleContext(project, q.query, { packing, budget, mode: values.mode as SearchMode });
+      const ctx = await assembleContext(project, q.query, {
+        packing,
+        budget,
+        mode: values.mode as SearchMode,
+      });
       const inside = new Set(ctx.blocks.map((b) => b.path));
       const hit = q.gold.filter((g) => inside.has(g)).length;
       const key = `${packing}\t${budget}`;
@@ -56,11 +64,17 @@ for (const [i, q] of queries.entries()) {
 }
 process.stderr.write('\n');
 for (const p of projects.values()) await p.close();
-console.log(`${queries.length} queries, mode ${values.mode}, ${((performance.now() - started) / 1000).toFixed(0)} s`);
+console.log(
+  `${queries.length} queries, mode ${values.mode}, ${((performance.now() - started) / 1000).toFixed(0)} s`,
+);
 console.log('packing  budget   all gold inside   gold files inside   mean prompt tokens');
 for (const [key, t] of tally) {
   const [packing, budget] = key.split('\t');
   console.log(
-    `${packing!.padEnd(8)} ${budget!.padStart(6)}   ${((100 * t.all) / t.n).toFixed(1).padStart(14)}%   ${((100 * t.inside) / t.gold).toFixed(1).padStart(16)}%   ${Math.round(t.tokens / t.n).toString().padStart(18)}`,
+    `${packing!.padEnd(8)} ${budget!.padStart(6)}   ${((100 * t.all) / t.n).toFixed(1).padStart(14)}%   ${((100 * t.inside) / t.gold).toFixed(1).padStart(16)}%   ${Math.round(
+      t.tokens / t.n,
+    )
+      .toString()
+      .padStart(18)}`,
   );
 }

@@ -15,6 +15,7 @@ import { registerAnswerCommands, registerEditCommands } from './answer-commands.
 import { spawnBackgroundIndex } from './background.ts';
 import { registerChatCommand } from './chat.ts';
 import { formatBytes, formatDuration, Progress } from './progress.ts';
+import { registerServeCommands } from './serve-commands.ts';
 
 const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
@@ -409,6 +410,7 @@ export async function main(
   registerAnswerCommands(program, cli);
   registerEditCommands(program, cli);
   registerChatCommand(program, cli);
+  registerServeCommands(program, cli);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

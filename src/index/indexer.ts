@@ -4,7 +4,7 @@ import type { Embedder } from '../embed/types.ts';
 import { QuarryError } from '../errors.ts';
 import type { FileUpdate, Store } from '../store/types.ts';
 import { indexPaths, isDirectory } from '../workspace/root.ts';
-import { type WalkSkip, walk } from '../workspace/walk.ts';
+import { statPaths, type WalkEntry, type WalkSkip, walk } from '../workspace/walk.ts';
 import { type EmbedReport, embedPending } from './embedding.ts';
 import { acquireWriterLock } from './lock.ts';
 import { createFilePool } from './pool.ts';
@@ -61,6 +61,11 @@ export interface IndexOptions {
   workers?: number;
   /** Embeds coarse file vectors, then chunk vectors, after the lexical phase (under the same lock). */
   embedder?: Embedder;
+  /**
+   * Only these repository-relative files (the watcher's changes): each is indexed, updated, or removed from the
+   * index when it is gone or now ignored. No walk of the tree.
+   */
+  paths?: string[];
 }
 
 const COMMIT_FILES = 256;
@@ -99,17 +104,29 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
   };
   try {
     options.onProgress?.({ phase: 'walk', total: 0, done: 0, upToDate: 0, filesPerSec: 0 });
-    const walked = walk(root, config, {
-      onSkip: (s) => {
-        if (s.reason === 'unreadable') warn(`skipped unreadable ${s.path} (${s.detail})`);
-      },
-    });
-    report.files = walked.files.length;
-    report.skipped = walked.skipped;
-
     const known = new Map((await store.listFiles()).map((f) => [f.path, f]));
-    const present = new Set(walked.files.map((f) => f.path));
-    const gone = [...known.keys()].filter((p) => !present.has(p));
+    let walked: { files: WalkEntry[]; skipped: WalkSkip[] };
+    let gone: string[];
+    if (options.paths) {
+      // a removed folder arrives as one path: its files are the indexed ones under it
+      const requested = new Set(options.paths);
+      for (const p of options.paths)
+        if (!known.has(p)) for (const k of known.keys()) if (k.startsWith(`${p}/`)) requested.add(k);
+      const { files, excluded } = statPaths(root, config, [...requested]);
+      walked = { files, skipped: [] };
+      gone = excluded.filter((p) => known.has(p));
+      report.files = known.size - gone.length + files.filter((f) => !known.has(f.path)).length;
+    } else {
+      walked = walk(root, config, {
+        onSkip: (s) => {
+          if (s.reason === 'unreadable') warn(`skipped unreadable ${s.path} (${s.detail})`);
+        },
+      });
+      report.files = walked.files.length;
+      const present = new Set(walked.files.map((f) => f.path));
+      gone = [...known.keys()].filter((p) => !present.has(p));
+    }
+    report.skipped = walked.skipped;
     if (gone.length) {
       await store.deleteFiles(gone);
       report.deleted += gone.length;
@@ -121,7 +138,7 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
       if (k && k.size === f.size && k.mtimeMs === f.mtimeMs) continue;
       tasks.push(k ? { ...f, knownHash: k.hash } : f);
     }
-    const upToDate = walked.files.length - tasks.length;
+    const upToDate = report.files - tasks.length;
     await store.setMeta('run', JSON.stringify({ startedAt: Date.now(), pending: tasks.length }));
 
     let done = 0;

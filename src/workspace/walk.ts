@@ -205,3 +205,77 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
   visit('', base, NONE);
   return { files, skipped };
 }
+
+/**
+ * The walk's verdict on a few paths, without walking: for each repository-relative path, whether quarry indexes it
+ * (with its size and mtime) under the same rules as `walk` (ignore files of every folder above it, defaults, secrets,
+ * size, no symlinks). Paths that are missing, ignored or not regular files are listed in `excluded`. The watcher
+ * uses this so that a saved file is indexed without a walk of the whole tree.
+ */
+export function statPaths(
+  root: string,
+  config: QuarryConfig,
+  paths: readonly string[],
+): { files: WalkEntry[]; excluded: string[] } {
+  const base: Matcher[] = [{ base: '', ig: defaultsMatcher(DEFAULT_IGNORES) }];
+  if (config.ignore.length) base.push({ base: '', ig: ignore().add(config.ignore) });
+  const exclude = readPatterns(join(root, '.git', 'info', 'exclude'));
+  if (exclude) base.push({ base: '', ig: ignore().add(exclude) });
+  // per folder: the matchers in force inside it, and the overridden set (null: the folder itself is ignored)
+  const dirs = new Map<string, { matchers: Matcher[]; overridden: ReadonlySet<Matcher> } | null>();
+  const stateOf = (dirRel: string): { matchers: Matcher[]; overridden: ReadonlySet<Matcher> } | null => {
+    const cached = dirs.get(dirRel);
+    if (cached !== undefined) return cached;
+    let state: { matchers: Matcher[]; overridden: ReadonlySet<Matcher> } | null;
+    if (!dirRel) state = { matchers: base, overridden: NONE };
+    else {
+      const slash = dirRel.lastIndexOf('/');
+      const parent = stateOf(slash < 0 ? '' : dirRel.slice(0, slash));
+      if (!parent || isIgnored(parent.matchers, dirRel, true, parent.overridden)) state = null;
+      else {
+        let next = parent.overridden;
+        for (const m of parent.matchers) {
+          if (next.has(m) || !verdict(m, dirRel, true)?.ignored) continue;
+          if (next === parent.overridden) next = new Set(parent.overridden);
+          (next as Set<Matcher>).add(m);
+        }
+        state = { matchers: parent.matchers, overridden: next };
+      }
+    }
+    if (state) {
+      let matchers = state.matchers;
+      for (const name of ['.gitignore', '.quarryignore']) {
+        const text = readPatterns(join(root, dirRel, name));
+        if (text) matchers = [...matchers, { base: dirRel, ig: ignore().add(text) }];
+      }
+      state = { matchers, overridden: state.overridden };
+    }
+    dirs.set(dirRel, state);
+    return state;
+  };
+  const files: WalkEntry[] = [];
+  const excluded: string[] = [];
+  for (const rel of [...new Set(paths)].sort()) {
+    const slash = rel.lastIndexOf('/');
+    const dir = stateOf(slash < 0 ? '' : rel.slice(0, slash));
+    const name = rel.slice(slash + 1);
+    let st: ReturnType<typeof lstatSync> | undefined;
+    try {
+      st = lstatSync(join(root, rel));
+    } catch {
+      st = undefined;
+    }
+    if (
+      !dir ||
+      !st?.isFile() ||
+      isIgnored(dir.matchers, rel, false, dir.overridden) ||
+      (!config.includeSecrets && looksLikeSecretName(name)) ||
+      st.size > config.maxFileBytes
+    ) {
+      excluded.push(rel);
+      continue;
+    }
+    files.push({ path: rel, size: st.size, mtimeMs: st.mtimeMs });
+  }
+  return { files, excluded };
+}

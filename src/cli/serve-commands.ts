@@ -1,0 +1,73 @@
+import type { Command } from 'commander';
+import { openProject } from '../api.ts';
+import { serveMcpHttp, serveMcpStdio } from '../mcp/server.ts';
+import { startAutoSync } from '../watch/autosync.ts';
+import type { CliContext } from './answer-commands.ts';
+
+/** Resolves on Ctrl-C or SIGTERM. */
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+}
+
+export function registerServeCommands(program: Command, cli: CliContext): void {
+  const { io } = cli;
+  program
+    .command('mcp')
+    .description(
+      'serve quarry to coding agents over the Model Context Protocol (stdio, or --http on 127.0.0.1)',
+    )
+    .option('--http', 'streamable HTTP on 127.0.0.1 instead of stdio')
+    .option('--port <n>', 'HTTP port (default: any free one, printed)', cli.positiveInt)
+    .option('--no-watch', 'do not keep the index fresh while running')
+    .action(async (opts) => {
+      const root = cli.globals().root;
+      if (!opts.http) {
+        await serveMcpStdio({ ...(root ? { root } : {}), watch: opts.watch });
+        return;
+      }
+      const served = await serveMcpHttp({ ...(root ? { root } : {}), port: opts.port, watch: opts.watch });
+      io.stdout.write(`quarry mcp listening on ${served.url}\n`);
+      await untilSignal();
+      await served.close();
+    });
+
+  program
+    .command('watch')
+    .description('keep the index fresh: index each saved file within a second, embed in the background')
+    .option(
+      '--sweep <seconds>',
+      'full stat sweep interval (catches what the watcher missed)',
+      cli.positiveInt,
+      300,
+    )
+    .action(async (opts) => {
+      const root = cli.globals().root;
+      const project = await openProject({ ...(root ? { root } : {}), create: true });
+      const c = cli.colors(io.stdout);
+      let last = '';
+      const sync = await startAutoSync(project, {
+        sweepMs: opts.sweep * 1000,
+        onStatus: (s) => {
+          const line =
+            s.state === 'syncing'
+              ? 'syncing…'
+              : s.state === 'embedding'
+                ? 'embedding in the background…'
+                : s.lastSync
+                  ? `synced ${s.lastChanged} file${s.lastChanged === 1 ? '' : 's'} at ${s.lastSync.slice(11, 19)}; ${s.filesIndexed} indexed`
+                  : 'watching';
+          if (line !== last) io.stdout.write(`${c.dim(new Date().toISOString().slice(11, 19))} ${line}\n`);
+          last = line;
+        },
+        onError: (m) => io.stderr.write(`${c.yellow('note')}: ${m}\n`),
+      });
+      io.stdout.write(`watching ${project.root} (Ctrl-C to stop)\n`);
+      await sync.syncNow();
+      await untilSignal();
+      await sync.stop();
+      await project.close();
+    });
+}

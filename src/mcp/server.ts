@@ -1,0 +1,387 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { z } from 'zod';
+import { fileVariables, findDefinitions, findReferences } from '../answer/router.ts';
+import { openProject, type Project, projectStatus, searchProject } from '../api.ts';
+import { assembleContext } from '../context/assemble.ts';
+import { isQuarryError } from '../errors.ts';
+import { type AutoSync, startAutoSync } from '../watch/autosync.ts';
+
+const VERSION = '0.1.0';
+/** Characters of one tool result before it is cut (with a note saying how to get the rest). */
+const MAX_OUTPUT = 40_000;
+
+type ToolResult = { content: Array<{ type: 'text'; text: string }>; isError?: boolean };
+
+function text(value: unknown): ToolResult {
+  let out = typeof value === 'string' ? value : JSON.stringify(value, null, 1);
+  if (out.length > MAX_OUTPUT)
+    out = `${out.slice(0, MAX_OUTPUT)}\n… [cut at ${MAX_OUTPUT} characters of ${out.length}: ask for fewer results (top_k, limit) or page with offset]`;
+  return { content: [{ type: 'text', text: out }] };
+}
+
+function failure(err: unknown): ToolResult {
+  const message = isQuarryError(err) ? err.message : `internal error: ${(err as Error).message}`;
+  return { content: [{ type: 'text', text: message }], isError: true };
+}
+
+/** The running re-index, so that a second `reindex` call reports it instead of starting another. */
+interface Reindex {
+  startedAt: string;
+  done: Promise<void>;
+}
+
+export interface QuarryMcp {
+  project: Project;
+  sync: AutoSync | null;
+  /** A fresh MCP server over the shared project (one per HTTP request in stateless mode). */
+  makeServer(): McpServer;
+  close(): Promise<void>;
+}
+
+/** Opens the project, starts keeping its index fresh, and builds MCP servers whose tools call the core. */
+export async function createQuarryMcp(options: {
+  root?: string;
+  watch?: boolean;
+  log?: (m: string) => void;
+}): Promise<QuarryMcp> {
+  const log = options.log ?? (() => {});
+  const project = await openProject({ ...(options.root ? { root: options.root } : {}), create: true });
+  const sync =
+    options.watch === false ? null : await startAutoSync(project, { onError: (m) => log(`auto-sync: ${m}`) });
+  let reindex: Reindex | null = null;
+  const startReindex = (): Reindex => {
+    if (reindex) return reindex;
+    const started: Reindex = {
+      startedAt: new Date().toISOString(),
+      done: (sync
+        ? sync.syncNow()
+        : import('../api.ts').then(({ indexProject }) => indexProject(project).then(() => undefined))
+      ).finally(() => {
+        reindex = null;
+      }),
+    };
+    reindex = started;
+    return started;
+  };
+  // index incrementally on start, without holding up the handshake
+  startReindex().done.catch((err) => log(`initial index: ${(err as Error).message}`));
+
+  const makeServer = () => {
+    const server = new McpServer({ name: 'quarry', version: VERSION });
+
+    server.registerTool(
+      'search_code',
+      {
+        title: 'Search the code',
+        description:
+          'Search this repository for code relevant to a question or identifier (hybrid: keywords, file and symbol names, and meaning). Returns chunks with path, line range, enclosing symbol, score and a short snippet. Use it to find where something is implemented before reading files; ask in plain words or with identifiers.',
+        inputSchema: {
+          query: z.string().min(1).describe('What to look for: a question, identifiers, an error message'),
+          top_k: z.number().int().min(1).max(50).default(10).describe('Chunks to return (1-50)'),
+          mode: z
+            .enum(['hybrid', 'lexical', 'dense'])
+            .optional()
+            .describe('Retrieval mode; default hybrid when vectors exist'),
+          path: z
+            .array(z.string())
+            .optional()
+            .describe('Only files under these path prefixes, e.g. ["src/server"]'),
+          language: z
+            .array(z.string())
+            .optional()
+            .describe('Only these languages, e.g. ["typescript", "python"]'),
+        },
+      },
+      async ({ query, top_k, mode, path, language }) => {
+        try {
+          const res = await searchProject(project, query, {
+            topK: top_k,
+            ...(mode ? { mode } : {}),
+            filter: { ...(path ? { pathPrefixes: path } : {}), ...(language ? { languages: language } : {}) },
+          });
+          return text({
+            query,
+            mode: res.mode,
+            results: res.results.map(({ path, startLine, endLine, symbol, kind, score, snippet }) => ({
+              path,
+              startLine,
+              endLine,
+              symbol,
+              kind,
+              score,
+              snippet,
+            })),
+            files: res.files.slice(0, 10),
+          });
+        } catch (err) {
+          return failure(err);
+        }
+      },
+    );
+
+    server.registerTool(
+      'get_context',
+      {
+        title: 'Get context for a question',
+        description:
+          'Assemble the code context that answers a question, within a token budget: files the question names, then the most relevant code (whole files or chunks with surrounding lines), a repository map, each block labelled [n] path:start-end for citation. The same prompt `quarry ask --dry-run` prints; use it when you need to read the relevant code itself.',
+        inputSchema: {
+          question: z.string().min(1).describe('The question or task'),
+          budget: z
+            .number()
+            .int()
+            .min(500)
+            .max(200_000)
+            .default(8000)
+            .describe('Token budget for the context'),
+          packing: z.enum(['chunks', 'files']).optional().describe('chunks (default) or whole files'),
+          mode: z.enum(['hybrid', 'lexical', 'dense']).optional(),
+          all: z
+            .string()
+            .optional()
+            .describe(
+              'Send every indexed file matching this mask (e.g. "src/**/*.ts") instead of retrieving; refused if over budget',
+            ),
+        },
+      },
+      async ({ question, budget, packing, mode, all }) => {
+        try {
+          const ctx = await assembleContext(project, question, {
+            budget,
+            ...(packing ? { packing } : {}),
+            ...(mode ? { mode } : {}),
+            ...(all ? { all } : {}),
+          });
+          const sources = ctx.blocks.map(
+            (b) => `[${b.n}] ${b.path}:${b.startLine}-${b.endLine} (${b.tokens} tokens)`,
+          );
+          return text(
+            `${ctx.user}\n\n---\nsources:\n${sources.join('\n')}\n${ctx.tokens.prompt} prompt tokens, budget ${ctx.budget.hard}`,
+          );
+        } catch (err) {
+          return failure(err);
+        }
+      },
+    );
+
+    server.registerTool(
+      'find_symbol',
+      {
+        title: 'Find a symbol',
+        description:
+          'Where a function, class, method or variable is defined, and where its name is used (identifier occurrences with line numbers). Accepts qualified names like Indexer.run. References are paginated: pass offset to see more.',
+        inputSchema: {
+          name: z.string().min(1).describe('The symbol, e.g. parseConfig or Indexer.run'),
+          references: z.boolean().default(true).describe('Also list where the name is used'),
+          offset: z.number().int().min(0).default(0).describe('First reference file to return'),
+          limit: z.number().int().min(1).max(200).default(50).describe('Reference files per call'),
+        },
+      },
+      async ({ name, references, offset, limit }) => {
+        try {
+          const definitions = await findDefinitions(project, name);
+          const out: Record<string, unknown> = {
+            name,
+            definitions: definitions.map(({ path, startLine, endLine, kind, container, name: n }) => ({
+              name: n,
+              kind,
+              container,
+              path,
+              startLine,
+              endLine,
+            })),
+          };
+          if (references) {
+            const refs = await findReferences(project, name);
+            out.references = refs.slice(offset, offset + limit).map(({ path, lines }) => ({ path, lines }));
+            out.referenceFiles = refs.length;
+            if (offset + limit < refs.length) out.next = `call again with offset ${offset + limit} for more`;
+          }
+          if (!definitions.length && !(out.referenceFiles as number))
+            out.note = `nothing named ${name} in the index: try search_code`;
+          return text(out);
+        } catch (err) {
+          return failure(err);
+        }
+      },
+    );
+
+    server.registerTool(
+      'list_symbols',
+      {
+        title: 'List the symbols of a file',
+        description:
+          "The definitions in one file (functions, classes, methods, types, with line ranges and enclosing symbol), and its top-level variables and constants. Use it to see a file's outline before reading it.",
+        inputSchema: { path: z.string().min(1).describe('A path from the repository root, e.g. src/api.ts') },
+      },
+      async ({ path }) => {
+        try {
+          const rel = path.replace(/^\.\//, '');
+          if (!(await project.store.getFile(rel)))
+            return failure(new Error(`${rel} is not in the index: use search_code to find the right path`));
+          const symbols = await project.store.listSymbols(rel);
+          return text({
+            path: rel,
+            symbols: symbols.map(({ name, kind, container, startLine, endLine }) => ({
+              name,
+              kind,
+              container,
+              startLine,
+              endLine,
+            })),
+            variables: await fileVariables(project, rel),
+          });
+        } catch (err) {
+          return failure(err);
+        }
+      },
+    );
+
+    server.registerTool(
+      'index_status',
+      {
+        title: 'Index status',
+        description:
+          'How complete and fresh the index is: files and chunks indexed, files changed on disk but not yet indexed, embedding progress (phase 1: a vector per file, phase 2: per chunk), the last sync, and whether a re-index is running.',
+        inputSchema: {},
+      },
+      async () => {
+        try {
+          const s = await projectStatus(project);
+          return text({
+            root: s.root,
+            files: s.files,
+            chunks: s.chunks,
+            symbols: s.symbols,
+            languages: s.languages,
+            pending: s.pending,
+            embedding: s.embedding,
+            lastIndexedAt: s.lastIndexedAt,
+            run: s.run,
+            sync: sync?.status() ?? null,
+            reindexing: reindex ? { startedAt: reindex.startedAt } : null,
+          });
+        } catch (err) {
+          return failure(err);
+        }
+      },
+    );
+
+    server.registerTool(
+      'reindex',
+      {
+        title: 'Re-index',
+        description:
+          'Bring the index up to date with the files on disk (incremental: only changed files are read). If a re-index is already running, reports that one instead of starting another. Usually unnecessary: the index follows file saves by itself.',
+        inputSchema: { wait: z.boolean().default(true).describe('Wait for the lexical update to finish') },
+      },
+      async ({ wait }) => {
+        try {
+          if (reindex)
+            return text({
+              status: 'already running',
+              startedAt: reindex.startedAt,
+              note: 'call index_status to follow it',
+            });
+          const r = startReindex();
+          if (wait) await r.done;
+          const stats = await project.store.stats();
+          return text({
+            status: wait ? 'done' : 'started',
+            startedAt: r.startedAt,
+            files: stats.files,
+            chunks: stats.chunks,
+          });
+        } catch (err) {
+          return failure(err);
+        }
+      },
+    );
+    return server;
+  };
+
+  return {
+    project,
+    sync,
+    makeServer,
+    async close() {
+      await sync?.stop();
+      await reindex?.done.catch(() => undefined);
+      await project.close();
+    },
+  };
+}
+
+/** `quarry mcp`: the MCP server over stdio. Nothing but the protocol goes to stdout. */
+export async function serveMcpStdio(options: { root?: string; watch?: boolean }): Promise<void> {
+  const log = (m: string) => process.stderr.write(`quarry mcp: ${m}\n`);
+  const mcp = await createQuarryMcp({ ...options, log });
+  const server = mcp.makeServer();
+  const transport = new StdioServerTransport();
+  const closed = new Promise<void>((resolve) => {
+    transport.onclose = () => resolve();
+    process.stdin.on('end', () => resolve());
+  });
+  await server.connect(transport);
+  await closed;
+  await mcp.close();
+}
+
+const LOOPBACK_HOSTS = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
+
+/** `quarry mcp --http`: streamable HTTP on 127.0.0.1 (stateless: one server per request), Host checked. */
+export async function serveMcpHttp(options: {
+  root?: string;
+  port?: number;
+  watch?: boolean;
+}): Promise<{ url: string; server: Server; close(): Promise<void> }> {
+  const log = (m: string) => process.stderr.write(`quarry mcp: ${m}\n`);
+  const mcp = await createQuarryMcp({ ...options, log });
+  const http = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    // DNS rebinding: a page on another name that resolves to 127.0.0.1 must not reach the tools
+    if (!LOOPBACK_HOSTS.test(req.headers.host ?? '')) {
+      res.writeHead(403, { 'content-type': 'text/plain' }).end('quarry mcp: wrong Host header\n');
+      return;
+    }
+    const origin = req.headers.origin;
+    if (origin && !/^https?:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i.test(origin)) {
+      res.writeHead(403, { 'content-type': 'text/plain' }).end('quarry mcp: cross-origin request refused\n');
+      return;
+    }
+    if (!req.url?.startsWith('/mcp')) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('quarry mcp: the endpoint is /mcp\n');
+      return;
+    }
+    const server = mcp.makeServer();
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(req, res);
+    } catch (err) {
+      log(String(err));
+      if (!res.headersSent) res.writeHead(500).end();
+    }
+  });
+  await new Promise<void>((r) => http.listen(options.port ?? 0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+  return {
+    url,
+    server: http,
+    async close() {
+      http.closeAllConnections();
+      await new Promise<void>((r) => http.close(() => r()));
+      await mcp.close();
+    },
+  };
+}

@@ -1,0 +1,193 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CLI, copyPolyglot, removeTree } from './helpers.ts';
+
+const TSX = new URL(import.meta.resolve('tsx')).pathname;
+const ENV = { ...process.env, QUARRY_EMBED: 'none', NO_COLOR: '1' } as Record<string, string>;
+
+type Text = { content: Array<{ type: string; text: string }>; isError?: boolean };
+const textOf = (r: unknown) => (r as Text).content.map((c) => c.text).join('');
+
+async function until<T>(fn: () => Promise<T | undefined>, what: string, ms = 30_000): Promise<T> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`never happened: ${what}`);
+}
+
+describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
+  let root: string;
+  let client: Client;
+  before(async () => {
+    root = copyPolyglot([]);
+    client = new Client({ name: 'quarry-test', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: ['--import', TSX, CLI, '--root', root!, 'mcp'],
+        env: ENV,
+        stderr: 'pipe',
+      }),
+    );
+  });
+  after(async () => {
+    await client.close();
+    removeTree(root);
+  });
+
+  it('lists its tools with schemas and descriptions', async () => {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name).sort(), [
+      'find_symbol',
+      'get_context',
+      'index_status',
+      'list_symbols',
+      'reindex',
+      'search_code',
+    ]);
+    const search = tools.find((t) => t.name === 'search_code')!;
+    assert.ok(search.description!.length > 80);
+    assert.deepEqual(search.inputSchema.required, ['query']);
+    assert.ok('top_k' in (search.inputSchema.properties as object));
+  });
+
+  it('indexes on start; search_code, get_context, find_symbol, list_symbols and index_status answer', async () => {
+    await until(async () => {
+      const s = JSON.parse(textOf(await client.callTool({ name: 'index_status', arguments: {} })));
+      return s.files > 0 && s.reindexing === null ? s : undefined;
+    }, 'the initial index');
+    const search = JSON.parse(
+      textOf(
+        await client.callTool({ name: 'search_code', arguments: { query: 'Registry register', top_k: 3 } }),
+      ),
+    );
+    assert.ok(search.results.length >= 1 && search.results.length <= 3, JSON.stringify(search));
+    assert.equal(search.results[0].path, 'lib.rs');
+    assert.ok(
+      search.results.every(
+        (r: { startLine: number; snippet: string }) => r.startLine > 0 && typeof r.snippet === 'string',
+      ),
+    );
+
+    const ctx = textOf(
+      await client.callTool({
+        name: 'get_context',
+        arguments: { question: 'how does the registry register a name', budget: 2000 },
+      }),
+    );
+    assert.match(ctx, /^\[1\] \S+:\d+-\d+$/m);
+    assert.match(ctx, /Question: how does the registry register a name/);
+
+    const sym = JSON.parse(
+      textOf(await client.callTool({ name: 'find_symbol', arguments: { name: 'Registry.register' } })),
+    );
+    assert.equal(sym.definitions[0].path.endsWith('lib.rs'), true);
+    assert.equal(sym.definitions[0].container, 'Registry');
+
+    const list = JSON.parse(
+      textOf(await client.callTool({ name: 'list_symbols', arguments: { path: 'lib.rs' } })),
+    );
+    assert.ok(list.symbols.some((s: { name: string }) => s.name === 'checksum'));
+    const missing = (await client.callTool({ name: 'list_symbols', arguments: { path: 'nope.rs' } })) as Text;
+    assert.equal(missing.isError, true);
+    assert.match(textOf(missing), /not in the index: use search_code/);
+  });
+
+  it('rejects arguments that break the schema, with a message', async () => {
+    const r = (await client.callTool({ name: 'search_code', arguments: { query: 'x', top_k: 0 } })) as Text;
+    assert.equal(r.isError, true);
+    assert.match(textOf(r), /top_k/);
+    const r2 = (await client.callTool({ name: 'search_code', arguments: {} })) as Text;
+    assert.equal(r2.isError, true);
+  });
+
+  it('a second reindex while one runs reports the running one', async () => {
+    const [a, b] = await Promise.all([
+      client.callTool({ name: 'reindex', arguments: { wait: true } }),
+      client.callTool({ name: 'reindex', arguments: { wait: true } }),
+    ]);
+    const statuses = [JSON.parse(textOf(a)).status, JSON.parse(textOf(b)).status].sort();
+    assert.deepEqual(statuses, ['already running', 'done']);
+  });
+
+  it('keeps the index fresh: a file saved while it runs becomes searchable', async () => {
+    writeFileSync(join(root, 'fresh_module.py'), 'def zanzibar_quokka():\n    return "fresh"\n');
+    const found = await until(async () => {
+      const r = JSON.parse(
+        textOf(await client.callTool({ name: 'search_code', arguments: { query: 'zanzibar_quokka' } })),
+      );
+      return r.results.find((x: { path: string }) => x.path === 'fresh_module.py');
+    }, 'the saved file in search results');
+    assert.equal(found.symbol, 'zanzibar_quokka');
+  });
+});
+
+describe('quarry mcp --http', () => {
+  let root: string;
+  let url: string;
+  let child: ReturnType<typeof spawn>;
+  before(async () => {
+    root = copyPolyglot([]);
+    child = spawn(process.execPath, ['--import', TSX, CLI, '--root', root, 'mcp', '--http', '--no-watch'], {
+      env: ENV,
+    });
+    url = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      child.stdout!.on('data', (d) => {
+        out += d;
+        const m = /listening on (\S+)/.exec(out);
+        if (m) resolve(m[1]!);
+      });
+      child.on('exit', (code) => reject(new Error(`quarry mcp --http exited ${code}`)));
+    });
+  });
+  after(() => {
+    child.kill('SIGTERM');
+    removeTree(root);
+  });
+
+  it('serves the same tools over streamable HTTP on 127.0.0.1', async () => {
+    assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+    const client = new Client({ name: 'quarry-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    const { tools } = await client.listTools();
+    assert.equal(tools.length, 6);
+    const s = JSON.parse(textOf(await client.callTool({ name: 'index_status', arguments: {} })));
+    assert.ok('files' in s);
+    await client.close();
+  });
+
+  it('refuses a wrong Host header (DNS rebinding) and a cross-origin request', async () => {
+    const post = (headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const u = new URL(url);
+        const req = request(
+          {
+            host: u.hostname,
+            port: u.port,
+            path: u.pathname,
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...headers },
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on('error', reject);
+        req.end('{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
+      });
+    assert.equal(await post({ host: 'evil.example:80' }), 403);
+    assert.equal(await post({ origin: 'https://evil.example' }), 403);
+  });
+});
