@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ./scripts/fetch-test-weights.sh
+./scripts/install-browser.sh
 npm run --silent lint
 npm run --silent typecheck
 npm test

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { openProject } from '../api.ts';
 import { serveMcpHttp, serveMcpStdio } from '../mcp/server.ts';
+import { startServer } from '../server/http.ts';
 import { startAutoSync } from '../watch/autosync.ts';
 import type { CliContext } from './answer-commands.ts';
 
@@ -30,6 +31,30 @@ export function registerServeCommands(program: Command, cli: CliContext): void {
       }
       const served = await serveMcpHttp({ ...(root ? { root } : {}), port: opts.port, watch: opts.watch });
       io.stdout.write(`quarry mcp listening on ${served.url}\n`);
+      await untilSignal();
+      await served.close();
+    });
+
+  program
+    .command('serve')
+    .description(
+      'the web panel and JSON API on 127.0.0.1 (search, file view, ask, re-index, settings, live status)',
+    )
+    .option('--port <n>', 'port (default: 7411; 0 picks a free one)', (v) => Number(v), 7411)
+    .option('--host <addr>', 'bind address; anything but loopback requires a token (printed)')
+    .option('--token <secret>', 'the token to require (default: generated when --host is not loopback)')
+    .option('--no-watch', 'do not keep the index fresh while running')
+    .action(async (opts) => {
+      const root = cli.globals().root;
+      const served = await startServer({
+        ...(root ? { root } : {}),
+        port: opts.port,
+        ...(opts.host ? { host: opts.host } : {}),
+        ...(opts.token ? { token: opts.token } : {}),
+        watch: opts.watch,
+        log: (m) => io.stderr.write(`quarry serve: ${m}\n`),
+      });
+      io.stdout.write(`quarry panel: ${served.url}\n`);
       await untilSignal();
       await served.close();
     });

@@ -1,7 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { parse as parseToml } from 'smol-toml';
+import { parse as parseToml, stringify as stringifyToml } from 'smol-toml';
 import { QuarryError } from '../errors.ts';
 
 /** Field weights for BM25 over a chunk's path, symbol names and body. */
@@ -409,4 +409,46 @@ export function resolveConfig(options: ResolveConfigOptions = {}): QuarryConfig 
   if (options.overrides) config = merge(config, options.overrides);
   if (config.chunk.targetChars > config.chunk.maxChars) config.chunk.targetChars = config.chunk.maxChars;
   return config;
+}
+
+/** The project's own settings file, as written (not merged with defaults). */
+export function readProjectSettings(root: string): Record<string, unknown> {
+  const file = join(root, 'quarry.toml');
+  if (!existsSync(file)) return {};
+  try {
+    return parseToml(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  } catch (err) {
+    throw new QuarryError('BAD_CONFIG', `cannot parse ${file}: ${(err as Error).message.split('\n')[0]}`);
+  }
+}
+
+/**
+ * Changes settings in the project's `quarry.toml` (`{ search: { top_k: 20 } }`; `null` removes a key), after checking
+ * the result as the config reader would. Written atomically; comments in the file are not kept.
+ */
+export function writeProjectSettings(
+  root: string,
+  changes: Record<string, unknown>,
+): Record<string, unknown> {
+  const next = structuredClone(readProjectSettings(root));
+  const apply = (target: Record<string, unknown>, patch: Record<string, unknown>) => {
+    for (const [k, v] of Object.entries(patch)) {
+      if (v === null) delete target[k];
+      else if (typeof v === 'object' && !Array.isArray(v)) {
+        const sub = (typeof target[k] === 'object' && target[k] !== null ? target[k] : {}) as Record<
+          string,
+          unknown
+        >;
+        apply(sub, v as Record<string, unknown>);
+        target[k] = sub;
+      } else target[k] = v;
+    }
+  };
+  apply(next, changes);
+  toUserConfig(next, 'quarry.toml'); // throws a one-line BAD_CONFIG naming the setting
+  const file = join(root, 'quarry.toml');
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${stringifyToml(next)}\n`);
+  renameSync(tmp, file);
+  return next;
 }

@@ -54,7 +54,7 @@ export interface AssembleOptions {
   /** The model the prompt is for (`provider:name`), to size the budget from its window. */
   model?: string;
   mode?: SearchMode;
-  /** Chunks (or files) retrieval is asked for. Default 60 chunks / 40 files. */
+  /** Chunks (or files) retrieval is asked for. Default: enough to fill the budget (at least 60 chunks / 40 files). */
   topK?: number;
   /** `/all`: every indexed file, or those matching this gitignore-style mask (`src/**`, `*.py`). */
   all?: boolean | string;
@@ -262,8 +262,9 @@ export async function assembleContext(
 
   const search = await searchProject(project, question, {
     ...(options.mode ? { mode: options.mode } : {}),
-    topK: options.topK ?? (packing === 'chunks' ? 60 : 10),
-    topFiles: options.topK ?? 40,
+    // enough candidates to fill the budget: about one chunk per 250 tokens (a chunk with its context lines)
+    topK: options.topK ?? (packing === 'chunks' ? Math.min(400, Math.max(60, Math.ceil(hard / 250))) : 10),
+    topFiles: options.topK ?? Math.min(200, Math.max(40, Math.ceil(hard / 2500))),
     ...(taken.size ? { filter: { excludePaths: [...taken] } } : {}),
   });
 

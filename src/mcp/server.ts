@@ -59,7 +59,9 @@ export async function createQuarryMcp(options: {
       startedAt: new Date().toISOString(),
       done: (sync
         ? sync.syncNow()
-        : import('../api.ts').then(({ indexProject }) => indexProject(project).then(() => undefined))
+        : import('../api.ts').then(({ indexProject }) =>
+            indexProject(project, { lockWaitMs: 30_000 }).then(() => undefined),
+          )
       ).finally(() => {
         reindex = null;
       }),

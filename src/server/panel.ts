@@ -1,0 +1,198 @@
+/** The web panel: one page, no build step, talking to the JSON API of `quarry serve`. */
+export const PANEL_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>quarry</title>
+<style>
+  :root { --bg:#0f1115; --panel:#171a21; --line:#262b36; --text:#e6e6e6; --dim:#8b93a7; --acc:#6cb6ff; --ok:#7ee787; --warn:#f2cc60; --bad:#ff7b72; }
+  * { box-sizing: border-box; }
+  body { margin:0; font:14px/1.45 system-ui, -apple-system, Segoe UI, sans-serif; background:var(--bg); color:var(--text); }
+  header { display:flex; gap:16px; align-items:center; padding:10px 16px; border-bottom:1px solid var(--line); background:var(--panel); flex-wrap:wrap; }
+  header h1 { font-size:16px; margin:0; letter-spacing:.5px; }
+  .pill { padding:2px 8px; border-radius:10px; background:#222833; color:var(--dim); font-size:12px; }
+  .pill b { color:var(--text); font-weight:600; }
+  main { display:grid; grid-template-columns: minmax(0,1.1fr) minmax(0,1fr); gap:12px; padding:12px 16px; }
+  section { background:var(--panel); border:1px solid var(--line); border-radius:8px; padding:12px; min-width:0; }
+  h2 { font-size:13px; text-transform:uppercase; color:var(--dim); margin:0 0 8px; letter-spacing:.6px; }
+  input, select, textarea, button { font:inherit; color:var(--text); background:#0c0e12; border:1px solid var(--line); border-radius:6px; padding:6px 8px; }
+  button { background:#1f6feb; border-color:#1f6feb; cursor:pointer; }
+  button.secondary { background:#222833; border-color:var(--line); }
+  form.row { display:flex; gap:8px; }
+  form.row input { flex:1; }
+  .result { border-top:1px solid var(--line); padding:8px 0; }
+  .result a { color:var(--acc); text-decoration:none; font-family:ui-monospace, monospace; }
+  .result .sym { color:var(--ok); margin-left:6px; }
+  .result .score { color:var(--dim); float:right; font-size:12px; }
+  pre { margin:6px 0 0; padding:8px; background:#0c0e12; border-radius:6px; overflow:auto; font:12px/1.4 ui-monospace, monospace; }
+  mark { background:#5a4a00; color:#fff; border-radius:2px; }
+  #file { max-height:60vh; overflow:auto; }
+  #file .ln { color:var(--dim); user-select:none; display:inline-block; width:4em; text-align:right; padding-right:8px; }
+  #file .hl { background:#1d2b45; display:block; }
+  #answer { white-space:pre-wrap; min-height:2em; }
+  .settings label { display:grid; grid-template-columns: 11em 1fr; gap:8px; align-items:center; margin:4px 0; }
+  .msg { color:var(--dim); font-size:12px; margin-left:8px; }
+  .msg.bad { color:var(--bad); } .msg.ok { color:var(--ok); }
+  .full { grid-column: 1 / -1; }
+</style>
+</head>
+<body>
+<header>
+  <h1>quarry</h1>
+  <span class="pill" id="root">…</span>
+  <span class="pill">files <b id="files">–</b></span>
+  <span class="pill">chunks <b id="chunks">–</b></span>
+  <span class="pill">vectors <b id="vectors">–</b></span>
+  <span class="pill">auto-sync <b id="sync">–</b></span>
+  <span class="pill">pending <b id="pending">–</b></span>
+  <button class="secondary" id="reindex">Re-index</button><span class="msg" id="reindex-msg"></span>
+</header>
+<main>
+  <section>
+    <h2>Search</h2>
+    <form class="row" id="search-form"><input id="q" placeholder="where is the writer lock taken?" autocomplete="off"><button>Search</button></form>
+    <div class="msg" id="search-msg"></div>
+    <div id="results"></div>
+  </section>
+  <section>
+    <h2>File</h2>
+    <div class="msg" id="file-title">Open a result to see its file (read-only).</div>
+    <pre id="file"></pre>
+  </section>
+  <section>
+    <h2>Ask</h2>
+    <form class="row" id="ask-form"><input id="question" placeholder="how does indexing resume after a crash?" autocomplete="off"><button>Ask</button></form>
+    <div class="msg" id="ask-msg"></div>
+    <div id="answer"></div>
+    <div id="sources"></div>
+  </section>
+  <section class="settings">
+    <h2>Settings <span class="msg">written to quarry.toml</span></h2>
+    <form id="settings-form">
+      <label>search.top_k <input name="search.top_k" type="number" min="1" max="100"></label>
+      <label>context.packing <select name="context.packing"><option>chunks</option><option>files</option></select></label>
+      <label>context.budget <input name="context.budget" type="number" min="0"></label>
+      <label>llm.model <input name="llm.model" placeholder="ollama:qwen2.5-coder"></label>
+      <button>Save</button><span class="msg" id="settings-msg"></span>
+    </form>
+  </section>
+</main>
+<script>
+const token = new URLSearchParams(location.search).get('token') || sessionStorage.getItem('quarry-token') || '';
+if (token) sessionStorage.setItem('quarry-token', token);
+const H = token ? { 'x-quarry-token': token } : {};
+const $ = (id) => document.getElementById(id);
+const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
+async function api(path, opts = {}) {
+  const r = await fetch(path, { ...opts, headers: { ...H, ...(opts.body ? { 'content-type': 'application/json' } : {}), ...(opts.headers || {}) } });
+  const j = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(j.error || r.statusText);
+  return j;
+}
+function showStatus(s) {
+  $('root').textContent = s.root;
+  $('files').textContent = s.files;
+  $('chunks').textContent = s.chunks;
+  const e = s.embedding;
+  $('vectors').textContent = !e.embedder ? 'none' : e.refined >= e.files ? 'all' : e.coarse < e.files ? 'phase 1 ' + Math.floor(100 * e.coarse / Math.max(1, e.files)) + '%' : 'phase 2 ' + Math.floor(100 * e.refined / Math.max(1, e.files)) + '%';
+  const y = s.sync;
+  $('sync').textContent = !y ? 'off' : y.state !== 'idle' ? y.state : y.lastSync ? 'synced ' + new Date(y.lastSync).toLocaleTimeString() + ' (' + y.lastChanged + ' changed)' : 'watching';
+  $('pending').textContent = (y ? y.pending : 0) + s.pending.added + s.pending.modified + s.pending.deleted;
+  $('reindex-msg').textContent = s.reindexing ? 're-indexing…' : '';
+}
+const events = new EventSource('/api/events' + (token ? '?token=' + encodeURIComponent(token) : ''));
+events.addEventListener('status', (ev) => showStatus(JSON.parse(ev.data)));
+
+function highlight(text, terms) {
+  let html = esc(text);
+  for (const t of terms) if (t.length > 2) html = html.replace(new RegExp('(' + t.replace(/[.*+?^\${}()|[\\]\\\\]/g, '\\\\$&') + ')', 'gi'), '<mark>$1</mark>');
+  return html;
+}
+$('search-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const q = $('q').value.trim();
+  if (!q) return;
+  $('search-msg').className = 'msg';
+  $('search-msg').textContent = 'searching…';
+  try {
+    const r = await api('/api/search?q=' + encodeURIComponent(q));
+    const terms = q.split(/[^A-Za-z0-9_]+/).filter(Boolean);
+    $('search-msg').textContent = r.results.length + ' results, ' + r.mode + ', ' + Math.round(r.tookMs) + ' ms';
+    $('results').innerHTML = r.results.map((x) =>
+      '<div class="result"><a href="#" data-path="' + esc(x.path) + '" data-start="' + x.startLine + '" data-end="' + x.endLine + '">' + esc(x.path) + ':' + x.startLine + '-' + x.endLine + '</a>' +
+      (x.symbol ? '<span class="sym">' + esc(x.symbol) + '</span>' : '') + '<span class="score">' + x.score.toFixed(3) + '</span>' +
+      '<pre>' + highlight(x.snippet, terms) + '</pre></div>').join('') || '<div class="msg">no matches</div>';
+  } catch (e) { $('search-msg').className = 'msg bad'; $('search-msg').textContent = e.message; }
+});
+$('results').addEventListener('click', (ev) => {
+  const a = ev.target.closest('a[data-path]');
+  if (!a) return;
+  ev.preventDefault();
+  openFile(a.dataset.path, Number(a.dataset.start), Number(a.dataset.end));
+});
+async function openFile(path, start, end) {
+  try {
+    const f = await api('/api/file?path=' + encodeURIComponent(path));
+    $('file-title').textContent = path + ' (' + f.total + ' lines)';
+    $('file').innerHTML = f.lines.map((l, i) => { const n = f.start + i; const cls = n >= start && n <= end ? ' class="hl"' : ''; return '<span' + cls + ' id="L' + n + '"><span class="ln">' + n + '</span>' + esc(l) + '</span>'; }).join('\\n');
+    const t = document.getElementById('L' + start); if (t) t.scrollIntoView({ block: 'center' });
+  } catch (e) { $('file-title').textContent = e.message; $('file').textContent = ''; }
+}
+$('reindex').addEventListener('click', async () => {
+  try { const r = await api('/api/reindex', { method: 'POST', body: '{}' }); $('reindex-msg').textContent = r.started ? 're-indexing…' : 'already running since ' + new Date(r.startedAt).toLocaleTimeString(); }
+  catch (e) { $('reindex-msg').textContent = e.message; }
+});
+async function loadSettings() {
+  const s = await api('/api/settings');
+  const form = $('settings-form');
+  for (const el of form.elements) {
+    if (!el.name) continue;
+    const [sec, key] = el.name.split('.');
+    el.value = (s.effective[sec] && s.effective[sec][key] !== undefined) ? s.effective[sec][key] : '';
+  }
+}
+$('settings-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const patch = {};
+  for (const el of ev.target.elements) {
+    if (!el.name) continue;
+    const [sec, key] = el.name.split('.');
+    patch[sec] = patch[sec] || {};
+    patch[sec][key] = el.type === 'number' ? (el.value === '' ? null : Number(el.value)) : (el.value === '' ? null : el.value);
+  }
+  try { await api('/api/settings', { method: 'PUT', body: JSON.stringify(patch) }); $('settings-msg').className = 'msg ok'; $('settings-msg').textContent = 'saved'; await loadSettings(); }
+  catch (e) { $('settings-msg').className = 'msg bad'; $('settings-msg').textContent = e.message; }
+});
+$('ask-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const question = $('question').value.trim();
+  if (!question) return;
+  $('answer').textContent = ''; $('sources').innerHTML = ''; $('ask-msg').className = 'msg'; $('ask-msg').textContent = 'thinking…';
+  const r = await fetch('/api/ask', { method: 'POST', headers: { ...H, 'content-type': 'application/json' }, body: JSON.stringify({ question }) });
+  if (!r.ok) { const j = await r.json().catch(() => ({})); $('ask-msg').className = 'msg bad'; $('ask-msg').textContent = j.error || r.statusText; return; }
+  const reader = r.body.getReader(); const dec = new TextDecoder(); let buf = '';
+  for (;;) {
+    const { done, value } = await reader.read(); if (done) break;
+    buf += dec.decode(value, { stream: true });
+    let i;
+    while ((i = buf.indexOf('\\n\\n')) >= 0) {
+      const block = buf.slice(0, i); buf = buf.slice(i + 2);
+      const ev2 = /^event: (.*)$/m.exec(block); const data = block.split('\\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\\n');
+      const type = ev2 ? ev2[1] : 'message';
+      if (type === 'token') $('answer').textContent += JSON.parse(data);
+      else if (type === 'sources') $('sources').innerHTML = JSON.parse(data).map((s) => '<div class="result"><a href="#" data-path="' + esc(s.path) + '" data-start="' + s.startLine + '" data-end="' + s.endLine + '">[' + s.n + '] ' + esc(s.path) + ':' + s.startLine + '-' + s.endLine + '</a></div>').join('');
+      else if (type === 'routed') { $('answer').textContent = JSON.parse(data).text; $('ask-msg').textContent = 'from the symbol index'; }
+      else if (type === 'note') $('ask-msg').textContent = data;
+      else if (type === 'error') { $('ask-msg').className = 'msg bad'; $('ask-msg').textContent = data; }
+      else if (type === 'done') { if ($('ask-msg').textContent === 'thinking…') $('ask-msg').textContent = ''; }
+    }
+  }
+});
+$('sources').addEventListener('click', (ev) => { const a = ev.target.closest('a[data-path]'); if (!a) return; ev.preventDefault(); openFile(a.dataset.path, Number(a.dataset.start), Number(a.dataset.end)); });
+api('/api/status').then(showStatus).catch(() => {});
+loadSettings().catch(() => {});
+</script>
+</body>
+</html>
+`;
