@@ -29,7 +29,8 @@ export const PANEL_HTML = `<!doctype html>
   mark { background:#5a4a00; color:#fff; border-radius:2px; }
   #file { max-height:60vh; overflow:auto; }
   #file .ln { color:var(--dim); user-select:none; display:inline-block; width:4em; text-align:right; padding-right:8px; }
-  #file .hl { background:#1d2b45; display:block; }
+  #file > span { display:block; min-height:1.4em; }
+  #file .hl { background:#1d2b45; }
   #answer { white-space:pre-wrap; min-height:2em; }
   .settings label { display:grid; grid-template-columns: 11em 1fr; gap:8px; align-items:center; margin:4px 0; }
   .msg { color:var(--dim); font-size:12px; margin-left:8px; }
@@ -99,7 +100,8 @@ function showStatus(s) {
   const y = s.sync;
   $('sync').textContent = !y ? 'off' : y.state !== 'idle' ? y.state : y.lastSync ? 'synced ' + new Date(y.lastSync).toLocaleTimeString() + ' (' + y.lastChanged + ' changed)' : 'watching';
   $('pending').textContent = (y ? y.pending : 0) + s.pending.added + s.pending.modified + s.pending.deleted;
-  $('reindex-msg').textContent = s.reindexing ? 're-indexing…' : '';
+  if (s.reindexing) $('reindex-msg').textContent = 're-indexing…';
+  else if ($('reindex-msg').textContent === 're-indexing…') $('reindex-msg').textContent = 'up to date ' + new Date().toLocaleTimeString();
 }
 const events = new EventSource('/api/events' + (token ? '?token=' + encodeURIComponent(token) : ''));
 events.addEventListener('status', (ev) => showStatus(JSON.parse(ev.data)));
@@ -117,7 +119,8 @@ $('search-form').addEventListener('submit', async (ev) => {
   $('search-msg').textContent = 'searching…';
   try {
     const r = await api('/api/search?q=' + encodeURIComponent(q));
-    const terms = q.split(/[^A-Za-z0-9_]+/).filter(Boolean);
+    const stop = new Set(['the', 'and', 'for', 'where', 'what', 'how', 'does', 'with', 'from', 'that', 'this', 'are', 'was', 'which', 'when', 'who', 'why']);
+    const terms = q.split(/[^A-Za-z0-9_]+/).filter((t) => t && !stop.has(t.toLowerCase()));
     $('search-msg').textContent = r.results.length + ' results, ' + r.mode + ', ' + Math.round(r.tookMs) + ' ms';
     $('results').innerHTML = r.results.map((x) =>
       '<div class="result"><a href="#" data-path="' + esc(x.path) + '" data-start="' + x.startLine + '" data-end="' + x.endLine + '">' + esc(x.path) + ':' + x.startLine + '-' + x.endLine + '</a>' +
@@ -135,7 +138,7 @@ async function openFile(path, start, end) {
   try {
     const f = await api('/api/file?path=' + encodeURIComponent(path));
     $('file-title').textContent = path + ' (' + f.total + ' lines)';
-    $('file').innerHTML = f.lines.map((l, i) => { const n = f.start + i; const cls = n >= start && n <= end ? ' class="hl"' : ''; return '<span' + cls + ' id="L' + n + '"><span class="ln">' + n + '</span>' + esc(l) + '</span>'; }).join('\\n');
+    $('file').innerHTML = f.lines.map((l, i) => { const n = f.start + i; const cls = n >= start && n <= end ? ' class="hl"' : ''; return '<span' + cls + ' id="L' + n + '"><span class="ln">' + n + '</span>' + esc(l) + '</span>'; }).join('');
     const t = document.getElementById('L' + start); if (t) t.scrollIntoView({ block: 'center' });
   } catch (e) { $('file-title').textContent = e.message; $('file').textContent = ''; }
 }

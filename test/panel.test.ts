@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict';
+import { cpSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { indexProject, openProject } from '../src/api.ts';
+import { type Served, startServer } from '../src/server/http.ts';
+import { makeTree, REPO, removeTree } from './helpers.ts';
+
+// the panel needs no vectors; the model would only slow the machine down while the browser runs
+process.env.QUARRY_EMBED = 'none';
+// Debian's Chromium, installed by scripts/install-browser.sh (part of scripts/test.sh)
+const CHROMIUM = process.env.QUARRY_CHROMIUM ?? '/usr/bin/chromium';
+
+/** Waits until the element's text matches; on timeout, says what it showed instead. */
+async function waitText(
+  page: Page,
+  selector: string,
+  want: RegExp | ((text: string) => boolean),
+  ms = 30_000,
+): Promise<string> {
+  const ok = typeof want === 'function' ? want : (t: string) => want.test(t);
+  const end = Date.now() + ms;
+  let last = '';
+  while (Date.now() < end) {
+    last = (await page.textContent(selector).catch(() => '')) ?? '';
+    if (ok(last)) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${selector} never showed what was awaited (${want}); it showed "${last}"`);
+}
+
+describe('the web panel in a real browser', () => {
+  let root: string;
+  let served: Served;
+  let browser: Browser;
+  let page: Page;
+  before(async () => {
+    // real data: quarry's own source
+    root = makeTree({ 'README.md': readFileSync(join(REPO, 'README.md'), 'utf8') });
+    cpSync(join(REPO, 'src'), join(root, 'src'), { recursive: true });
+    const p = await openProject({
+      root,
+      create: true,
+      userConfig: false,
+      overrides: { embed: { provider: 'none' } },
+    });
+    await indexProject(p);
+    await p.close();
+    served = await startServer({ root });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.goto(served.url);
+  });
+  after(async () => {
+    await browser?.close();
+    await served?.close();
+    removeTree(root);
+  });
+
+  it('shows the index status, live', async () => {
+    const files = (await served.project.store.stats()).files;
+    await waitText(page, '#files', new RegExp(`^${files}$`));
+    await waitText(page, '#sync', /synced|watching/);
+  });
+
+  it('searches, highlights, and opens a result in the read-only file view', async () => {
+    await page.fill('#q', 'acquireWriterLock');
+    await page.click('#search-form button');
+    await page.waitForSelector('#results .result a');
+    const first = await page.textContent('#results .result a');
+    assert.match(first!, /^src\/index\/lock\.ts:\d+-\d+$/);
+    assert.ok((await page.locator('#results mark').count()) > 0, 'query terms highlighted');
+    await page.click('#results .result a');
+    await waitText(page, '#file-title', /src\/index\/lock\.ts \(\d+ lines\)/);
+    const hl = await page.locator('#file .hl').allTextContents();
+    assert.ok(
+      hl.some((l) => l.includes('acquireWriterLock')),
+      'the result’s lines are marked',
+    );
+  });
+
+  it('changes a setting and writes it to quarry.toml', async () => {
+    // the form shows the settings in force
+    const end = Date.now() + 30_000;
+    while ((await page.inputValue('[name="search.top_k"]')) === '' && Date.now() < end)
+      await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await page.inputValue('[name="search.top_k"]'), '10');
+    await page.fill('[name="search.top_k"]', '5');
+    await page.selectOption('[name="context.packing"]', 'files');
+    await page.click('#settings-form button');
+    await waitText(page, '#settings-msg', /^saved$/);
+    const toml = readFileSync(join(root, 'quarry.toml'), 'utf8');
+    assert.match(toml, /top_k = 5/);
+    assert.match(toml, /packing = "files"/);
+    // a value out of range: the form refuses it before anything is sent (the API's own check is in server.test.ts)
+    await page.fill('[name="search.top_k"]', '-3');
+    await page.click('#settings-form button');
+    assert.equal(
+      await page.$eval(
+        '[name="search.top_k"]',
+        (el) => (el as unknown as { validity: { valid: boolean } }).validity.valid,
+      ),
+      false,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(readFileSync(join(root, 'quarry.toml'), 'utf8'), toml);
+    await page.fill('[name="search.top_k"]', '5');
+  });
+
+  it('re-indexes on request and shows a saved file in the status', async () => {
+    const before = Number(await page.textContent('#files'));
+    await page.click('#reindex');
+    await waitText(page, '#reindex-msg', /re-indexing|already running|up to date/);
+    writeFileSync(
+      join(root, 'src', 'brand_new_module.ts'),
+      'export function brandNewThing(): number {\n  return 42;\n}\n',
+    );
+    await waitText(page, '#files', (t) => Number(t) > before);
+    await page.fill('#q', 'brandNewThing');
+    await page.click('#search-form button');
+    await waitText(page, '#results .result a', /^src\/brand_new_module\.ts/);
+    // the README's screenshot, taken on this real data (QUARRY_UPDATE_SCREENSHOT=1 writes it into docs/)
+    const shot = process.env.QUARRY_UPDATE_SCREENSHOT
+      ? join(REPO, 'docs', 'panel.png')
+      : join(root, 'panel.png');
+    await page.fill('#q', 'where is the writer lock taken');
+    await page.click('#search-form button');
+    await page.waitForSelector('#results .result a');
+    await page.click('#results .result a');
+    await page.waitForSelector('#file .hl');
+    await page.screenshot({ path: shot });
+    assert.ok(statSync(shot).size > 10_000);
+  });
+});
