@@ -212,7 +212,11 @@ export async function startAutoSync(project: Project, options: AutoSyncOptions =
       clearTimeout(timer);
       if (sweep) clearInterval(sweep);
       embedAbort?.abort();
-      await subscription.unsubscribe();
+      try {
+        await subscription.unsubscribe();
+      } catch {
+        // inotify already dropped the watches of folders that were removed; nothing is left to release
+      }
       st.watching = false;
       await running?.catch(() => undefined);
       await (await embedder)?.close();
