@@ -5,6 +5,7 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ./scripts/fetch-test-weights.sh
 ./scripts/install-browser.sh
+./scripts/fetch-test-gguf.sh
 npm run --silent lint
 npm run --silent typecheck
 npm test

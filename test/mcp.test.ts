@@ -7,6 +7,8 @@ import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { acquireWriterLock } from '../src/index/lock.ts';
+import { indexPaths } from '../src/workspace/root.ts';
 import { CLI, copyPolyglot, removeTree } from './helpers.ts';
 
 const TSX = new URL(import.meta.resolve('tsx')).pathname;
@@ -112,12 +114,29 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
   });
 
   it('a second reindex while one runs reports the running one', async () => {
-    const [a, b] = await Promise.all([
-      client.callTool({ name: 'reindex', arguments: { wait: true } }),
-      client.callTool({ name: 'reindex', arguments: { wait: true } }),
-    ]);
-    const statuses = [JSON.parse(textOf(a)).status, JSON.parse(textOf(b)).status].sort();
-    assert.deepEqual(statuses, ['already running', 'done']);
+    await until(async () => {
+      const s = JSON.parse(textOf(await client.callTool({ name: 'index_status', arguments: {} })));
+      return s.reindexing === null ? s : undefined;
+    }, 'the initial index to finish');
+    // another writer holds the index: the first re-index waits for it, so it is running when the second comes
+    const lock = await acquireWriterLock(indexPaths(root).lock, { waitMs: 30_000 });
+    let first: { status: string; startedAt: string };
+    try {
+      first = JSON.parse(textOf(await client.callTool({ name: 'reindex', arguments: { wait: false } })));
+      const second = JSON.parse(
+        textOf(await client.callTool({ name: 'reindex', arguments: { wait: true } })),
+      );
+      assert.equal(first.status, 'started');
+      assert.equal(second.status, 'already running');
+      assert.equal(second.startedAt, first.startedAt);
+    } finally {
+      lock.release();
+    }
+    const done = await until(async () => {
+      const s = JSON.parse(textOf(await client.callTool({ name: 'index_status', arguments: {} })));
+      return s.reindexing === null ? s : undefined;
+    }, 'the re-index to finish once the lock is free');
+    assert.ok(done.files > 0);
   });
 
   it('keeps the index fresh: a file saved while it runs becomes searchable', async () => {

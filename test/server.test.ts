@@ -187,6 +187,9 @@ describe('quarry serve: the HTTP API', () => {
         headers: { 'content-type': 'application/json' },
         body: '{}',
       });
+    // the re-index the server started with is over
+    for (let i = 0; i < 600 && JSON.parse((await raw(`${base}/api/status`)).body).reindexing; i++)
+      await new Promise((r) => setTimeout(r, 100));
     // another writer holds the index, so the first re-index waits for it and is still running when the second comes
     const lock = await acquireWriterLock(indexPaths(root).lock, { waitMs: 30_000 });
     try {

@@ -45,7 +45,11 @@ export async function ask(project: Project, question: string, options: AskOption
     if (routed && 'fallback' in routed) fallback = `${routed.fallback}: answering from retrieval instead`;
   }
   const llm = options.llm ?? (await openLlm(project.config.llm, options.model));
-  const context = await assembleContext(project, question, { ...options, model: llm.id });
+  const context = await assembleContext(project, question, {
+    ...options,
+    model: llm.id,
+    ...(llm.contextWindow ? { window: llm.contextWindow } : {}),
+  });
   const messages = [...toMessages(context)];
   if (options.history?.length) messages.splice(1, 0, ...options.history);
   const window = llm.contextWindow || contextWindow(llm.id, project.config.llm.contextWindow);
@@ -55,7 +59,8 @@ export async function ask(project: Project, question: string, options: AskOption
     context.tokens.prompt + historyTokens,
     project.config.llm.maxOutputTokens,
   );
-  if (maxOutputTokens < 128)
+  // an answer squeezed below 128 tokens (or below what was asked for, if less) is not worth asking for
+  if (maxOutputTokens < Math.min(128, project.config.llm.maxOutputTokens))
     throw new QuarryError(
       'TOO_BIG',
       `the prompt (${context.tokens.prompt} tokens) leaves no room for an answer in ${llm.id}'s ${window}-token window: lower --budget`,

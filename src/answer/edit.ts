@@ -100,6 +100,7 @@ export async function proposeEdit(
     target: { path: rel, text },
     exclude: [rel],
     model: llm.id,
+    ...(llm.contextWindow ? { window: llm.contextWindow } : {}),
     noMap: true,
     system: EDIT_SYSTEM_PROMPT,
     ...(options.budget ? { budget: options.budget } : {}),

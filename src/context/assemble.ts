@@ -53,6 +53,8 @@ export interface AssembleOptions {
   budget?: number;
   /** The model the prompt is for (`provider:name`), to size the budget from its window. */
   model?: string;
+  /** The model's context window when the provider knows it (a GGUF file says); else from the model's name. */
+  window?: number;
   mode?: SearchMode;
   /** Chunks (or files) retrieval is asked for. Default: enough to fill the budget (at least 60 chunks / 40 files). */
   topK?: number;
@@ -102,14 +104,19 @@ function readLines(root: string, path: string): string[] | null {
 }
 
 /** The budget for code context: what the model's window leaves after the answer and a margin, capped. */
-export function contextBudget(project: Project, options: Pick<AssembleOptions, 'budget' | 'model'>): number {
+export function contextBudget(
+  project: Project,
+  options: Pick<AssembleOptions, 'budget' | 'model' | 'window'>,
+): number {
   if (options.budget && options.budget > 0) return Math.floor(options.budget);
   if (project.config.context.budget > 0) return project.config.context.budget;
   const model = options.model ?? project.config.llm.model;
-  if (!model) return DEFAULT_BUDGET;
-  const window = contextWindow(model, project.config.llm.contextWindow);
-  const room = window - project.config.llm.maxOutputTokens - safetyMargin(window) - FRAME_TOKENS;
-  return Math.max(1024, Math.min(DEFAULT_BUDGET, room));
+  if (!model && !options.window) return DEFAULT_BUDGET;
+  const window = options.window ?? contextWindow(model, project.config.llm.contextWindow);
+  // the answer keeps its room, but never more than a quarter of a small window
+  const answer = Math.min(project.config.llm.maxOutputTokens, Math.floor(window / 4));
+  const room = window - answer - safetyMargin(window) - FRAME_TOKENS;
+  return Math.max(256, Math.min(DEFAULT_BUDGET, room));
 }
 
 /** Files the question names by path or by an unambiguous file name (`src/api.ts`, `registry.py`). */

@@ -1,12 +1,17 @@
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { LlmOptions } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
 import type { LlmProvider } from './provider.ts';
 
 /** The part of node-llama-cpp's API quarry uses (v3). */
 interface NodeLlamaCpp {
-  getLlama(): Promise<{ loadModel(o: { modelPath: string }): Promise<GgufModel> }>;
+  getLlama(o: {
+    build: 'never';
+    logLevel: 'error';
+  }): Promise<{ loadModel(o: { modelPath: string }): Promise<GgufModel> }>;
   LlamaChatSession: new (o: {
     contextSequence: unknown;
     systemPrompt?: string;
@@ -22,6 +27,30 @@ interface GgufModel {
 }
 
 /**
+ * node-llama-cpp is not a dependency (its prebuilt binaries are large): it is resolved from quarry's own
+ * node_modules, or from the folder `QUARRY_NODE_LLAMA_CPP` names (an npm prefix where it is installed).
+ */
+async function loadNodeLlamaCpp(): Promise<NodeLlamaCpp> {
+  const where = process.env.QUARRY_NODE_LLAMA_CPP;
+  try {
+    if (where) {
+      const entry = createRequire(join(resolve(where), 'package.json')).resolve('node-llama-cpp');
+      return (await import(pathToFileURL(entry).href)) as NodeLlamaCpp;
+    }
+    const name = 'node-llama-cpp';
+    return (await import(name)) as NodeLlamaCpp;
+  } catch (err) {
+    throw new QuarryError(
+      'BAD_CONFIG',
+      where
+        ? `node-llama-cpp is not installed under ${where} (QUARRY_NODE_LLAMA_CPP): run \`npm install --prefix ${where} node-llama-cpp\``
+        : 'in-process GGUF models need node-llama-cpp: run `npm install node-llama-cpp` in the quarry folder (or set QUARRY_NODE_LLAMA_CPP to where it is installed)',
+      { cause: err },
+    );
+  }
+}
+
+/**
  * A GGUF model run in this process through node-llama-cpp (no server). node-llama-cpp is an optional install: its
  * prebuilt llama.cpp binaries are large, and most users talk to a server.
  */
@@ -29,19 +58,9 @@ export async function openGguf(path: string, llm: LlmOptions): Promise<LlmProvid
   const file = resolve(path);
   if (!existsSync(file))
     throw new QuarryError('BAD_INPUT', `no GGUF model at ${file}: point gguf: at a .gguf file`);
-  let mod: NodeLlamaCpp;
-  try {
-    // not a dependency: resolved at run time when the user has installed it
-    const name = 'node-llama-cpp';
-    mod = (await import(name)) as NodeLlamaCpp;
-  } catch (err) {
-    throw new QuarryError(
-      'BAD_CONFIG',
-      'in-process GGUF models need node-llama-cpp: run `npm install node-llama-cpp` in the quarry folder',
-      { cause: err },
-    );
-  }
-  const llama = await mod.getLlama();
+  const mod = await loadNodeLlamaCpp();
+  // never compile llama.cpp at run time (offline machines, minutes of work): use the prebuilt binary
+  const llama = await mod.getLlama({ build: 'never', logLevel: 'error' });
   const model = await llama.loadModel({ modelPath: file });
   const window = llm.contextWindow > 0 ? llm.contextWindow : Math.min(model.trainContextSize, 8192);
   return {
