@@ -76,7 +76,7 @@ describe('quarry chat in a pseudo-terminal', () => {
     };
     const tsx = join(REPO, 'node_modules', 'tsx', 'dist', 'esm', 'index.mjs');
     const term = new Terminal(
-      `'${process.execPath}' --import '${tsx}' '${CLI}' --root '${root}' chat --no-index`,
+      `'${process.execPath}' --import '${tsx}' '${CLI}' --root '${root}' chat`,
       env,
     );
     try {

@@ -11,9 +11,9 @@ import type { AssembledContext, ChatMessage } from '../context/assemble.ts';
 import { buildRepoMap } from '../context/repomap.ts';
 import { isQuarryError } from '../errors.ts';
 import { type LlmProvider, openLlm } from '../llm/provider.ts';
+import { startAutoSync } from '../watch/autosync.ts';
 import { indexPaths } from '../workspace/root.ts';
 import { type CliContext, colorDiff, formatSources } from './answer-commands.ts';
-import { spawnBackgroundIndex } from './background.ts';
 
 type Colors = ReturnType<typeof pc.createColors>;
 
@@ -98,12 +98,17 @@ export interface ChatOptions {
   index?: boolean;
 }
 
-/** The terminal workspace: ask, edit with undo, run commands; indexing runs in the background and never holds exit. */
+/** The terminal workspace: ask, edit with undo, run commands; auto-sync runs meanwhile and never holds exit. */
 export async function runChat(cli: CliContext, options: ChatOptions): Promise<void> {
   const { io } = cli;
   const project = await openProject({ ...(cli.globals().root ? { root: cli.globals().root } : {}) });
   const c = cli.colors(io.stdout);
-  if (options.index !== false) spawnBackgroundIndex(project.root);
+  // auto-sync: saved files are re-indexed as you chat, and embedding runs on low-priority workers meanwhile
+  const sync =
+    options.index !== false
+      ? await startAutoSync(project, { onError: () => {} }).catch(() => undefined)
+      : undefined;
+  if (sync) void sync.syncNow().catch(() => undefined);
   let llm: LlmProvider | undefined;
   let modelSpec = options.model ?? project.config.llm.model;
   const conversation: ChatMessage[] = [];
@@ -295,6 +300,8 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
       void chain.finally(done);
     });
   });
+  // leaving never waits for embedding: it is aborted at its next slice and resumes on the next run
+  await sync?.stop();
   await project.close();
 }
 
@@ -305,7 +312,7 @@ export function registerChatCommand(program: Command, cli: CliContext): void {
       'a terminal chat over the code: ask, /edit with /undo, !commands; indexing continues in the background',
     )
     .option('--model <provider:name>', 'the model')
-    .option('--no-index', 'do not start background indexing')
+    .option('--no-index', 'do not keep the index fresh (no watcher, no background embedding)')
     .action(async (opts) => {
       await runChat(cli, { ...(opts.model ? { model: opts.model } : {}), index: opts.index });
     });
