@@ -75,10 +75,7 @@ describe('quarry chat in a pseudo-terminal', () => {
       TERM: 'xterm',
     };
     const tsx = join(REPO, 'node_modules', 'tsx', 'dist', 'esm', 'index.mjs');
-    const term = new Terminal(
-      `'${process.execPath}' --import '${tsx}' '${CLI}' --root '${root}' chat`,
-      env,
-    );
+    const term = new Terminal(`'${process.execPath}' --import '${tsx}' '${CLI}' --root '${root}' chat`, env);
     try {
       let m = term.mark;
       await term.waitFor(/quarry> $/, m);
