@@ -10,7 +10,7 @@ import { verifiedWeights } from '../embed/local.ts';
 import { bundledModelDir, cacheModelDir, findWeights, installWeights } from '../embed/models.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { readQueries, runEval } from '../eval/eval.ts';
-import type { SearchMode } from '../search/search.ts';
+import { resultJson, type SearchMode } from '../search/search.ts';
 import { registerAnswerCommands, registerEditCommands } from './answer-commands.ts';
 import { spawnBackgroundIndex } from './background.ts';
 import { registerChatCommand } from './chat.ts';
@@ -255,15 +255,7 @@ export async function main(
           const json = {
             query: res.query,
             mode: res.mode,
-            results: res.results.map(({ path, startLine, endLine, symbol, kind, score, snippet }) => ({
-              path,
-              startLine,
-              endLine,
-              symbol,
-              kind,
-              score,
-              snippet,
-            })),
+            results: res.results.map(resultJson),
             files: res.files,
           };
           io.stdout.write(`${JSON.stringify(json)}\n`);

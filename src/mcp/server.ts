@@ -5,10 +5,11 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import { fileVariables, findDefinitions, findReferences } from '../answer/router.ts';
-import { openProject, type Project, projectStatus, searchProject } from '../api.ts';
+import { searchProject } from '../api.ts';
 import { assembleContext } from '../context/assemble.ts';
 import { isQuarryError } from '../errors.ts';
-import { type AutoSync, startAutoSync } from '../watch/autosync.ts';
+import { resultJson } from '../search/search.ts';
+import { type LiveProject, openLiveProject } from '../watch/live.ts';
 
 const VERSION = '0.1.0';
 /** Characters of one tool result before it is cut (with a note saying how to get the rest). */
@@ -28,50 +29,21 @@ function failure(err: unknown): ToolResult {
   return { content: [{ type: 'text', text: message }], isError: true };
 }
 
-/** The running re-index, so that a second `reindex` call reports it instead of starting another. */
-interface Reindex {
-  startedAt: string;
-  done: Promise<void>;
-}
-
 export interface QuarryMcp {
-  project: Project;
-  sync: AutoSync | null;
+  live: LiveProject;
   /** A fresh MCP server over the shared project (one per HTTP request in stateless mode). */
   makeServer(): McpServer;
   close(): Promise<void>;
 }
 
-/** Opens the project, starts keeping its index fresh, and builds MCP servers whose tools call the core. */
+/** Opens the project, keeps its index fresh, and builds MCP servers whose tools call the core. */
 export async function createQuarryMcp(options: {
   root?: string;
   watch?: boolean;
   log?: (m: string) => void;
 }): Promise<QuarryMcp> {
-  const log = options.log ?? (() => {});
-  const project = await openProject({ ...(options.root ? { root: options.root } : {}), create: true });
-  const sync =
-    options.watch === false ? null : await startAutoSync(project, { onError: (m) => log(`auto-sync: ${m}`) });
-  let reindex: Reindex | null = null;
-  const startReindex = (): Reindex => {
-    if (reindex) return reindex;
-    const started: Reindex = {
-      startedAt: new Date().toISOString(),
-      done: (sync
-        ? sync.syncNow()
-        : import('../api.ts').then(({ indexProject }) =>
-            indexProject(project, { lockWaitMs: 30_000 }).then(() => undefined),
-          )
-      ).finally(() => {
-        reindex = null;
-      }),
-    };
-    reindex = started;
-    return started;
-  };
-  // index incrementally on start, without holding up the handshake
-  startReindex().done.catch((err) => log(`initial index: ${(err as Error).message}`));
-
+  const live = await openLiveProject(options);
+  const { project } = live;
   const makeServer = () => {
     const server = new McpServer({ name: 'quarry', version: VERSION });
 
@@ -108,15 +80,7 @@ export async function createQuarryMcp(options: {
           return text({
             query,
             mode: res.mode,
-            results: res.results.map(({ path, startLine, endLine, symbol, kind, score, snippet }) => ({
-              path,
-              startLine,
-              endLine,
-              symbol,
-              kind,
-              score,
-              snippet,
-            })),
+            results: res.results.map(resultJson),
             files: res.files.slice(0, 10),
           });
         } catch (err) {
@@ -253,20 +217,7 @@ export async function createQuarryMcp(options: {
       },
       async () => {
         try {
-          const s = await projectStatus(project);
-          return text({
-            root: s.root,
-            files: s.files,
-            chunks: s.chunks,
-            symbols: s.symbols,
-            languages: s.languages,
-            pending: s.pending,
-            embedding: s.embedding,
-            lastIndexedAt: s.lastIndexedAt,
-            run: s.run,
-            sync: sync?.status() ?? null,
-            reindexing: reindex ? { startedAt: reindex.startedAt } : null,
-          });
+          return text(await live.status());
         } catch (err) {
           return failure(err);
         }
@@ -283,13 +234,13 @@ export async function createQuarryMcp(options: {
       },
       async ({ wait }) => {
         try {
-          if (reindex)
+          const r = live.reindex();
+          if (!r.started)
             return text({
               status: 'already running',
-              startedAt: reindex.startedAt,
+              startedAt: r.startedAt,
               note: 'call index_status to follow it',
             });
-          const r = startReindex();
           if (wait) await r.done;
           const stats = await project.store.stats();
           return text({
@@ -306,16 +257,7 @@ export async function createQuarryMcp(options: {
     return server;
   };
 
-  return {
-    project,
-    sync,
-    makeServer,
-    async close() {
-      await sync?.stop();
-      await reindex?.done.catch(() => undefined);
-      await project.close();
-    },
-  };
+  return { live, makeServer, close: () => live.close() };
 }
 
 /** `quarry mcp`: the MCP server over stdio. Nothing but the protocol goes to stdout. */

@@ -43,6 +43,11 @@ export interface SearchResult {
   chunkId: number;
 }
 
+/** A result as the JSON contract prints it (`quarry search --json`, the HTTP API, MCP `search_code`). */
+export function resultJson({ path, startLine, endLine, symbol, kind, score, snippet }: SearchResult) {
+  return { path, startLine, endLine, symbol, kind, score, snippet };
+}
+
 export interface FileResult {
   path: string;
   score: number;

@@ -10,8 +10,9 @@ import { openProject, type Project, projectStatus, searchProject } from '../api.
 import { readProjectSettings, resolveConfig, writeProjectSettings } from '../config/config.ts';
 import { assembleContext } from '../context/assemble.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
-import type { SearchMode } from '../search/search.ts';
-import { type AutoSync, type SyncStatus, startAutoSync } from '../watch/autosync.ts';
+import { resultJson, type SearchMode } from '../search/search.ts';
+import type { AutoSync, SyncStatus } from '../watch/autosync.ts';
+import { openLiveProject } from '../watch/live.ts';
 import { PANEL_HTML } from './panel.ts';
 
 export interface ServeOptions {
@@ -74,35 +75,16 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
   const loopback = LOOPBACK.has(host);
   const token = loopback ? (options.token ?? null) : (options.token ?? randomBytes(18).toString('base64url'));
   const log = options.log ?? (() => {});
-  const project = await openProject({ ...(options.root ? { root: options.root } : {}), create: true });
   const listeners = new Set<(s: SyncStatus) => void>();
-  const sync =
-    options.watch === false
-      ? null
-      : await startAutoSync(project, {
-          onStatus: (s) => {
-            for (const l of listeners) l(s);
-          },
-          onError: (m) => log(`auto-sync: ${m}`),
-        });
-  let reindexing: { startedAt: string; done: Promise<void> } | null = null;
-  const reindex = () => {
-    if (reindexing) return { started: false, startedAt: reindexing.startedAt };
-    const startedAt = new Date().toISOString();
-    const done = (
-      sync
-        ? sync.syncNow()
-        : import('../api.ts').then(({ indexProject }) =>
-            indexProject(project, { lockWaitMs: 30_000 }).then(() => undefined),
-          )
-    ).finally(() => {
-      reindexing = null;
-    });
-    done.catch((err) => log(`re-index: ${(err as Error).message}`));
-    reindexing = { startedAt, done };
-    return { started: true, startedAt };
-  };
-  reindex();
+  const live = await openLiveProject({
+    ...(options.root ? { root: options.root } : {}),
+    ...(options.watch === false ? { watch: false } : {}),
+    onStatus: (s) => {
+      for (const l of listeners) l(s);
+    },
+    log,
+  });
+  const { project } = live;
 
   let port = 0;
   const allowedHosts = () => {
@@ -153,22 +135,7 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
     }
   };
 
-  const statusJson = async () => {
-    const s = await projectStatus(project);
-    return {
-      root: s.root,
-      files: s.files,
-      chunks: s.chunks,
-      symbols: s.symbols,
-      languages: s.languages,
-      pending: s.pending,
-      embedding: s.embedding,
-      lastIndexedAt: s.lastIndexedAt,
-      run: s.run,
-      sync: sync?.status() ?? null,
-      reindexing: reindexing ? { startedAt: reindexing.startedAt } : null,
-    };
-  };
+  const statusJson = () => live.status();
 
   app.get('/', (c) => c.html(PANEL_HTML));
   app.get('/api/status', async (c) => c.json(await statusJson()));
@@ -187,15 +154,7 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
       query: res.query,
       mode: res.mode,
       tookMs: res.tookMs,
-      results: res.results.map(({ path, startLine, endLine, symbol, kind, score, snippet }) => ({
-        path,
-        startLine,
-        endLine,
-        symbol,
-        kind,
-        score,
-        snippet,
-      })),
+      results: res.results.map(resultJson),
       files: res.files,
     });
   });
@@ -259,7 +218,10 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
     });
   });
 
-  app.post('/api/reindex', async (c) => c.json(reindex(), 202));
+  app.post('/api/reindex', (c) => {
+    const { started, startedAt } = live.reindex();
+    return c.json({ started, startedAt }, 202);
+  });
 
   app.get('/api/settings', (c) =>
     c.json({
@@ -350,15 +312,13 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
     url: `http://${shown}:${port}/${token ? `?token=${token}` : ''}`,
     token,
     project,
-    sync,
+    sync: live.sync,
     async close() {
       await new Promise<void>((r) => {
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
         server.close(() => r());
       });
-      await sync?.stop();
-      await reindexing?.done.catch(() => undefined);
-      await project.close();
+      await live.close();
     },
   };
 }

@@ -1,0 +1,72 @@
+import { indexProject, openProject, type Project, projectStatus, type StatusReport } from '../api.ts';
+import { type AutoSync, type SyncStatus, startAutoSync } from './autosync.ts';
+
+/** What long-running interfaces (serve, mcp) report: the index, its freshness, and a re-index in progress. */
+export interface LiveStatus extends Omit<StatusReport, 'index' | 'bytes'> {
+  sync: SyncStatus | null;
+  reindexing: { startedAt: string } | null;
+}
+
+/** A project that a server keeps open: auto-sync running, and one re-index at a time. */
+export interface LiveProject {
+  project: Project;
+  sync: AutoSync | null;
+  /** Starts a re-index, or reports the one running (`started: false`, its start time). */
+  reindex(): { started: boolean; startedAt: string; done: Promise<void> };
+  status(): Promise<LiveStatus>;
+  close(): Promise<void>;
+}
+
+export interface LiveOptions {
+  root?: string;
+  /** Keep the index fresh with the file watcher. Default true. */
+  watch?: boolean;
+  onStatus?: (s: SyncStatus) => void;
+  log?: (message: string) => void;
+}
+
+/** Opens (creating if needed) the project, starts auto-sync, and starts an incremental index in the background. */
+export async function openLiveProject(options: LiveOptions): Promise<LiveProject> {
+  const log = options.log ?? (() => {});
+  const project = await openProject({ ...(options.root ? { root: options.root } : {}), create: true });
+  const sync =
+    options.watch === false
+      ? null
+      : await startAutoSync(project, {
+          ...(options.onStatus ? { onStatus: options.onStatus } : {}),
+          onError: (m) => log(`auto-sync: ${m}`),
+        });
+  let running: { startedAt: string; done: Promise<void> } | null = null;
+  const reindex = () => {
+    if (running) return { started: false, ...running };
+    const startedAt = new Date().toISOString();
+    const done = (
+      sync ? sync.syncNow() : indexProject(project, { lockWaitMs: 30_000 }).then(() => undefined)
+    ).finally(() => {
+      running = null;
+    });
+    done.catch((err) => log(`re-index: ${(err as Error).message}`));
+    running = { startedAt, done };
+    return { started: true, startedAt, done };
+  };
+  // index incrementally on start, without holding up the caller
+  reindex();
+  return {
+    project,
+    sync,
+    reindex,
+    async status() {
+      const { index: _index, bytes: _bytes, ...s } = await projectStatus(project);
+      return {
+        ...s,
+        sync: sync?.status() ?? null,
+        reindexing: running ? { startedAt: running.startedAt } : null,
+      };
+    },
+    async close() {
+      await sync?.stop();
+      await running?.done.catch(() => undefined);
+      await project.close();
+    },
+  };
+}
