@@ -147,12 +147,11 @@ export async function searchProject(
   });
 }
 
-export interface StatusReport extends StoreStats {
+/** What the index holds and how far it has come; no look at the files on disk. */
+export interface IndexStatus extends StoreStats {
   root: string;
   index: string;
   lastIndexedAt: string | null;
-  /** Files on disk that differ from the index (a walk and a stat of each file, nothing read). */
-  pending: { added: number; modified: number; deleted: number };
   /** The index run in progress, or the last one that did not finish. */
   run: { state: 'idle' | 'running' | 'interrupted'; pid?: number };
   skippedFiles: number;
@@ -160,9 +159,37 @@ export interface StatusReport extends StoreStats {
   embedding: EmbeddingStatus;
 }
 
+export interface StatusReport extends IndexStatus {
+  /** Files on disk that differ from the index (a walk and a stat of each file, nothing read). */
+  pending: { added: number; modified: number; deleted: number };
+}
+
+/** The index's own state, cheap enough to ask every few seconds (a running watcher knows what is pending). */
+export async function indexStatus(project: Project): Promise<IndexStatus> {
+  const { store, root } = project;
+  const stats = await store.stats();
+  const last = await store.getMeta('last_indexed_at');
+  const run = JSON.parse((await store.getMeta('run')) ?? '{}') as { startedAt?: number; finishedAt?: number };
+  const lock = readLockPid(indexPaths(root).lock);
+  let state: StatusReport['run']['state'] = 'idle';
+  if (lock !== undefined) state = 'running';
+  else if (run.startedAt && !run.finishedAt) state = 'interrupted';
+  let skippedFiles = 0;
+  for (const f of await store.listFiles()) if (f.method === 'skipped') skippedFiles++;
+  return {
+    ...stats,
+    root,
+    index: store.location,
+    lastIndexedAt: last ? new Date(Number(last)).toISOString() : null,
+    run: lock !== undefined ? { state, pid: lock } : { state },
+    skippedFiles,
+    embedding: await store.embeddingStatus(),
+  };
+}
+
+/** The index's state and what is pending on disk (a walk that stats every file). */
 export async function projectStatus(project: Project): Promise<StatusReport> {
   const { store, root, config } = project;
-  const stats = await store.stats();
   const known = new Map((await store.listFiles()).map((f) => [f.path, f]));
   const walked = walk(root, config);
   let added = 0;
@@ -176,24 +203,7 @@ export async function projectStatus(project: Project): Promise<StatusReport> {
   }
   let deleted = 0;
   for (const p of known.keys()) if (!present.has(p)) deleted++;
-  const last = await store.getMeta('last_indexed_at');
-  const run = JSON.parse((await store.getMeta('run')) ?? '{}') as { startedAt?: number; finishedAt?: number };
-  const lock = readLockPid(indexPaths(root).lock);
-  let state: StatusReport['run']['state'] = 'idle';
-  if (lock !== undefined) state = 'running';
-  else if (run.startedAt && !run.finishedAt) state = 'interrupted';
-  let skippedFiles = 0;
-  for (const f of known.values()) if (f.method === 'skipped') skippedFiles++;
-  return {
-    ...stats,
-    root,
-    index: store.location,
-    lastIndexedAt: last ? new Date(Number(last)).toISOString() : null,
-    pending: { added, modified, deleted },
-    run: lock !== undefined ? { state, pid: lock } : { state },
-    skippedFiles,
-    embedding: await store.embeddingStatus(),
-  };
+  return { ...(await indexStatus(project)), pending: { added, modified, deleted } };
 }
 
 function readLockPid(path: string): number | undefined {

@@ -99,7 +99,7 @@ function showStatus(s) {
   $('vectors').textContent = !e.embedder ? 'none' : e.refined >= e.files ? 'all' : e.coarse < e.files ? 'phase 1 ' + Math.floor(100 * e.coarse / Math.max(1, e.files)) + '%' : 'phase 2 ' + Math.floor(100 * e.refined / Math.max(1, e.files)) + '%';
   const y = s.sync;
   $('sync').textContent = !y ? 'off' : y.state !== 'idle' ? y.state : y.lastSync ? 'synced ' + new Date(y.lastSync).toLocaleTimeString() + ' (' + y.lastChanged + ' changed)' : 'watching';
-  $('pending').textContent = (y ? y.pending : 0) + s.pending.added + s.pending.modified + s.pending.deleted;
+  $('pending').textContent = s.pending;
   if (s.reindexing) $('reindex-msg').textContent = 're-indexing…';
   else if ($('reindex-msg').textContent === 're-indexing…') $('reindex-msg').textContent = 'up to date ' + new Date().toLocaleTimeString();
 }

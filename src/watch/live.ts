@@ -1,8 +1,17 @@
-import { indexProject, openProject, type Project, projectStatus, type StatusReport } from '../api.ts';
+import {
+  type IndexStatus,
+  indexProject,
+  indexStatus,
+  openProject,
+  type Project,
+  projectStatus,
+} from '../api.ts';
 import { type AutoSync, type SyncStatus, startAutoSync } from './autosync.ts';
 
 /** What long-running interfaces (serve, mcp) report: the index, its freshness, and a re-index in progress. */
-export interface LiveStatus extends Omit<StatusReport, 'index' | 'bytes'> {
+export interface LiveStatus extends Omit<IndexStatus, 'index' | 'bytes'> {
+  /** Changes not yet indexed: what the watcher has seen (or, with no watcher, what a walk found). */
+  pending: number;
   sync: SyncStatus | null;
   reindexing: { startedAt: string } | null;
 }
@@ -56,12 +65,15 @@ export async function openLiveProject(options: LiveOptions): Promise<LiveProject
     sync,
     reindex,
     async status() {
-      const { index: _index, bytes: _bytes, ...s } = await projectStatus(project);
-      return {
-        ...s,
-        sync: sync?.status() ?? null,
-        reindexing: running ? { startedAt: running.startedAt } : null,
-      };
+      // with a watcher running, it knows what is pending: no walk every time a panel asks
+      const st = sync?.status() ?? null;
+      let pending = st?.pending ?? 0;
+      if (!st) {
+        const p = (await projectStatus(project)).pending;
+        pending = p.added + p.modified + p.deleted;
+      }
+      const { index: _index, bytes: _bytes, ...s } = await indexStatus(project);
+      return { ...s, pending, sync: st, reindexing: running ? { startedAt: running.startedAt } : null };
     },
     async close() {
       await sync?.stop();
