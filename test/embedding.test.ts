@@ -69,6 +69,12 @@ describe('embedding phases and hybrid search (real all-MiniLM-L6-v2)', () => {
     assert.equal(hybrid.mode, 'hybrid');
     assert.ok(hybrid.files.slice(0, 3).some((f) => f.path === 'config_loader.py'));
     assert.ok(hybrid.results.some((r) => r.signals.dense > 0));
+
+    // a file the question names outright leads the hybrid file ranking, whatever the model made of the words
+    const named = await searchProject(project, 'load the application settings from disk, see util.js');
+    assert.equal(named.files[0]?.path, 'util.js');
+    const unnamed = await searchProject(project, 'load the application settings from disk, see util');
+    assert.notEqual(unnamed.files[0]?.path, 'util.js', 'a bare word is not a file name');
     await project.close();
   });
 

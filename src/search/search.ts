@@ -62,6 +62,8 @@ export interface SearchResponse {
   tookMs: number;
 }
 
+/** A file-name hint at least this strong (a name with its extension or a path, matching at most two files). */
+const NAMED_MIN = 0.5;
 /** How much a hint can lift a chunk, relative to the best lexical match (1.0). */
 const FILE_HINT_WEIGHT = 0.6;
 const SYMBOL_HINT_WEIGHT = 0.5;
@@ -108,15 +110,19 @@ const total = (c: Candidate) =>
     FILE_HINT_WEIGHT * c.fileHint +
     SYMBOL_HINT_WEIGHT * c.symbolHint);
 
-/** Hint strength per file from the names the query mentions, damped when a name matches many files. */
+/**
+ * Hint strength per file from the names the query mentions, damped when a name matches many files; and the files the
+ * query names outright (`jsonrep.py`, `src/server/index.ts`, matching at most two files).
+ */
 async function fileHints(
   store: Store,
   q: AnalyzedQuery,
   filter?: SearchFilter,
-): Promise<Map<string, number>> {
+): Promise<{ all: Map<string, number>; named: Map<string, number> }> {
   const out = new Map<string, number>();
+  const named = new Map<string, number>();
   const { query, strength } = q.fileNames;
-  if (!query.basenames.length && !query.stems.length && !query.fragments.length) return out;
+  if (!query.basenames.length && !query.stems.length && !query.fragments.length) return { all: out, named };
   const hits = await store.findFilesByName(query);
   const perName = new Map<string, number>();
   for (const h of hits) perName.set(`${h.match}:${h.name}`, (perName.get(`${h.match}:${h.name}`) ?? 0) + 1);
@@ -126,8 +132,10 @@ async function fileHints(
     const n = perName.get(`${h.match}:${h.name}`) ?? 1;
     const s = (strength.get(h.name) ?? 0.3) / (1 + Math.log2(n));
     out.set(h.path, Math.max(out.get(h.path) ?? 0, s));
+    // a file name with its extension, or a path, written in the query: the user named this file
+    if (h.match !== 'stem' && s >= NAMED_MIN) named.set(h.path, Math.max(named.get(h.path) ?? 0, s));
   }
-  return out;
+  return { all: out, named };
 }
 
 /** Hint strength per chunk from identifiers in the query that a file defines, damped by how common they are. */
@@ -218,7 +226,7 @@ export async function search(
           store.searchDenseFiles(vector, Math.max(DENSE_FILE_CANDIDATES, topFiles * 3), filter),
         ])
       : undefined;
-  const [lexHits, fileHits, fHints, sHints] = await Promise.all([
+  const [lexHits, fileHits, hinted, sHints] = await Promise.all([
     store.searchLexical({ terms: q.terms, limit, weights, ...(filter ? { filter } : {}) }),
     store.searchFiles({
       terms: q.terms,
@@ -229,6 +237,7 @@ export async function search(
     fileHints(store, q, filter),
     symbolHints(store, q, filter),
   ]);
+  const { all: fHints, named: namedFiles } = hinted;
   const maxLex = lexHits.reduce((m, h) => Math.max(m, h.score), 0) || 1;
   const maxFileLex = fileHits.reduce((m, h) => Math.max(m, h.score), 0) || 1;
   const fileLex = new Map(fileHits.map((h) => [h.path, h.score / maxFileLex]));
@@ -387,11 +396,15 @@ export async function search(
   } else {
     const lexRank = rankOf(lexFileScore);
     const denseRank = rankOf(denseFileScore);
+    // files the query names are a third list: a named file is what the user means, whatever the model read
+    const namedRank = rankOf(namedFiles);
     fileScores = new Map();
     for (const path of new Set([...lexRank.keys(), ...denseRank.keys()]))
       fileScores.set(
         path as string,
-        rrf(lexRank.get(path), lexicalWeight) + rrf(denseRank.get(path), denseWeight),
+        rrf(lexRank.get(path), lexicalWeight) +
+          rrf(denseRank.get(path), denseWeight) +
+          rrf(namedRank.get(path), lexicalWeight),
       );
   }
   let files: FileResult[] = [...fileScores.entries()]
