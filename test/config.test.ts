@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { DEFAULT_CONFIG, resolveConfig } from '../src/config/config.ts';
 import { makeTree, removeTree } from './helpers.ts';
@@ -65,6 +67,76 @@ top = 12
     );
     assert.deepEqual(c.search.rerank, { protocol: 'tei', url: 'http://127.0.0.1:8080', top: 12 });
     assert.deepEqual(c.search.weights, DEFAULT_CONFIG.search.weights);
+  });
+
+  it('reads the [context] and [llm] sections, and the system prompt from the environment or a file', () => {
+    const root = project(`[context]
+packing = "files"
+budget = 12000
+soft_ratio = 0.6
+map_tokens = 512
+context_lines = 5
+named_file_share = 0.25
+system_prompt = "from the file"
+[llm]
+model = "ollama:qwen2.5-coder:7b"
+base_url = "http://127.0.0.1:11434/api"
+temperature = 0.1
+max_output_tokens = 1000
+context_window = 65536
+timeout_ms = 5000
+retries = 4
+`);
+    const c = resolveConfig({ root, userConfig: false, env: {} });
+    assert.deepEqual(c.context, {
+      packing: 'files',
+      budget: 12000,
+      softRatio: 0.6,
+      mapTokens: 512,
+      contextLines: 5,
+      namedFileShare: 0.25,
+      systemPrompt: 'from the file',
+    });
+    assert.deepEqual(c.llm, {
+      model: 'ollama:qwen2.5-coder:7b',
+      baseUrl: 'http://127.0.0.1:11434/api',
+      temperature: 0.1,
+      maxOutputTokens: 1000,
+      contextWindow: 65536,
+      timeoutMs: 5000,
+      retries: 4,
+    });
+    const promptFile = join(root, 'prompt.txt');
+    writeFileSync(promptFile, 'from a prompt file');
+    assert.equal(
+      resolveConfig({ root, userConfig: false, env: { QUARRY_SYSTEM_PROMPT_FILE: promptFile } }).context
+        .systemPrompt,
+      'from a prompt file',
+    );
+    const both = resolveConfig({
+      root,
+      userConfig: false,
+      env: {
+        QUARRY_SYSTEM_PROMPT_FILE: promptFile,
+        QUARRY_SYSTEM_PROMPT: 'inline',
+        QUARRY_MODEL: 'openai:gpt-4o',
+      },
+    });
+    assert.equal(both.context.systemPrompt, 'inline');
+    assert.equal(both.llm.model, 'openai:gpt-4o');
+    assert.throws(
+      () =>
+        resolveConfig({
+          root,
+          userConfig: false,
+          env: { QUARRY_SYSTEM_PROMPT_FILE: join(root, 'nope.txt') },
+        }),
+      /QUARRY_SYSTEM_PROMPT_FILE: cannot read .*nope\.txt \(ENOENT\)/,
+    );
+    assert.throws(
+      () => resolveConfig({ root: project('[context]\npacking = "all"'), userConfig: false }),
+      /context\.packing must be "files" or "chunks"/,
+    );
   });
 
   it('says which setting is wrong', () => {

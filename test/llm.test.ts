@@ -73,6 +73,16 @@ describe('LLM providers against a real HTTP server that speaks their streaming p
     });
   }
 
+  it('takes the key from the config when given there', async () => {
+    const p = await openLlm(
+      { ...DEFAULT_CONFIG.llm, baseUrl: `${server.url}/v1`, retries: 0, apiKey: 'sk-from-config' },
+      'openai:gpt-4o',
+      {},
+    );
+    await collect(p.stream(messages));
+    assert.equal(server.requests.at(-1)!.headers.authorization, 'Bearer sk-from-config');
+  });
+
   it('sends API keys in each protocol’s header', async () => {
     const key = (spec: string, base: string, env: Record<string, string>) =>
       openLlm({ ...DEFAULT_CONFIG.llm, baseUrl: base, retries: 0 }, spec, env).then((p) =>

@@ -75,6 +75,8 @@ export interface LlmOptions {
   baseUrl?: string;
   /** The environment variable with the API key (default per provider: OPENAI_API_KEY, ANTHROPIC_API_KEY, …). */
   apiKeyEnv?: string;
+  /** The key itself (better kept in the user config, `~/.config/quarry/config.toml`, than in a project file). */
+  apiKey?: string;
   temperature: number;
   /** Longest answer asked for, in tokens (less when the window is short). */
   maxOutputTokens: number;
@@ -304,6 +306,7 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
       model: 'model',
       base_url: 'baseUrl',
       api_key_env: 'apiKeyEnv',
+      api_key: 'apiKey',
     });
     copyFields(llm, 'llm', out.llm, num, {
       temperature: 'temperature',

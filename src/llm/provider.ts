@@ -110,9 +110,12 @@ export async function openLlm(
   if (provider === 'compat' && !baseURL)
     throw new QuarryError('BAD_CONFIG', 'compat: models need a server: set llm.base_url or QUARRY_LLM_URL');
   const keyEnv = llm.apiKeyEnv ?? p.keyEnv;
-  const apiKey = keyEnv ? env[keyEnv] : undefined;
+  const apiKey = llm.apiKey ?? (keyEnv ? env[keyEnv] : undefined);
   if (keyEnv && !apiKey && !p.keyOptional && !llm.baseUrl)
-    throw new QuarryError('BAD_CONFIG', `${provider} needs an API key: set ${keyEnv} (or llm.api_key_env)`);
+    throw new QuarryError(
+      'BAD_CONFIG',
+      `${provider} needs an API key: set ${keyEnv} (or llm.api_key in ~/.config/quarry/config.toml)`,
+    );
   const languageModel = p.make(model, baseURL, apiKey ?? (llm.baseUrl ? 'quarry-local' : undefined));
   return {
     id: `${provider}:${model}`,
