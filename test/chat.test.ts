@@ -8,7 +8,6 @@ import { CLI, makeTree, REPO, removeTree, runCli } from './helpers.ts';
 import { type LlmServer, startLlmServer } from './llm-server.ts';
 
 const ORIGINAL = 'def rate(x):\n    return x * 1\n';
-// biome-ignore lint/suspicious/noControlCharactersInRegex: terminal escape sequences
 const ANSI = /\u001b\[[0-9;?]*[A-Za-z]|\u001b[=>]|\r/g;
 
 /** quarry chat in a real pseudo-terminal (util-linux `script` allocates it), driven line by line. */

@@ -6,7 +6,7 @@ import { serve } from '@hono/node-server';
 import { type Context, Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { ask } from '../answer/ask.ts';
-import { openProject, type Project, projectStatus, searchProject } from '../api.ts';
+import { type Project, searchProject } from '../api.ts';
 import { readProjectSettings, resolveConfig, writeProjectSettings } from '../config/config.ts';
 import { assembleContext } from '../context/assemble.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
