@@ -37,7 +37,8 @@ process.exitCode = code;`;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
-    env: { ...process.env, NO_COLOR: '1' },
+    // the lexical core: vectors have their own benchmarks (embed-bench, phases-bench)
+    env: { ...process.env, NO_COLOR: '1', QUARRY_EMBED: 'none' },
   });
   const wall = performance.now() - started;
   const m = /@@(.*)/.exec(r.stderr);

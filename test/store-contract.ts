@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { codeTokenText, pathTokenText } from '../src/chunk/tokens.ts';
-import type { ChunkInput, FileUpdate, Store } from '../src/store/types.ts';
+import { type ChunkInput, encodeRefs, type FileUpdate, type Store } from '../src/store/types.ts';
 
 function chunk(path: string, ordinal: number, text: string, symbol: string | null = null): ChunkInput {
   const lines = text.split('\n').length;
@@ -215,6 +215,50 @@ export function storeContract(open: () => Promise<Store>): void {
       (await s.listSymbols('a.ts')).map((x) => x.name),
       ['second'],
     );
+    await s.close();
+  });
+
+  it('keeps where files use names, finds them by exact name, and builds the reference graph', async () => {
+    const s = await open();
+    await s.replaceFiles([
+      update('src/util.ts', [['function helper() {}', 'helper']]),
+      {
+        ...update('src/a.ts', [['function alpha() { helper(); Helper; }', 'alpha']]),
+        refs: encodeRefs([
+          { name: 'helper', lines: [1, 4] },
+          { name: 'Helper', lines: [2] },
+          { name: 'console', lines: [3] },
+        ])!,
+      },
+      { ...update('src/b.ts', [['helper()', null]]), refs: encodeRefs([{ name: 'helper', lines: [7] }])! },
+    ]);
+    assert.deepEqual(await s.findReferences('helper'), [
+      { name: 'helper', path: 'src/a.ts', lines: [1, 4] },
+      { name: 'helper', path: 'src/b.ts', lines: [7] },
+    ]);
+    assert.deepEqual(
+      (await s.findReferences('Helper')).map((r) => r.path),
+      ['src/a.ts'],
+      'exact case',
+    );
+    assert.deepEqual(await s.findReferences('nothing'), []);
+    const graph = await s.referenceGraph();
+    assert.deepEqual(
+      graph.defs.map((d) => [d.name, d.path]),
+      [
+        ['alpha', 'src/a.ts'],
+        ['helper', 'src/util.ts'],
+      ],
+    );
+    // only names something defines: `console` and `Helper` link nothing
+    assert.deepEqual(graph.refs.map((r) => [r.name, r.path, r.count]).sort(), [
+      ['helper', 'src/a.ts', 2],
+      ['helper', 'src/b.ts', 1],
+    ]);
+    await s.replaceFiles([update('src/b.ts', [['nothing here', null]], 'h3')]);
+    await s.deleteFiles(['src/a.ts']);
+    assert.deepEqual(await s.findReferences('helper'), []);
+    assert.deepEqual((await s.referenceGraph()).refs, []);
     await s.close();
   });
 

@@ -53,7 +53,7 @@ describe('SqliteStore specifics', () => {
     await s.close();
     // turn it back into a schema-1 index: no coarse file documents, no vocabularies, no embedding columns, no refs
     const db = new Database(path);
-    db.exec(`DROP TABLE files_fts; DROP TABLE chunks_vocab; DROP TABLE files_vocab; DROP TABLE embed_cache; DROP TABLE refs;
+    db.exec(`DROP TABLE files_fts; DROP TABLE chunks_vocab; DROP TABLE files_vocab; DROP TABLE embed_cache; DROP TABLE file_refs; DROP TABLE refs_fts;
              DROP INDEX files_vec_phase; ALTER TABLE files DROP COLUMN vec_phase;
              UPDATE meta SET value = '1' WHERE key = 'schema_version'`);
     db.close();

@@ -1,21 +1,22 @@
 import { type Command, Option } from 'commander';
 import type pc from 'picocolors';
-import { ask } from '../answer/ask.ts';
-import { applyEdit, listHistory, proposeEdit, undoEdit } from '../answer/edit.ts';
-import {
-  fileVariables,
-  findDefinitions,
-  findReferences,
-  formatDefinitions,
-  formatReferences,
-  formatSymbols,
-} from '../answer/router.ts';
 import { openProject, type Project } from '../api.ts';
 import type { Packing } from '../config/config.ts';
-import { type AssembledContext, assembleContext } from '../context/assemble.ts';
-import { buildRepoMap } from '../context/repomap.ts';
+import type { AssembledContext } from '../context/assemble.ts';
 import { QuarryError } from '../errors.ts';
 import type { SearchMode } from '../search/search.ts';
+
+/**
+ * Heavy modules (the AI SDK, the tokenizer's tables, tree-sitter) load when a command needs them, not every time
+ * quarry starts: `quarry search` stays a fast process.
+ */
+const lazy = {
+  ask: () => import('../answer/ask.ts'),
+  edit: () => import('../answer/edit.ts'),
+  router: () => import('../answer/router.ts'),
+  context: () => import('../context/assemble.ts'),
+  repomap: () => import('../context/repomap.ts'),
+};
 
 export interface CliContext {
   io: { stdout: NodeJS.WriteStream; stderr: NodeJS.WriteStream };
@@ -92,6 +93,8 @@ export function registerAnswerCommands(program: Command, cli: CliContext): void 
     .option('--dry-run', 'print the assembled prompt and its token count; call no model')
     .option('--json', 'print one JSON object (answer, sources, tokens)')
     .action(async (words: string[], opts) => {
+      const { ask } = await lazy.ask();
+      const { assembleContext } = await lazy.context();
       const g = cli.globals();
       const question = words.join(' ');
       await withProject(g.root, async (project) => {
@@ -153,6 +156,7 @@ export function registerAnswerCommands(program: Command, cli: CliContext): void 
     .option('--variables', 'top-level variables and constants instead')
     .option('--json', 'print JSON')
     .action(async (file: string, opts) => {
+      const { fileVariables, formatSymbols } = await lazy.router();
       await withProject(cli.globals().root, async (project) => {
         const path = file.replace(/^\.\//, '');
         if (!(await project.store.getFile(path)))
@@ -179,6 +183,7 @@ export function registerAnswerCommands(program: Command, cli: CliContext): void 
     .argument('<name>', 'a symbol (parseConfig, Indexer.run)')
     .option('--json', 'print JSON')
     .action(async (name: string, opts) => {
+      const { findDefinitions, formatDefinitions } = await lazy.router();
       await withProject(cli.globals().root, async (project) => {
         const defs = await findDefinitions(project, name);
         if (opts.json) io.stdout.write(`${JSON.stringify({ name, definitions: defs })}\n`);
@@ -194,6 +199,7 @@ export function registerAnswerCommands(program: Command, cli: CliContext): void 
     .argument('<name>', 'a symbol (parseConfig, Indexer.run)')
     .option('--json', 'print JSON')
     .action(async (name: string, opts) => {
+      const { findReferences, formatReferences } = await lazy.router();
       await withProject(cli.globals().root, async (project) => {
         const refs = await findReferences(project, name);
         if (opts.json) io.stdout.write(`${JSON.stringify({ name, references: refs })}\n`);
@@ -209,6 +215,7 @@ export function registerAnswerCommands(program: Command, cli: CliContext): void 
     .option('--focus <file...>', 'lean the ranking towards these files')
     .option('--json', 'print JSON')
     .action(async (opts) => {
+      const { buildRepoMap } = await lazy.repomap();
       await withProject(cli.globals().root, async (project) => {
         const map = await buildRepoMap(project.store, {
           budget: opts.tokens,
@@ -236,6 +243,7 @@ export function registerEditCommands(program: Command, cli: CliContext): void {
     .option('--write', 'replace the file (atomically, after saving a snapshot)')
     .option('--force', 'write even when the file has uncommitted changes')
     .action(async (file: string, words: string[], opts) => {
+      const { applyEdit, proposeEdit } = await lazy.edit();
       await withProject(cli.globals().root, async (project) => {
         const instruction = words.join(' ');
         const edit = await proposeEdit(project, file, instruction, {
@@ -265,6 +273,7 @@ export function registerEditCommands(program: Command, cli: CliContext): void {
     .argument('[file]', 'only edits of this file')
     .option('--force', 'restore even if the file changed after the edit (those changes are saved first)')
     .action(async (file: string | undefined, opts) => {
+      const { undoEdit } = await lazy.edit();
       await withProject(cli.globals().root, async (project) => {
         const snap = undoEdit(project, file, { force: opts.force });
         io.stdout.write(`restored ${snap.path} as it was before "${snap.instruction}" (${snap.time})\n`);
@@ -276,6 +285,7 @@ export function registerEditCommands(program: Command, cli: CliContext): void {
     .description('the edits quarry made, newest first')
     .option('--json', 'print JSON')
     .action(async (opts) => {
+      const { listHistory } = await lazy.edit();
       await withProject(cli.globals().root, async (project) => {
         const h = listHistory(project);
         if (opts.json) {
@@ -319,4 +329,18 @@ export function sources(ctx: AssembledContext) {
     tokens,
     reason,
   }));
+}
+
+export function registerChatCommand(program: Command, cli: CliContext): void {
+  program
+    .command('chat')
+    .description(
+      'a terminal chat over the code: ask, /edit with /undo, !commands; indexing continues in the background',
+    )
+    .option('--model <provider:name>', 'the model')
+    .option('--no-index', 'do not keep the index fresh (no watcher, no background embedding)')
+    .action(async (opts) => {
+      const { runChat } = await import('./chat.ts');
+      await runChat(cli, { ...(opts.model ? { model: opts.model } : {}), index: opts.index });
+    });
 }

@@ -2,7 +2,6 @@ import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
-import type { Command } from 'commander';
 import type pc from 'picocolors';
 import { ask } from '../answer/ask.ts';
 import { applyEdit, proposeEdit, undoEdit } from '../answer/edit.ts';
@@ -303,17 +302,4 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
   // leaving never waits for embedding: it is aborted at its next slice and resumes on the next run
   await sync?.stop();
   await project.close();
-}
-
-export function registerChatCommand(program: Command, cli: CliContext): void {
-  program
-    .command('chat')
-    .description(
-      'a terminal chat over the code: ask, /edit with /undo, !commands; indexing continues in the background',
-    )
-    .option('--model <provider:name>', 'the model')
-    .option('--no-index', 'do not keep the index fresh (no watcher, no background embedding)')
-    .action(async (opts) => {
-      await runChat(cli, { ...(opts.model ? { model: opts.model } : {}), index: opts.index });
-    });
 }

@@ -9,9 +9,8 @@ import { bundledModelDir, cacheModelDir, findWeights, installWeights } from '../
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { readQueries, runEval } from '../eval/eval.ts';
 import { resultJson, type SearchMode } from '../search/search.ts';
-import { registerAnswerCommands, registerEditCommands } from './answer-commands.ts';
+import { registerAnswerCommands, registerChatCommand, registerEditCommands } from './answer-commands.ts';
 import { spawnBackgroundIndex } from './background.ts';
-import { registerChatCommand } from './chat.ts';
 import { formatBytes, formatDuration, Progress } from './progress.ts';
 import { registerServeCommands } from './serve-commands.ts';
 

@@ -1,8 +1,5 @@
 import type { Command } from 'commander';
 import { openProject } from '../api.ts';
-import { serveMcpHttp, serveMcpStdio } from '../mcp/server.ts';
-import { startServer } from '../server/http.ts';
-import { startAutoSync } from '../watch/autosync.ts';
 import type { CliContext } from './answer-commands.ts';
 
 /** Resolves on Ctrl-C or SIGTERM. */
@@ -25,6 +22,7 @@ export function registerServeCommands(program: Command, cli: CliContext): void {
     .option('--no-watch', 'do not keep the index fresh while running')
     .action(async (opts) => {
       const root = cli.globals().root;
+      const { serveMcpHttp, serveMcpStdio } = await import('../mcp/server.ts');
       if (!opts.http) {
         await serveMcpStdio({ ...(root ? { root } : {}), watch: opts.watch });
         return;
@@ -46,6 +44,7 @@ export function registerServeCommands(program: Command, cli: CliContext): void {
     .option('--no-watch', 'do not keep the index fresh while running')
     .action(async (opts) => {
       const root = cli.globals().root;
+      const { startServer } = await import('../server/http.ts');
       const served = await startServer({
         ...(root ? { root } : {}),
         port: opts.port,
@@ -70,6 +69,7 @@ export function registerServeCommands(program: Command, cli: CliContext): void {
     )
     .action(async (opts) => {
       const root = cli.globals().root;
+      const { startAutoSync } = await import('../watch/autosync.ts');
       const project = await openProject({ ...(root ? { root } : {}), create: true });
       const c = cli.colors(io.stdout);
       let last = '';

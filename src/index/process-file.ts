@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { chunkFile } from '../chunk/chunker.ts';
 import { codeTokenText, pathTokenText } from '../chunk/tokens.ts';
 import type { QuarryConfig } from '../config/config.ts';
-import type { FileUpdate } from '../store/types.ts';
+import { encodeRefs, type FileUpdate } from '../store/types.ts';
 import { containsPrivateKey } from '../workspace/ignore-rules.ts';
 import { detectLanguage } from '../workspace/languages.ts';
 
@@ -112,7 +112,7 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
       file: { path: task.path, size, mtimeMs: task.mtimeMs, hash, language: lang.id, method: chunked.method },
       chunks,
       symbols: chunked.symbols,
-      refs: chunked.refs,
+      ...(chunked.refs.length ? { refs: encodeRefs(chunked.refs)! } : {}),
       tokens: {
         path: pathTokens,
         symbols: codeTokenText(chunked.symbols.map((s) => s.name).join(' ')),

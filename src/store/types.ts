@@ -41,8 +41,25 @@ export interface FileUpdate {
   symbols: SymbolInput[];
   /** Token streams for the file as one coarse document (all its chunks together). */
   tokens: { path: string; symbols: string; body: string };
-  /** Names the file uses and on which lines (tree-sitter identifiers). */
-  refs?: Array<{ name: string; lines: number[] }>;
+  /**
+   * Names the file uses and on which lines (tree-sitter identifiers), encoded once where the file is parsed (a parse
+   * worker) so that the indexing thread neither copies nor serialises thousands of small objects per file.
+   */
+  refs?: EncodedRefs;
+}
+
+/** A file's references: `json` maps each name to its lines (`{"parseConfig":[3,17]}`), `names` lists them, space-separated. */
+export interface EncodedRefs {
+  json: string;
+  names: string;
+}
+
+export function encodeRefs(refs: ReadonlyArray<{ name: string; lines: number[] }>): EncodedRefs | undefined {
+  if (!refs.length) return undefined;
+  return {
+    json: JSON.stringify(Object.fromEntries(refs.map((r) => [r.name, r.lines]))),
+    names: refs.map((r) => r.name).join(' '),
+  };
 }
 
 /** Where one file uses a name. */
