@@ -1,7 +1,10 @@
 /** quarry's library entry: the CLI, the server and the MCP server call exactly these functions. */
 export {
+  embedQuery,
   type IndexProjectOptions,
+  type IndexStatus,
   indexProject,
+  indexStatus,
   type OpenProjectOptions,
   openProject,
   type Project,
