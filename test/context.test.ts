@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ask } from '../src/answer/ask.ts';
 import { routeQuestion } from '../src/answer/router.ts';
-import { indexProject, openProject, type Project } from '../src/api.ts';
+import { indexProject, type Project } from '../src/api.ts';
 import { assembleContext, mergeRanges, renderBlock } from '../src/context/assemble.ts';
 import { buildRepoMap } from '../src/context/repomap.ts';
 import { contextWindow, countTokens, outputBudget, safetyMargin } from '../src/context/tokens.ts';
 import type { QuarryError } from '../src/errors.ts';
 import { openLlm } from '../src/llm/provider.ts';
-import { makeTree, removeTree } from './helpers.ts';
+import { makeTree, openLexical, removeTree } from './helpers.ts';
 import { type LlmServer, startLlmServer } from './llm-server.ts';
 
 /** `n` lines that each mention the word, so that files of known size all match one query. */
@@ -57,12 +57,7 @@ describe('context assembly', () => {
   let project: Project;
   before(async () => {
     root = makeTree(FILES);
-    project = await openProject({
-      root,
-      create: true,
-      userConfig: false,
-      overrides: { embed: { provider: 'none' } },
-    });
+    project = await openLexical(root);
     await indexProject(project);
   });
   after(async () => {
@@ -213,12 +208,7 @@ describe('the structure router', () => {
   let server: LlmServer;
   before(async () => {
     root = makeTree(FILES);
-    project = await openProject({
-      root,
-      create: true,
-      userConfig: false,
-      overrides: { embed: { provider: 'none' } },
-    });
+    project = await openLexical(root);
     await indexProject(project);
     server = await startLlmServer();
   });

@@ -4,26 +4,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { BEGIN, END, extractFile } from '../src/answer/edit.ts';
-import { makeTree, removeTree, spawnCli } from './helpers.ts';
+import { makeTree, removeTree, runCliAsync } from './helpers.ts';
 import { type LlmServer, startLlmServer } from './llm-server.ts';
 
-function cli(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawnCli(args, { env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = (args: string[], env: NodeJS.ProcessEnv) => runCliAsync(args, { env });
 
 // a file with CRLF-free text, a non-ASCII character and no final newline change: undo must give back these bytes
 const ORIGINAL = 'def rate(x):\n    # “per second”\n    return x * 1\n\n\ndef other():\n    return 0\n';

@@ -3,10 +3,9 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { indexProject, openProject } from '../src/api.ts';
 import { DEFAULT_CONFIG } from '../src/config/config.ts';
 import { openLlm } from '../src/llm/provider.ts';
-import { makeTree, removeTree, runCli } from './helpers.ts';
+import { indexLexically, makeTree, removeTree, runCli } from './helpers.ts';
 
 // provisioned by scripts/fetch-test-gguf.sh (run by scripts/test.sh and CI): node-llama-cpp's prebuilt CPU runtime
 // and a tiny llama model written by llama.cpp's own GGUF writer (random weights: it speaks gibberish, for real)
@@ -25,14 +24,7 @@ describe('the in-process GGUF provider (node-llama-cpp, no server)', () => {
         'def parse_config(path):\n    """Read the settings file."""\n    return open(path).read()\n',
       'quarry.toml': '[llm]\nmax_output_tokens = 24\n',
     });
-    const p = await openProject({
-      root,
-      create: true,
-      userConfig: false,
-      overrides: { embed: { provider: 'none' } },
-    });
-    await indexProject(p);
-    await p.close();
+    await indexLexically(root);
   });
   after(() => removeTree(root));
 

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import { indexProject, openProject, type Project } from '../src/api.ts';
 import { DEFAULT_CONFIG, type QuarryConfig } from '../src/config/config.ts';
 
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -128,4 +129,38 @@ export function ftsRowCount(dbPath: string): { fts: number; chunks: number } {
   } finally {
     db.close();
   }
+}
+
+/** Opens `root` as a lexical-only project (no user config, no embedder), creating its index. */
+export function openLexical(root: string): Promise<Project> {
+  return openProject({ root, create: true, userConfig: false, overrides: { embed: { provider: 'none' } } });
+}
+
+/** Indexes `root` lexically and closes it: for tests that then start a server or a CLI on it. */
+export async function indexLexically(root: string): Promise<void> {
+  const p = await openLexical(root);
+  try {
+    await indexProject(p);
+  } finally {
+    await p.close();
+  }
+}
+
+/** Runs the CLI from source as a child process and collects its output (for tests that serve in this process). */
+export function runCliAsync(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; uid?: number; gid?: number } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawnCli(args, options);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }

@@ -3,9 +3,8 @@ import { cpSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { indexProject, openProject } from '../src/api.ts';
 import { type Served, startServer } from '../src/server/http.ts';
-import { makeTree, REPO, removeTree } from './helpers.ts';
+import { indexLexically, makeTree, REPO, removeTree } from './helpers.ts';
 
 // the panel needs no vectors; the model would only slow the machine down while the browser runs
 process.env.QUARRY_EMBED = 'none';
@@ -39,14 +38,7 @@ describe('the web panel in a real browser', () => {
     // real data: quarry's own source
     root = makeTree({ 'README.md': readFileSync(join(REPO, 'README.md'), 'utf8') });
     cpSync(join(REPO, 'src'), join(root, 'src'), { recursive: true });
-    const p = await openProject({
-      root,
-      create: true,
-      userConfig: false,
-      overrides: { embed: { provider: 'none' } },
-    });
-    await indexProject(p);
-    await p.close();
+    await indexLexically(root);
     served = await startServer({ root });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     page = await browser.newPage({ viewport: { width: 1400, height: 900 } });

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { indexProject, openProject, searchProject } from '../src/api.ts';
 import { createHttpReranker } from '../src/rerank/rerank.ts';
-import { makeTree, removeTree } from './helpers.ts';
+import { makeTree, openLexical, removeTree } from './helpers.ts';
 
 /**
  * A real HTTP server on 127.0.0.1 speaking TEI's /rerank and the Jina/Cohere-style /v1/rerank. It stands in for the
@@ -53,12 +53,7 @@ describe('re-ranking', () => {
       'src/wait.ts': 'export function wait() {\n  // retry after a backoff delay\n}\n',
     });
     try {
-      const plain = await openProject({
-        root,
-        create: true,
-        userConfig: false,
-        overrides: { embed: { provider: 'none' } },
-      });
+      const plain = await openLexical(root);
       await indexProject(plain);
       const before = await searchProject(plain, 'retry');
       await plain.close();

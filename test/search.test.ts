@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { indexProject, openProject, type Project, searchProject } from '../src/api.ts';
 import { fileRole } from '../src/search/roles.ts';
-import { makeTree, removeTree } from './helpers.ts';
+import { makeTree, openLexical, removeTree } from './helpers.ts';
 
 /** Several files share the words of each query, so only the hint can pick the right one. */
 const FILES: Record<string, string> = {
@@ -28,12 +28,7 @@ describe('search', () => {
   let project: Project;
   before(async () => {
     root = makeTree(FILES);
-    project = await openProject({
-      root,
-      create: true,
-      userConfig: false,
-      overrides: { embed: { provider: 'none' } },
-    });
+    project = await openLexical(root);
     await indexProject(project);
   });
   after(async () => {
@@ -83,12 +78,7 @@ describe('search', () => {
       'src/retry.ts': many,
       'src/other.ts': 'export function backoff() {\n  // retry once\n}\n',
     });
-    const p = await openProject({
-      root: tree,
-      create: true,
-      userConfig: false,
-      overrides: { embed: { provider: 'none' } },
-    });
+    const p = await openLexical(tree);
     try {
       await indexProject(p);
       const spread = await searchProject(p, 'retry the request with backoff', { topK: 3 });

@@ -3,11 +3,10 @@ import { readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { indexProject, openProject } from '../src/api.ts';
 import { acquireWriterLock } from '../src/index/lock.ts';
 import { type Served, startServer } from '../src/server/http.ts';
 import { indexPaths } from '../src/workspace/root.ts';
-import { makeTree, removeTree } from './helpers.ts';
+import { indexLexically, makeTree, removeTree } from './helpers.ts';
 import { type LlmServer, startLlmServer } from './llm-server.ts';
 
 /** A raw HTTP request, so that Host and Origin can be anything. */
@@ -53,14 +52,7 @@ describe('quarry serve: the HTTP API', () => {
       'quarry.toml': `[llm]\nmodel = "lmstudio:qwen2.5-coder-7b-instruct"\nbase_url = "${llm.url}/v1"\n`,
     });
     symlinkSync(join(outside, 'secret.txt'), join(root, 'src', 'escape.txt'));
-    const p = await openProject({
-      root,
-      create: true,
-      userConfig: false,
-      overrides: { embed: { provider: 'none' } },
-    });
-    await indexProject(p);
-    await p.close();
+    await indexLexically(root);
     served = await startServer({ root, watch: false });
     base = served.url.replace(/\/$/, '');
   });
@@ -209,14 +201,7 @@ describe('quarry serve: the HTTP API', () => {
 describe('quarry serve on a non-loopback address', () => {
   it('requires the token on every API call', async () => {
     const root = makeTree({ 'a.py': 'A = 1\n' });
-    const p = await openProject({
-      root,
-      create: true,
-      userConfig: false,
-      overrides: { embed: { provider: 'none' } },
-    });
-    await indexProject(p);
-    await p.close();
+    await indexLexically(root);
     const served = await startServer({ root, host: '0.0.0.0', watch: false });
     try {
       assert.ok(served.token && served.token.length >= 20);

@@ -3,9 +3,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { indexProject, openProject, type Project } from '../src/api.ts';
+import { indexProject, type Project } from '../src/api.ts';
 import { type AutoSync, startAutoSync } from '../src/watch/autosync.ts';
-import { makeTree, removeTree } from './helpers.ts';
+import { makeTree, openLexical, removeTree } from './helpers.ts';
 
 /** Waits for an outcome (not a duration): the check is what matters, the bound only stops a hung test. */
 async function until(check: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
@@ -38,12 +38,7 @@ describe('auto-sync: the watcher keeps the index fresh', () => {
     git(root, 'init', '-q', '-b', 'main');
     git(root, 'add', '.');
     git(root, 'commit', '-qm', 'init');
-    project = await openProject({
-      root,
-      create: true,
-      userConfig: false,
-      overrides: { embed: { provider: 'none' } },
-    });
+    project = await openLexical(root);
     await indexProject(project);
     sync = await startAutoSync(project, { sweepMs: 0 });
   });

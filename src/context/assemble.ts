@@ -103,6 +103,17 @@ function readLines(root: string, path: string): string[] | null {
   }
 }
 
+/** A whole file as a block (not yet numbered), or null when it cannot be read. */
+function wholeFile(
+  root: string,
+  path: string,
+  reason: ContextBlock['reason'],
+): Omit<ContextBlock, 'n' | 'tokens'> | null {
+  const lines = readLines(root, path);
+  if (!lines) return null;
+  return { path, startLine: 1, endLine: Math.max(1, lines.length), text: lines.join('\n'), reason };
+}
+
 /** The budget for code context: what the model's window leaves after the answer and a margin, capped. */
 export function contextBudget(
   project: Project,
@@ -208,15 +219,8 @@ export async function assembleContext(
     const pending: Array<Omit<ContextBlock, 'n' | 'tokens'>> = [];
     let total = used;
     for (const f of chosen) {
-      const lines = readLines(project.root, f.path);
-      if (!lines) continue;
-      const b = {
-        path: f.path,
-        startLine: 1,
-        endLine: Math.max(1, lines.length),
-        text: lines.join('\n'),
-        reason: 'all' as const,
-      };
+      const b = wholeFile(project.root, f.path, 'all');
+      if (!b) continue;
       total += countTokens(renderBlock({ ...b, n: 0 }));
       pending.push(b);
     }
@@ -281,15 +285,8 @@ export async function assembleContext(
     for (const f of search.files) {
       if (used >= soft) break;
       if (taken.has(f.path)) continue;
-      const lines = readLines(project.root, f.path);
-      if (!lines) continue;
-      const b = {
-        path: f.path,
-        startLine: 1,
-        endLine: Math.max(1, lines.length),
-        text: lines.join('\n'),
-        reason: 'retrieved' as const,
-      };
+      const b = wholeFile(project.root, f.path, 'retrieved');
+      if (!b) continue;
       if (!add(b)) skipped.push({ path: f.path, tokens: countTokens(renderBlock({ ...b, n: 0 })) });
       else taken.add(f.path);
     }
