@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { openProject, searchProject } from '../src/api.ts';
 import { indexPaths } from '../src/workspace/root.ts';
-import { copyPolyglot, dumpIndex, makeTree, removeTree, runCli, spawnCli } from './helpers.ts';
+import { copyPolyglot, dumpIndex, makeTree, removeTree, runCli, runCliAsync, spawnCli } from './helpers.ts';
 
 const trees: string[] = [];
 after(() => trees.forEach(removeTree));
@@ -288,16 +288,10 @@ describe('quarry CLI', () => {
       chownSync(dir, 65534, 65534);
       for (const f of readdirSync(dir)) chownSync(join(dir, f), 65534, 65534);
     }
-    const child = spawnCli(['index', dir, '--json'], isRoot ? { uid: 65534, gid: 65534 } : {});
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    const code = await new Promise((resolve) => child.on('exit', resolve));
+    const { code, stdout, stderr } = await runCliAsync(
+      ['index', dir, '--json'],
+      isRoot ? { uid: 65534, gid: 65534 } : {},
+    );
     t.diagnostic(stderr);
     assert.equal(code, 0, stderr);
     assert.match(stderr, /warning: skipped unreadable lib\.rs \(EACCES\)/);
