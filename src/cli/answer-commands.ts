@@ -335,7 +335,7 @@ export function registerChatCommand(program: Command, cli: CliContext): void {
   program
     .command('chat')
     .description(
-      'a terminal chat over the code: ask, /edit with /undo, !commands; indexing continues in the background',
+      'a terminal chat over the code: ask, /edit with /undo, !commands; the index follows your saves meanwhile',
     )
     .option('--model <provider:name>', 'the model')
     .option('--no-index', 'do not keep the index fresh (no watcher, no background embedding)')

@@ -46,7 +46,9 @@ export async function main(
 ): Promise<number> {
   let exitCode = 0;
   const program = new Command('quarry')
-    .description('Local-first retrieval for source code: index a repository, then search it.')
+    .description(
+      'Local-first retrieval for source code: index a repository, search it, and answer, edit or chat over it; serve it to agents (MCP) and people (a web panel).',
+    )
     .version(VERSION)
     .option('--root <dir>', 'project root (default: walk up to .quarry/ or .git)')
     .option('--no-color', 'plain output, even on a terminal')
