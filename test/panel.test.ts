@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { type Served, startServer } from '../src/server/http.ts';
 import { indexLexically, makeTree, REPO, removeTree } from './helpers.ts';
+import { type LlmServer, startLlmServer } from './llm-server.ts';
 
 // the panel needs no vectors; the model would only slow the machine down while the browser runs
 process.env.QUARRY_EMBED = 'none';
@@ -34,9 +35,14 @@ describe('the web panel in a real browser', () => {
   let served: Served;
   let browser: Browser;
   let page: Page;
+  let llm: LlmServer;
   before(async () => {
-    // real data: quarry's own source
-    root = makeTree({ 'README.md': readFileSync(join(REPO, 'README.md'), 'utf8') });
+    llm = await startLlmServer();
+    // real data: quarry's own source; the model is a stand-in server on 127.0.0.1
+    root = makeTree({
+      'README.md': readFileSync(join(REPO, 'README.md'), 'utf8'),
+      'quarry.toml': `[llm]\nmodel = "ollama:qwen2.5-coder:7b"\nbase_url = "${llm.url}/api"\n`,
+    });
     cpSync(join(REPO, 'src'), join(root, 'src'), { recursive: true });
     await indexLexically(root);
     served = await startServer({ root });
@@ -47,6 +53,7 @@ describe('the web panel in a real browser', () => {
   after(async () => {
     await browser?.close();
     await served?.close();
+    await llm?.close();
     removeTree(root);
   });
 
@@ -70,6 +77,28 @@ describe('the web panel in a real browser', () => {
       hl.some((l) => l.includes('acquireWriterLock')),
       'the result’s lines are marked',
     );
+  });
+
+  it('streams an answer with its sources into the ask box, and opens a source', async () => {
+    llm.reply = () => 'The lock is taken by acquireWriterLock [1], which creates the lock file exclusively.';
+    await page.fill('#question', 'how is the writer lock taken?');
+    await page.click('#ask-form button');
+    await waitText(
+      page,
+      '#answer',
+      /^The lock is taken by acquireWriterLock \[1\], which creates the lock file exclusively\.$/,
+    );
+    const sources = await page.locator('#sources a').allTextContents();
+    assert.ok(
+      sources.length > 0 && sources.every((t) => /^\[\d+\] \S+:\d+-\d+$/.test(t)),
+      sources.join(' | '),
+    );
+    assert.ok(
+      sources.some((t) => t.includes('src/index/lock.ts')),
+      'retrieval sent the lock code',
+    );
+    await page.locator('#sources a', { hasText: 'src/index/lock.ts' }).first().click();
+    await waitText(page, '#file-title', /src\/index\/lock\.ts \(\d+ lines\)/);
   });
 
   it('changes a setting and writes it to quarry.toml', async () => {
