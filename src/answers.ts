@@ -2,7 +2,7 @@
  * `quarry/answers`: context assembly, the repository map, LLM providers, ask, the structure router and edits. A
  * separate entry so that `import 'quarry'` (index and search) does not load the AI SDK or the tokenizer's tables.
  */
-export { type Asked, type AskOptions, ask, dryRun } from './answer/ask.ts';
+export { type Asked, type AskOptions, ask } from './answer/ask.ts';
 export {
   applyEdit,
   BEGIN,

@@ -7,7 +7,7 @@ import { type IndexOptions, type IndexReport, indexRepository } from './index/in
 import { createHttpReranker } from './rerank/rerank.ts';
 import { type SearchOptions, type SearchResponse, search } from './search/search.ts';
 import { openSqliteStore } from './store/sqlite.ts';
-import type { EmbeddingStatus, Store, StoreStats } from './store/types.ts';
+import type { EmbeddingStatus, FileRecord, Store, StoreStats } from './store/types.ts';
 import { ensureIndexDir, findProjectRoot, indexPaths, isDirectory } from './workspace/root.ts';
 import { walk } from './workspace/walk.ts';
 
@@ -165,7 +165,7 @@ export interface StatusReport extends IndexStatus {
 }
 
 /** The index's own state, cheap enough to ask every few seconds (a running watcher knows what is pending). */
-export async function indexStatus(project: Project): Promise<IndexStatus> {
+export async function indexStatus(project: Project, files?: FileRecord[]): Promise<IndexStatus> {
   const { store, root } = project;
   const stats = await store.stats();
   const last = await store.getMeta('last_indexed_at');
@@ -175,7 +175,7 @@ export async function indexStatus(project: Project): Promise<IndexStatus> {
   if (lock !== undefined) state = 'running';
   else if (run.startedAt && !run.finishedAt) state = 'interrupted';
   let skippedFiles = 0;
-  for (const f of await store.listFiles()) if (f.method === 'skipped') skippedFiles++;
+  for (const f of files ?? (await store.listFiles())) if (f.method === 'skipped') skippedFiles++;
   return {
     ...stats,
     root,
@@ -190,7 +190,8 @@ export async function indexStatus(project: Project): Promise<IndexStatus> {
 /** The index's state and what is pending on disk (a walk that stats every file). */
 export async function projectStatus(project: Project): Promise<StatusReport> {
   const { store, root, config } = project;
-  const known = new Map((await store.listFiles()).map((f) => [f.path, f]));
+  const files = await store.listFiles();
+  const known = new Map(files.map((f) => [f.path, f]));
   const walked = walk(root, config);
   let added = 0;
   let modified = 0;
@@ -203,7 +204,7 @@ export async function projectStatus(project: Project): Promise<StatusReport> {
   }
   let deleted = 0;
   for (const p of known.keys()) if (!present.has(p)) deleted++;
-  return { ...(await indexStatus(project)), pending: { added, modified, deleted } };
+  return { ...(await indexStatus(project, files)), pending: { added, modified, deleted } };
 }
 
 function readLockPid(path: string): number | undefined {
@@ -227,6 +228,8 @@ export async function embedQuery(
   query: string,
 ): Promise<{ vector: Float32Array; coverage: number }> {
   const [vector] = await embedder.embed([query], 'query');
+  // countTokens is capped at the window: below it, the model read the whole query
+  if (embedder.countTokens(query) < embedder.maxTokens) return { vector: vector!, coverage: 1 };
   // the tokenizer's fixed cost ([CLS], [SEP]) is paid once per text, not per word
   const overhead = embedder.countTokens('');
   const room = embedder.maxTokens - overhead;

@@ -76,12 +76,3 @@ export async function ask(project: Project, question: string, options: AskOption
     }),
   };
 }
-
-/** The prompt `ask` would send, without a model (`--dry-run`, MCP `get_context`). */
-export async function dryRun(
-  project: Project,
-  question: string,
-  options: AssembleOptions = {},
-): Promise<AssembledContext> {
-  return assembleContext(project, question, options);
-}

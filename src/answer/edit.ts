@@ -2,26 +2,21 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   appendFileSync,
-  closeSync,
   existsSync,
-  fsyncSync,
   lstatSync,
   mkdirSync,
-  openSync,
   readFileSync,
   realpathSync,
-  renameSync,
   statSync,
-  unlinkSync,
-  writeSync,
 } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import type { Project } from '../api.ts';
 import { assembleContext, toMessages } from '../context/assemble.ts';
 import { outputBudget } from '../context/tokens.ts';
 import { QuarryError } from '../errors.ts';
 import { type LlmProvider, openLlm } from '../llm/provider.ts';
+import { writeAtomic } from '../workspace/atomic.ts';
 import { indexPaths } from '../workspace/root.ts';
 
 export const BEGIN = '<<BEGIN_FILE>>';
@@ -150,7 +145,7 @@ export interface Snapshot {
 let snapshotCounter = 0;
 
 function historyDir(root: string): string {
-  return join(dirname(indexPaths(root).db), 'history');
+  return join(indexPaths(root).dir, 'history');
 }
 
 function sha(b: Buffer | string): string {
@@ -175,24 +170,6 @@ function readLog(root: string): Snapshot[] {
 
 function appendLog(root: string, entry: Partial<Snapshot> & { id: string }): void {
   appendFileSync(join(historyDir(root), 'log.jsonl'), `${JSON.stringify(entry)}\n`);
-}
-
-/** Writes `data` next to `abs` and renames it over: readers see the old file or the new one, never half. */
-export function writeAtomic(abs: string, data: Buffer | string): void {
-  const tmp = join(dirname(abs), `.${abs.slice(dirname(abs).length + 1)}.quarry-${process.pid}.tmp`);
-  const mode = existsSync(abs) ? statSync(abs).mode & 0o7777 : 0o644;
-  const fd = openSync(tmp, 'w', mode);
-  try {
-    const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    writeSync(fd, buf, 0, buf.length);
-    fsyncSync(fd);
-  } catch (err) {
-    closeSync(fd);
-    unlinkSync(tmp);
-    throw err;
-  }
-  closeSync(fd);
-  renameSync(tmp, abs);
 }
 
 /** Whether git sees uncommitted changes in the file (false outside a git work tree). */

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import type pc from 'picocolors';
 import { ask } from '../answer/ask.ts';
@@ -68,7 +68,7 @@ export class MarkdownLines {
 }
 
 function historyFile(root: string): string {
-  return join(dirname(indexPaths(root).db), 'chat-history');
+  return join(indexPaths(root).dir, 'chat-history');
 }
 
 function loadHistory(root: string): string[] {

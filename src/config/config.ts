@@ -1,8 +1,9 @@
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseToml, stringify as stringifyToml } from 'smol-toml';
 import { QuarryError } from '../errors.ts';
+import { writeAtomic } from '../workspace/atomic.ts';
 
 /** Field weights for BM25 over a chunk's path, symbol names and body. */
 export interface FieldWeights {
@@ -449,9 +450,6 @@ export function writeProjectSettings(
   };
   apply(next, changes);
   toUserConfig(next, 'quarry.toml'); // throws a one-line BAD_CONFIG naming the setting
-  const file = join(root, 'quarry.toml');
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${stringifyToml(next)}\n`);
-  renameSync(tmp, file);
+  writeAtomic(join(root, 'quarry.toml'), `${stringifyToml(next)}\n`);
   return next;
 }

@@ -98,7 +98,7 @@ export async function openLlm(
   const window = contextWindow(model, llm.contextWindow);
   if (provider === 'gguf') {
     const { openGguf } = await import('./gguf.ts');
-    return openGguf(model, { ...llm, contextWindow: llm.contextWindow });
+    return openGguf(model, llm);
   }
   const p = PROVIDERS[provider];
   if (!p)

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { fileVariables, findDefinitions, findReferences } from '../answer/router.ts';
 import { searchProject } from '../api.ts';
 import { assembleContext } from '../context/assemble.ts';
-import { isQuarryError } from '../errors.ts';
+import { isQuarryError, QuarryError } from '../errors.ts';
 import { resultJson } from '../search/search.ts';
 import { type LiveProject, openLiveProject } from '../watch/live.ts';
 
@@ -188,7 +188,12 @@ export async function createQuarryMcp(options: {
         try {
           const rel = path.replace(/^\.\//, '');
           if (!(await project.store.getFile(rel)))
-            return failure(new Error(`${rel} is not in the index: use search_code to find the right path`));
+            return failure(
+              new QuarryError(
+                'BAD_INPUT',
+                `${rel} is not in the index: use search_code to find the right path`,
+              ),
+            );
           const symbols = await project.store.listSymbols(rel);
           return text({
             path: rel,

@@ -67,13 +67,13 @@ export async function openLiveProject(options: LiveOptions): Promise<LiveProject
     async status() {
       // with a watcher running, it knows what is pending: no walk every time a panel asks
       const st = sync?.status() ?? null;
-      let pending = st?.pending ?? 0;
+      const reindexing = running ? { startedAt: running.startedAt } : null;
       if (!st) {
-        const p = (await projectStatus(project)).pending;
-        pending = p.added + p.modified + p.deleted;
+        const { index: _index, bytes: _bytes, pending: p, ...s } = await projectStatus(project);
+        return { ...s, pending: p.added + p.modified + p.deleted, sync: null, reindexing };
       }
       const { index: _index, bytes: _bytes, ...s } = await indexStatus(project);
-      return { ...s, pending, sync: st, reindexing: running ? { startedAt: running.startedAt } : null };
+      return { ...s, pending: st.pending, sync: st, reindexing };
     },
     async close() {
       await sync?.stop();
