@@ -33,7 +33,7 @@ const weights = findWeights();
 if (!weights) throw new Error('no weights: run scripts/fetch-test-weights.sh');
 const embedder = await createLocalEmbedder({ weights, threads: 1 });
 const store = openSqliteStore(dbPath);
-await store.useEmbedder(embedder.id, embedder.dimension);
+await store.vectors!.useEmbedder(embedder.id, embedder.dimension);
 const want = Number(values.vectors);
 const db = new Database(dbPath);
 const ids = db.prepare('SELECT id FROM chunks ORDER BY id').pluck().all() as number[];

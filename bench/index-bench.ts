@@ -91,14 +91,16 @@ const oneLargest = editOne(largest.path);
 // queries: natural-language phrases and identifiers sampled (deterministically) from the index itself
 const symbols = [
   ...new Set(
-    (
-      await Promise.all(
-        files
-          .filter((_, i) => i % Math.max(1, Math.floor(files.length / 200)) === 0)
-          .slice(0, 200)
-          .map((f) => project.store.listSymbols(f.path)),
-      )
-    )
+    [
+      ...(
+        await project.store.listSymbols(
+          files
+            .filter((_, i) => i % Math.max(1, Math.floor(files.length / 200)) === 0)
+            .slice(0, 200)
+            .map((f) => f.path),
+        )
+      ).values(),
+    ]
       .flat()
       .map((s) => s.name),
   ),

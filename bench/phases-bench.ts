@@ -10,6 +10,7 @@
 import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { indexProject, openProject } from '../src/api.ts';
+import { embeddingStatusOf } from '../src/store/types.ts';
 
 const corpus = resolve(process.argv[2] ?? '.');
 rmSync(join(corpus, '.quarry'), { recursive: true, force: true });
@@ -29,7 +30,7 @@ const report = await indexProject(project, {
   },
 });
 marks.refined = performance.now() - start;
-const status = await project.store.embeddingStatus();
+const status = await embeddingStatusOf(project.store);
 const stats = await project.store.stats();
 await project.close();
 const s = (ms?: number) => (ms === undefined ? '-' : `${(ms / 1000).toFixed(1)} s`);

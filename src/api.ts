@@ -1,4 +1,3 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type QuarryConfig, resolveConfig, type UserConfig } from './config/config.ts';
 import { type Embedder, openEmbedder } from './embed/index.ts';
@@ -6,9 +5,15 @@ import { QuarryError } from './errors.ts';
 import { type IndexOptions, type IndexReport, indexRepository } from './index/indexer.ts';
 import { createHttpReranker } from './rerank/rerank.ts';
 import { type SearchOptions, type SearchResponse, search } from './search/search.ts';
-import { openSqliteStore } from './store/sqlite.ts';
-import type { EmbeddingStatus, FileRecord, Store, StoreStats } from './store/types.ts';
-import { ensureIndexDir, findProjectRoot, indexPaths, isDirectory } from './workspace/root.ts';
+import { openStore } from './store/open.ts';
+import {
+  type EmbeddingStatus,
+  embeddingStatusOf,
+  type FileRecord,
+  type Store,
+  type StoreStats,
+} from './store/types.ts';
+import { findProjectRoot, isDirectory } from './workspace/root.ts';
 import { walk } from './workspace/walk.ts';
 
 /** An opened project: its root, resolved config and index store. Close it when done. */
@@ -55,11 +60,7 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Pro
     ...(options.env ? { env: options.env } : {}),
     ...(options.userConfig === false ? { userConfig: false } : {}),
   });
-  const { db } = indexPaths(root);
-  if (!options.create && !existsSync(db))
-    throw new QuarryError('NO_INDEX', `no index in ${root}: run \`quarry index\` there first`);
-  if (options.create) ensureIndexDir(root);
-  const store = openSqliteStore(db);
+  const store = await openStore(config, root, { create: options.create ?? false });
   let embedder: Promise<Embedder | undefined> | undefined;
   return {
     root,
@@ -91,7 +92,7 @@ export async function indexProject(
 ): Promise<IndexReport> {
   const { embed = true, onNotice, ...rest } = options;
   const embedder =
-    embed && project.store.supportsVectors
+    embed && project.store.vectors
       ? await openEmbedder(project.config, { background: true, ...(onNotice ? { onNotice } : {}) })
       : undefined;
   try {
@@ -121,7 +122,10 @@ export async function searchProject(
   const { onNotice, ...rest } = options;
   let queryVector: Float32Array | undefined;
   let coverage = 1;
-  const indexed = rest.mode === 'lexical' ? undefined : await project.store.getMeta('embedder_id');
+  const indexed =
+    rest.mode === 'lexical' || !project.store.vectors
+      ? undefined
+      : (await project.store.vectors.embedder())?.id;
   if (indexed && query.trim()) {
     const embedder = await project.queryEmbedder();
     if (embedder && embedder.id === indexed)
@@ -170,7 +174,8 @@ export async function indexStatus(project: Project, files?: FileRecord[]): Promi
   const stats = await store.stats();
   const last = await store.getMeta('last_indexed_at');
   const run = JSON.parse((await store.getMeta('run')) ?? '{}') as { startedAt?: number; finishedAt?: number };
-  const lock = readLockPid(indexPaths(root).lock);
+  const writer = await store.activeWriter();
+  const lock = writer ? (writer.pid ?? 0) : undefined;
   let state: StatusReport['run']['state'] = 'idle';
   if (lock !== undefined) state = 'running';
   else if (run.startedAt && !run.finishedAt) state = 'interrupted';
@@ -183,7 +188,7 @@ export async function indexStatus(project: Project, files?: FileRecord[]): Promi
     lastIndexedAt: last ? new Date(Number(last)).toISOString() : null,
     run: lock !== undefined ? { state, pid: lock } : { state },
     skippedFiles,
-    embedding: await store.embeddingStatus(),
+    embedding: await embeddingStatusOf(store),
   };
 }
 
@@ -205,16 +210,6 @@ export async function projectStatus(project: Project): Promise<StatusReport> {
   let deleted = 0;
   for (const p of known.keys()) if (!present.has(p)) deleted++;
   return { ...(await indexStatus(project, files)), pending: { added, modified, deleted } };
-}
-
-function readLockPid(path: string): number | undefined {
-  try {
-    const { pid } = JSON.parse(readFileSync(path, 'utf8')) as { pid: number };
-    process.kill(pid, 0);
-    return pid;
-  } catch {
-    return undefined;
-  }
 }
 
 /**

@@ -94,7 +94,7 @@ describe('embedding phases and hybrid search (real all-MiniLM-L6-v2)', () => {
           },
         });
         assert.ok(first.interrupted);
-        const mid = await store.embeddingStatus();
+        const mid = await store.vectors!.status();
         assert.ok(mid.refined > 0 && mid.refined < mid.files, `refined ${mid.refined}/${mid.files}`);
       }
       const rest = await embedPending(store, embedder, { batchFiles: 4 });
@@ -123,7 +123,7 @@ describe('embedding phases and hybrid search (real all-MiniLM-L6-v2)', () => {
     const other = { ...embedder, id: 'another-model', embed: embedder.embed, close: async () => {} };
     const swapped = await indexRepository({ root, config, store, embedder: other });
     assert.equal(swapped.embedding?.reset, true);
-    assert.equal((await store.embeddingStatus()).embedder?.id, 'another-model');
+    assert.equal((await store.vectors!.status()).embedder?.id, 'another-model');
     await store.close();
     await embedder.close();
   });

@@ -100,9 +100,9 @@ describe('indexing', () => {
     assert.equal(byPath['image.dat.ts'], 'binary');
     assert.equal(byPath['bundle.js'], 'minified');
     const store = openSqliteStore(indexPaths(root).db);
-    const latin = await store.getFileChunks('latin1.py');
+    const latin = (await store.getFilesChunks(['latin1.py'])).get('latin1.py')!;
     assert.match(latin[0]!.text, /def caf\uFFFD\(\)/);
-    assert.equal((await store.getFileChunks('empty.ts')).length, 0);
+    assert.equal((await store.getFilesChunks(['empty.ts'])).get('empty.ts'), undefined);
     assert.equal((await store.getFile('empty.ts'))?.method, 'tree-sitter');
     assert.ok((await store.findSymbols(['f59'])).length === 1);
     await store.close();

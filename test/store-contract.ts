@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { codeTokenText, pathTokenText } from '../src/chunk/tokens.ts';
+import { referenceGraph } from '../src/context/repomap.ts';
 import { type ChunkInput, encodeRefs, type FileUpdate, type Store } from '../src/store/types.ts';
 
 function chunk(path: string, ordinal: number, text: string, symbol: string | null = null): ChunkInput {
@@ -67,15 +68,15 @@ export function storeContract(open: () => Promise<Store>): void {
         ['const beta = 1', null],
       ]),
     ]);
-    assert.equal((await s.getFileChunks('src/a.ts')).length, 2);
+    assert.equal(((await s.getFilesChunks(['src/a.ts'])).get('src/a.ts') ?? []).length, 2);
     await s.replaceFiles([update('src/a.ts', [['function gamma() {}', 'gamma']], 'h2')]);
-    const chunks = await s.getFileChunks('src/a.ts');
+    const chunks = (await s.getFilesChunks(['src/a.ts'])).get('src/a.ts') ?? [];
     assert.deepEqual(
       chunks.map((c) => c.symbol),
       ['gamma'],
     );
     assert.equal((await s.getFile('src/a.ts'))?.hash, 'h2');
-    assert.deepEqual(await s.searchLexical({ terms: ['alpha'], limit: 10, weights: W }), []);
+    assert.deepEqual(await s.lexical!.searchChunks({ terms: ['alpha'], limit: 10, weights: W }), []);
     assert.deepEqual((await s.findSymbols(['alpha'])).length, 0);
     assert.equal((await s.findSymbols(['GAMMA']))[0]?.path, 'src/a.ts');
     const stats = await s.stats();
@@ -93,7 +94,7 @@ export function storeContract(open: () => Promise<Store>): void {
       (await s.listFiles()).map((f) => f.path),
       ['b.ts'],
     );
-    const hits = await s.searchLexical({ terms: ['beta'], limit: 10, weights: W });
+    const hits = await s.lexical!.searchChunks({ terms: ['beta'], limit: 10, weights: W });
     assert.deepEqual(
       hits.map((h) => h.path),
       ['b.ts'],
@@ -120,11 +121,15 @@ export function storeContract(open: () => Promise<Store>): void {
       update('src/http.ts', [['function handle(req) { log("config parse") }', 'handle']]),
       update('lib/other.py', [['def unrelated(): pass', 'unrelated']]),
     ]);
-    const hits = await s.searchLexical({ terms: ['parseconfig', 'parse', 'config'], limit: 10, weights: W });
+    const hits = await s.lexical!.searchChunks({
+      terms: ['parseconfig', 'parse', 'config'],
+      limit: 10,
+      weights: W,
+    });
     assert.equal(hits[0]?.path, 'src/parser.ts');
     assert.ok(hits[0]!.score > hits[1]!.score);
     assert.equal(hits[0]?.symbol, 'parseConfig');
-    const filtered = await s.searchLexical({
+    const filtered = await s.lexical!.searchChunks({
       terms: ['parse'],
       limit: 10,
       weights: W,
@@ -134,7 +139,7 @@ export function storeContract(open: () => Promise<Store>): void {
       filtered.map((h) => h.path),
       ['src/http.ts'],
     );
-    const byPrefix = await s.searchLexical({
+    const byPrefix = await s.lexical!.searchChunks({
       terms: ['unrelated', 'parse'],
       limit: 10,
       weights: W,
@@ -144,7 +149,7 @@ export function storeContract(open: () => Promise<Store>): void {
       byPrefix.map((h) => h.path),
       ['lib/other.py'],
     );
-    const byLang = await s.searchLexical({
+    const byLang = await s.lexical!.searchChunks({
       terms: ['parse'],
       limit: 10,
       weights: W,
@@ -163,16 +168,16 @@ export function storeContract(open: () => Promise<Store>): void {
       ]),
       update('src/one.ts', [['function connect() { open() }', 'connect']]),
     ]);
-    const hits = await s.searchFiles({ terms: ['connect', 'backoff'], limit: 10, weights: W });
+    const hits = await s.lexical!.searchFiles({ terms: ['connect', 'backoff'], limit: 10, weights: W });
     assert.deepEqual(
       hits.map((h) => h.path),
       ['src/spread.ts', 'src/one.ts'],
     );
     await s.replaceFiles([update('src/spread.ts', [['nothing here', null]], 'h3')]);
-    const after = await s.searchFiles({ terms: ['backoff'], limit: 10, weights: W });
+    const after = await s.lexical!.searchFiles({ terms: ['backoff'], limit: 10, weights: W });
     assert.deepEqual(after, []);
     await s.deleteFiles(['src/one.ts']);
-    assert.deepEqual(await s.searchFiles({ terms: ['connect'], limit: 10, weights: W }), []);
+    assert.deepEqual(await s.lexical!.searchFiles({ terms: ['connect'], limit: 10, weights: W }), []);
     await s.close();
   });
 
@@ -212,7 +217,7 @@ export function storeContract(open: () => Promise<Store>): void {
     assert.equal(c?.text, 'function second() {}');
     assert.equal((await s.countSymbolFiles(['second', 'nope'])).get('second'), 1);
     assert.deepEqual(
-      (await s.listSymbols('a.ts')).map((x) => x.name),
+      ((await s.listSymbols(['a.ts'])).get('a.ts') ?? []).map((x) => x.name),
       ['second'],
     );
     await s.close();
@@ -232,17 +237,17 @@ export function storeContract(open: () => Promise<Store>): void {
       },
       { ...update('src/b.ts', [['helper()', null]]), refs: encodeRefs([{ name: 'helper', lines: [7] }])! },
     ]);
-    assert.deepEqual(await s.findReferences('helper'), [
+    assert.deepEqual(await s.references!.find('helper'), [
       { name: 'helper', path: 'src/a.ts', lines: [1, 4] },
       { name: 'helper', path: 'src/b.ts', lines: [7] },
     ]);
     assert.deepEqual(
-      (await s.findReferences('Helper')).map((r) => r.path),
+      (await s.references!.find('Helper')).map((r) => r.path),
       ['src/a.ts'],
       'exact case',
     );
-    assert.deepEqual(await s.findReferences('nothing'), []);
-    const graph = await s.referenceGraph();
+    assert.deepEqual(await s.references!.find('nothing'), []);
+    const graph = await referenceGraph(s);
     assert.deepEqual(
       graph.defs.map((d) => [d.name, d.path]),
       [
@@ -257,14 +262,15 @@ export function storeContract(open: () => Promise<Store>): void {
     ]);
     await s.replaceFiles([update('src/b.ts', [['nothing here', null]], 'h3')]);
     await s.deleteFiles(['src/a.ts']);
-    assert.deepEqual(await s.findReferences('helper'), []);
-    assert.deepEqual((await s.referenceGraph()).refs, []);
+    assert.deepEqual(await s.references!.find('helper'), []);
+    assert.deepEqual((await referenceGraph(s)).refs, []);
     await s.close();
   });
 
   it('keeps coarse and chunk vectors, ranks by cosine, and drops a file’s vectors when it changes', async () => {
     const s = await open();
-    if (!s.supportsVectors) return void (await s.close());
+    const v = s.vectors;
+    if (!v) return void (await s.close());
     await s.replaceFiles([
       update('a.ts', [
         ['alpha', 'alpha'],
@@ -272,55 +278,78 @@ export function storeContract(open: () => Promise<Store>): void {
       ]),
       update('b.ts', [['gamma', null]]),
     ]);
-    assert.deepEqual(await s.useEmbedder('test-embedder', 3), { reset: false });
-    const p1 = await s.pendingEmbedding(1, 10);
+    assert.equal(await v.embedder(), undefined);
+    assert.deepEqual(await v.useEmbedder('test-embedder', 3), { reset: false });
+    const p1 = await v.pendingFiles(1, 10);
     assert.deepEqual(p1.map((p) => p.path).sort(), ['a.ts', 'b.ts']);
-    assert.ok(p1.find((p) => p.path === 'a.ts')!.symbols.includes('alpha'));
-    await s.putFileVectors(
-      p1.map((p, i) => ({ path: p.path, hash: p.hash, vector: vec(i === 0 ? [1, 0, 0] : [0, 1, 0]) })),
+    await v.putFileVectors(
+      p1.map((p) => ({ path: p.path, hash: p.hash, vector: vec(p.path === 'a.ts' ? [1, 0, 0] : [0, 1, 0]) })),
     );
-    assert.equal((await s.pendingEmbedding(1, 10)).length, 0);
-    const p2 = await s.pendingEmbedding(2, 10);
+    assert.equal((await v.pendingFiles(1, 10)).length, 0);
+    const p2 = await v.pendingFiles(2, 10);
     const a = p2.find((p) => p.path === 'a.ts')!;
-    assert.equal(a.chunks.length, 2);
-    await s.putChunkVectors([
+    const aChunks = (await s.getFilesChunks(['a.ts'])).get('a.ts')!;
+    assert.equal(aChunks.length, 2);
+    await v.putChunkVectors([
       {
         path: 'a.ts',
         hash: a.hash,
         vectors: [
-          { chunkId: a.chunks[0]!.chunkId, vector: vec([1, 0, 0]) },
-          { chunkId: a.chunks[1]!.chunkId, vector: vec([0, 0, 1]) },
+          { chunkId: aChunks[0]!.chunkId, vector: vec([1, 0, 0]) },
+          { chunkId: aChunks[1]!.chunkId, vector: vec([0, 0, 1]) },
         ],
       },
       { path: 'b.ts', hash: 'stale-hash', vectors: [] },
     ]);
-    let status = await s.embeddingStatus();
+    let status = await v.status();
     assert.deepEqual([status.files, status.coarse, status.refined, status.chunkVectors], [2, 2, 1, 2]);
     assert.deepEqual(status.embedder, { id: 'test-embedder', dimension: 3 });
+    assert.deepEqual(await v.embedder(), { id: 'test-embedder', dimension: 3 });
 
-    const near = await s.searchDenseChunks(vec([0.9, 0, 0.1]), 2);
-    assert.equal(near[0]?.chunkId, a.chunks[0]!.chunkId);
+    const near = await v.searchChunks(vec([0.9, 0, 0.1]), 2);
+    assert.equal(near[0]?.chunkId, aChunks[0]!.chunkId);
+    assert.equal(near[0]?.path, 'a.ts');
     assert.ok(near[0]!.score > near[1]!.score);
-    const files = await s.searchDenseFiles(vec([0, 1, 0]), 2);
-    assert.deepEqual(files[0], { path: 'b.ts', score: files[0]!.score, refined: false });
+    assert.ok(Math.abs(near[0]!.score - 0.9 / Math.sqrt(0.82)) < 1e-3, 'score is the cosine similarity');
+    assert.deepEqual(await v.searchChunks(vec([1, 0, 0]), 5, { excludePaths: ['a.ts'] }), []);
+    const files = await v.searchFiles(vec([0, 1, 0]), 2);
+    assert.deepEqual({ ...files[0], score: 0 }, { path: 'b.ts', score: 0, refined: false });
+    const inA = await v.searchFiles(vec([0, 1, 0]), 2, { paths: ['a.ts'] });
+    assert.deepEqual(
+      inA.map((f) => [f.path, f.refined]),
+      [['a.ts', true]],
+    );
 
     await s.replaceFiles([update('a.ts', [['alpha changed', 'alpha']], 'h-new')]);
-    status = await s.embeddingStatus();
+    status = await v.status();
     assert.deepEqual([status.coarse, status.refined, status.chunkVectors], [1, 0, 0]);
+    assert.deepEqual(await v.searchChunks(vec([1, 0, 0]), 5), [], 'a changed file’s chunk vectors are gone');
 
-    assert.deepEqual(await s.useEmbedder('other-embedder', 3), { reset: true });
-    status = await s.embeddingStatus();
+    await s.deleteFiles(['b.ts']);
+    assert.deepEqual(await v.searchFiles(vec([0, 1, 0]), 5), [], 'a deleted file’s vector is gone');
+
+    assert.deepEqual(await v.useEmbedder('other-embedder', 3), { reset: true });
+    status = await v.status();
     assert.deepEqual([status.coarse, status.refined], [0, 0]);
+    assert.deepEqual(
+      await v.useEmbedder('other-embedder', 4),
+      { reset: true },
+      'another dimension resets too',
+    );
+    assert.deepEqual(await v.embedder(), { id: 'other-embedder', dimension: 4 });
     await s.close();
   });
 
   it('caches vectors by embedder and text hash', async () => {
     const s = await open();
-    await s.putCachedVectors('e1', [{ hash: 'h1', vector: vec([0.5, 0.25, 1]) }]);
-    const got = await s.getCachedVectors('e1', ['h1', 'h2']);
+    const cache = s.cache;
+    if (!cache) return void (await s.close());
+    await cache.put('e1', [{ hash: 'h1', vector: vec([0.5, 0.25, 1]) }]);
+    await cache.put('e1', [{ hash: 'h1', vector: vec([0.5, 0.25, 1]) }]);
+    const got = await cache.get('e1', ['h1', 'h2']);
     assert.deepEqual([...got.keys()], ['h1']);
     assert.deepEqual(Array.from(got.get('h1')!), [0.5, 0.25, 1]);
-    assert.equal((await s.getCachedVectors('e2', ['h1'])).size, 0);
+    assert.equal((await cache.get('e2', ['h1'])).size, 0);
     await s.close();
   });
 }

@@ -62,7 +62,11 @@ describe('SqliteStore specifics', () => {
     const f = await migrated.getFile('a.ts');
     assert.equal(f?.size, -1, 'a stat that never matches, so the next index run re-reads the file');
     assert.deepEqual(
-      await migrated.searchFiles({ terms: ['ts'], limit: 5, weights: { path: 1, symbol: 1, body: 1 } }),
+      await migrated.lexical.searchFiles({
+        terms: ['ts'],
+        limit: 5,
+        weights: { path: 1, symbol: 1, body: 1 },
+      }),
       [],
     );
     await migrated.close();
@@ -89,20 +93,20 @@ describe('SqliteStore specifics', () => {
         tokens: { path: 'a ts', symbols: '', body: texts.join(' ') },
       },
     ]);
-    await s.useEmbedder('e', 8);
-    const [p] = await s.pendingEmbedding(2, 1);
+    await s.vectors!.useEmbedder('e', 8);
+    const chunks = (await s.getFilesChunks(['a.ts'])).get('a.ts')!;
     const vec = (i: number) => {
       const v = Float32Array.from({ length: 8 }, (_, d) => Math.sin(i * 7 + d * 3));
       const n = Math.hypot(...v);
       return v.map((x) => x / n);
     };
-    await s.putChunkVectors([
-      { path: 'a.ts', hash: 'h', vectors: p!.chunks.map((c, i) => ({ chunkId: c.chunkId, vector: vec(i) })) },
+    await s.vectors!.putChunkVectors([
+      { path: 'a.ts', hash: 'h', vectors: chunks.map((c, i) => ({ chunkId: c.chunkId, vector: vec(i) })) },
     ]);
-    const inThread = await s.searchDenseChunks(vec(3), 5);
+    const inThread = await s.vectors!.searchChunks(vec(3), 5);
     await s.close();
     const viaReader = openSqliteStore(path, { parallelScanMin: 0 });
-    const parallel = await viaReader.searchDenseChunks(vec(3), 5);
+    const parallel = await viaReader.vectors!.searchChunks(vec(3), 5);
     await viaReader.close();
     assert.deepEqual(parallel, inThread);
     assert.equal(parallel[0]?.startLine, 4);

@@ -68,9 +68,11 @@ export async function findDefinitions(project: Project, name: string): Promise<S
 /** Uses of `name` across the index (identifier occurrences), the definitions' own lines left out. */
 export async function findReferences(project: Project, name: string): Promise<RefHit[]> {
   const n = leaf(name);
+  // only an identifier can be a reference (and be looked up in the names index)
+  if (!/^[\p{L}\p{N}_$]+$/u.test(n) || !project.store.references) return [];
   const defs = await project.store.findSymbols([n]);
   const defLines = new Set(defs.filter((d) => d.name === n).map((d) => `${d.path}:${d.startLine}`));
-  return (await project.store.findReferences(n))
+  return (await project.store.references.find(n))
     .map((r) => ({ ...r, lines: r.lines.filter((l) => !defLines.has(`${r.path}:${l}`)) }))
     .filter((r) => r.lines.length > 0);
 }
@@ -109,7 +111,7 @@ export async function routeQuestion(project: Project, question: string): Promise
         return { answer: { kind: 'variables', subject: match.path, text, variables } };
       }
       const kinds = kindEntry[1];
-      const all = await project.store.listSymbols(match.path);
+      const all = (await project.store.listSymbols([match.path])).get(match.path) ?? [];
       const symbols = kinds.length ? all.filter((s) => kinds.includes(s.kind)) : all;
       return {
         answer: { kind: 'symbols', subject: match.path, text: formatSymbols(match.path, symbols), symbols },

@@ -171,7 +171,7 @@ export function registerAnswerCommands(program: Command, cli: CliContext): void 
             io.stdout.write(`${path}\n${vars.map((v) => `  ${v.line}  ${v.kind} ${v.name}`).join('\n')}\n`);
           return;
         }
-        const symbols = await project.store.listSymbols(path);
+        const symbols = (await project.store.listSymbols([path])).get(path) ?? [];
         if (opts.json) io.stdout.write(`${JSON.stringify({ path, symbols })}\n`);
         else io.stdout.write(`${formatSymbols(path, symbols)}\n`);
       });

@@ -81,8 +81,8 @@ function loadHistory(root: string): string[] {
 /** A status line for the prompt: how far the background embedding has come. */
 async function phaseLine(project: Project): Promise<string> {
   try {
-    const e = await project.store.embeddingStatus();
-    if (!e.embedder || !e.files) return '';
+    const e = await project.store.vectors?.status();
+    if (!e?.embedder || !e.files) return '';
     if (e.refined >= e.files) return '';
     if (e.coarse < e.files) return `phase 1 ${Math.floor((100 * e.coarse) / e.files)}%`;
     return `phase 2 ${Math.floor((100 * e.refined) / e.files)}%`;

@@ -89,6 +89,19 @@ export interface LlmOptions {
   retries: number;
 }
 
+export type StoreDriver = 'sqlite' | 'postgres' | 'chroma';
+const DRIVERS: readonly StoreDriver[] = ['sqlite', 'postgres', 'chroma'];
+
+/** Where the index lives (`[store]`): the embedded SQLite file, a PostgreSQL database, or a Chroma server. */
+export interface StoreOptions {
+  /** Default `sqlite`; a `url` names its own driver (`postgres://…`, `chroma://host:port`). */
+  driver: StoreDriver;
+  /** `postgres://user:pass@host:port/db`, `chroma://host:port` (or `chroma+https://…`), or a SQLite file path. */
+  url?: string;
+  /** The repository's key in a store shared by many (PostgreSQL, Chroma). Default: the folder's name. */
+  repo?: string;
+}
+
 export interface QuarryConfig {
   /** Files larger than this are skipped. Default 1 MiB. */
   maxFileBytes: number;
@@ -119,6 +132,7 @@ export interface QuarryConfig {
   };
   context: ContextOptions;
   llm: LlmOptions;
+  store: StoreOptions;
 }
 
 export type UserConfig = {
@@ -136,6 +150,7 @@ export const DEFAULT_CONFIG: QuarryConfig = {
   chunk: { maxChars: 2000, targetChars: 1000, windowLines: 60, overlapLines: 8 },
   workers: 0,
   embed: { provider: 'local', download: true, workers: 0, threads: 0 },
+  store: { driver: 'sqlite' },
   search: {
     topK: 10,
     weights: { path: 4, symbol: 3, body: 1 },
@@ -201,6 +216,7 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
     'chunk',
     'workers',
     'search',
+    'store',
     'embed',
     'context',
     'llm',
@@ -300,6 +316,12 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
     });
     copyFields(context, 'context', out.context, (v) => String(v), { system_prompt: 'systemPrompt' });
   }
+  const store = raw.store as Record<string, unknown> | undefined;
+  if (store) {
+    out.store = {};
+    if (store.driver !== undefined) out.store.driver = storeDriver(store.driver, `${source}: store.driver`);
+    copyFields(store, 'store', out.store, (v) => String(v), { url: 'url', repo: 'repo' });
+  }
   const llm = raw.llm as Record<string, unknown> | undefined;
   if (llm) {
     out.llm = {};
@@ -318,6 +340,28 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
     });
   }
   return out;
+}
+
+function storeDriver(v: unknown, where: string): StoreDriver {
+  if (!DRIVERS.includes(v as StoreDriver))
+    throw new QuarryError(
+      'BAD_CONFIG',
+      `${where} must be one of ${DRIVERS.join(', ')}, got ${JSON.stringify(v)}`,
+    );
+  return v as StoreDriver;
+}
+
+/** The driver a store URL names (`postgres://`, `chroma://`, else a SQLite file), or undefined for a bare path. */
+export function driverOfUrl(url: string): StoreDriver | undefined {
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1]?.toLowerCase();
+  if (!scheme) return undefined;
+  if (scheme === 'postgres' || scheme === 'postgresql') return 'postgres';
+  if (scheme === 'chroma' || scheme === 'chroma+http' || scheme === 'chroma+https') return 'chroma';
+  if (scheme === 'sqlite' || scheme === 'file') return 'sqlite';
+  throw new QuarryError(
+    'BAD_CONFIG',
+    `unknown store URL scheme "${scheme}://": use postgres://…, chroma://host:port or a SQLite file path`,
+  );
 }
 
 function fromEnv(env: NodeJS.ProcessEnv): UserConfig {
@@ -369,6 +413,9 @@ function fromEnv(env: NodeJS.ProcessEnv): UserConfig {
     }
   }
   if (env.QUARRY_SYSTEM_PROMPT) out.context = { systemPrompt: env.QUARRY_SYSTEM_PROMPT };
+  if (env.QUARRY_STORE_URL) out.store = { url: env.QUARRY_STORE_URL };
+  if (env.QUARRY_STORE) out.store = { ...out.store, driver: storeDriver(env.QUARRY_STORE, 'QUARRY_STORE') };
+  if (env.QUARRY_REPO) out.store = { ...out.store, repo: env.QUARRY_REPO };
   if (env.QUARRY_INCLUDE_SECRETS) out.includeSecrets = /^(1|true|yes)$/i.test(env.QUARRY_INCLUDE_SECRETS);
   return out;
 }
@@ -382,12 +429,23 @@ function merge(base: QuarryConfig, over: UserConfig): QuarryConfig {
     embed: { ...base.embed, ...over.embed },
     context: { ...base.context, ...over.context },
     llm: { ...base.llm, ...over.llm },
+    store: storeOf(base.store, over.store),
     search: {
       ...base.search,
       ...over.search,
       weights: { ...base.search.weights, ...over.search?.weights },
     },
   } as QuarryConfig;
+}
+
+/** A URL names its driver; a driver named alone keeps no URL of another driver. */
+function storeOf(base: StoreOptions, over: Partial<StoreOptions> | undefined): StoreOptions {
+  if (!over) return base;
+  const merged = { ...base, ...over };
+  const fromUrl = over.url ? driverOfUrl(over.url) : undefined;
+  if (fromUrl && !over.driver) merged.driver = fromUrl;
+  else if (over.driver && !over.url && base.url && driverOfUrl(base.url) !== over.driver) delete merged.url;
+  return merged;
 }
 
 export interface ResolveConfigOptions {

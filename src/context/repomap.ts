@@ -121,9 +121,19 @@ function renderEntry(e: MapEntry, defsPerFile: number): string {
   return `${e.path}\n${lines.join('\n')}\n`;
 }
 
+/**
+ * Definitions, and the uses of defined names per file: only a name that something defines can link two files, so
+ * the store is asked about those names alone.
+ */
+export async function referenceGraph(store: Store): Promise<ReferenceGraph> {
+  const defs = await store.allDefinitions();
+  if (!store.references) return { defs, refs: [] };
+  return { defs, refs: await store.references.useCounts([...new Set(defs.map((d) => d.name))]) };
+}
+
 /** The repository map within a token budget: the best-ranked files first, each with its top definitions. */
 export async function buildRepoMap(store: Store, options: RepoMapOptions): Promise<RepoMap> {
-  const entries = rankDefinitions(await store.referenceGraph(), options.focus);
+  const entries = rankDefinitions(await referenceGraph(store), options.focus);
   const per = options.defsPerFile ?? 12;
   const kept: MapEntry[] = [];
   let text = '';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Embedder } from '../embed/types.ts';
-import type { PendingEmbedding, Store } from '../store/types.ts';
+import type { Store, StoredChunk, VectorIndex } from '../store/types.ts';
 
 export interface EmbedProgress {
   phase: 1 | 2;
@@ -32,12 +32,22 @@ export interface EmbedOptions {
   batchFiles?: number;
 }
 
+/** Characters of a file's head that go into its coarse (phase 1) text. */
+const COARSE_HEAD_CHARS = 1200;
+/** Definition names that go into it, in line order. */
+const COARSE_SYMBOLS = 64;
+
 /**
  * Phase 1: what a file is about, from its definitions and its first lines. Paths stay out of embedded texts (the
  * lexical index and the file-name hints use them): a moved or renamed file then re-embeds nothing.
  */
-export function coarseText(p: PendingEmbedding): string {
-  return `${p.symbols.join(' ')}\n${p.head}`;
+export function coarseText(symbols: string[], chunks: Array<{ text: string }>): string {
+  let head = '';
+  for (const c of chunks) {
+    if (head.length >= COARSE_HEAD_CHARS) break;
+    head += `${c.text}\n`;
+  }
+  return `${symbols.slice(0, COARSE_SYMBOLS).join(' ')}\n${head.slice(0, COARSE_HEAD_CHARS)}`;
 }
 
 /** Phase 2: one chunk, introduced by the definition it belongs to. */
@@ -59,7 +69,9 @@ export async function embedPending(
   options: EmbedOptions = {},
 ): Promise<EmbedReport> {
   const started = performance.now();
-  const { reset } = await store.useEmbedder(embedder.id, embedder.dimension);
+  const vectors: VectorIndex | undefined = store.vectors;
+  if (!vectors) throw new Error(`the ${store.kind} store keeps no vectors`);
+  const { reset } = await vectors.useEmbedder(embedder.id, embedder.dimension);
   const batchFiles = options.batchFiles ?? 16;
   const report: EmbedReport = {
     embedder: embedder.id,
@@ -73,7 +85,9 @@ export async function embedPending(
   };
   const vectorsFor = async (texts: string[]): Promise<Float32Array[]> => {
     const hashes = texts.map(textHash);
-    const cached = await store.getCachedVectors(embedder.id, [...new Set(hashes)]);
+    const cached = store.cache
+      ? await store.cache.get(embedder.id, [...new Set(hashes)])
+      : new Map<string, Float32Array>();
     const missing = [...new Set(hashes.filter((h) => !cached.has(h)))];
     if (missing.length) {
       const byHash = new Map(hashes.map((h, i) => [h, texts[i]!]));
@@ -82,7 +96,7 @@ export async function embedPending(
         'document',
       );
       const entries = missing.map((hash, i) => ({ hash, vector: fresh[i]! }));
-      await store.putCachedVectors(embedder.id, entries);
+      await store.cache?.put(embedder.id, entries);
       for (const e of entries) cached.set(e.hash, e.vector);
       report.embedded += missing.length;
     }
@@ -91,7 +105,7 @@ export async function embedPending(
   };
 
   for (const phase of [1, 2] as const) {
-    const status = await store.embeddingStatus();
+    const status = await vectors.status();
     const total = status.files;
     let done = phase === 1 ? status.coarse : status.refined;
     const phaseStart = performance.now();
@@ -116,25 +130,38 @@ export async function embedPending(
         report.interrupted = true;
         break;
       }
-      const pending = await store.pendingEmbedding(phase, batchFiles);
+      const pending = await vectors.pendingFiles(phase, batchFiles);
       if (!pending.length) break;
       if (pending[0]!.path === stuckOn) break; // nothing was stored for it last time: don't spin
       stuckOn = pending[0]!.path;
+      const paths = pending.map((p) => p.path);
+      // one round trip for every file's chunks (and, in phase 1, its definitions)
+      const [chunksOf, symbolsOf] = await Promise.all([
+        store.getFilesChunks(paths),
+        phase === 1 ? store.listSymbols(paths) : undefined,
+      ]);
+      const chunks = (path: string): StoredChunk[] => chunksOf.get(path) ?? [];
       if (phase === 1) {
-        const vectors = await vectorsFor(pending.map(coarseText));
-        await store.putFileVectors(
-          pending.map((p, i) => ({ path: p.path, hash: p.hash, vector: vectors[i]! })),
+        const texts = pending.map((p) =>
+          coarseText(
+            (symbolsOf?.get(p.path) ?? []).map((s) => s.name),
+            chunks(p.path),
+          ),
+        );
+        const vecs = await vectorsFor(texts);
+        await vectors.putFileVectors(
+          pending.map((p, i) => ({ path: p.path, hash: p.hash, vector: vecs[i]! })),
         );
         report.coarseFiles += pending.length;
       } else {
-        const texts = pending.flatMap((p) => p.chunks.map((c) => chunkText(c)));
-        const vectors = await vectorsFor(texts);
+        const texts = pending.flatMap((p) => chunks(p.path).map((c) => chunkText(c)));
+        const vecs = await vectorsFor(texts);
         let k = 0;
-        await store.putChunkVectors(
+        await vectors.putChunkVectors(
           pending.map((p) => ({
             path: p.path,
             hash: p.hash,
-            vectors: p.chunks.map((c) => ({ chunkId: c.chunkId, vector: vectors[k++]! })),
+            vectors: chunks(p.path).map((c) => ({ chunkId: c.chunkId, vector: vecs[k++]! })),
           })),
         );
         report.refinedFiles += pending.length;

@@ -3,10 +3,9 @@ import type { QuarryConfig } from '../config/config.ts';
 import type { Embedder } from '../embed/types.ts';
 import { QuarryError } from '../errors.ts';
 import type { FileUpdate, Store } from '../store/types.ts';
-import { indexPaths, isDirectory } from '../workspace/root.ts';
+import { isDirectory } from '../workspace/root.ts';
 import { statPaths, type WalkEntry, type WalkSkip, walk } from '../workspace/walk.ts';
 import { type EmbedReport, embedPending } from './embedding.ts';
-import { acquireWriterLock } from './lock.ts';
 import { createFilePool } from './pool.ts';
 import type { FileTask } from './process-file.ts';
 
@@ -82,7 +81,7 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
   if (!isDirectory(root))
     throw new QuarryError('BAD_INPUT', `${root} is not a directory: pass a folder to index`);
   const started = performance.now();
-  const lock = await acquireWriterLock(indexPaths(root).lock, { waitMs: options.lockWaitMs ?? 0 });
+  const lock = await store.acquireWriter({ waitMs: options.lockWaitMs ?? 0 });
   const warnings: string[] = [];
   const warn = (m: string) => {
     warnings.push(m);
@@ -220,7 +219,7 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
       }
     }
     report.interrupted = options.signal?.aborted ?? false;
-    if (!report.interrupted && options.embedder && store.supportsVectors) {
+    if (!report.interrupted && options.embedder && store.vectors) {
       report.embedding = await embedPending(store, options.embedder, {
         ...(options.signal ? { signal: options.signal } : {}),
         onProgress: (p) =>
@@ -244,6 +243,6 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
     report.durationMs = performance.now() - started;
     return report;
   } finally {
-    lock.release();
+    await lock.release();
   }
 }

@@ -99,3 +99,11 @@ export async function acquireWriterLock(path: string, options: LockOptions = {})
   process.on('exit', release);
   return { release };
 }
+
+/** The live writer recorded in a lock file, or undefined when there is none (or its process is gone). */
+export function readLiveLock(path: string): { pid: number; host: string } | undefined {
+  const holder = readLock(path);
+  if (!holder) return undefined;
+  if (holder.host === hostname() && !alive(holder.pid)) return undefined;
+  return { pid: holder.pid, host: holder.host };
+}

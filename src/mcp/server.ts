@@ -194,7 +194,7 @@ export async function createQuarryMcp(options: {
                 `${rel} is not in the index: use search_code to find the right path`,
               ),
             );
-          const symbols = await project.store.listSymbols(rel);
+          const symbols = (await project.store.listSymbols([rel])).get(rel) ?? [];
           return text({
             path: rel,
             symbols: symbols.map(({ name, kind, container, startLine, endLine }) => ({

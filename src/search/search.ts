@@ -2,7 +2,7 @@ import { pushCodeTokens } from '../chunk/tokens.ts';
 import type { QuarryConfig } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
 import type { Reranker } from '../rerank/rerank.ts';
-import type { ChunkHit, SearchFilter, Store, StoredChunk } from '../store/types.ts';
+import type { ChunkHit, FileHit, SearchFilter, Store, StoredChunk } from '../store/types.ts';
 import { type AnalyzedQuery, analyzeQuery } from './query.ts';
 import { type FileRole, fileRole } from './roles.ts';
 
@@ -82,7 +82,8 @@ const DENSE_CANDIDATES = 100;
 const DENSE_FILE_CANDIDATES = 50;
 const RERANK_TOP = 30;
 
-interface Candidate {
+/** A chunk under consideration, with each signal's contribution. */
+export interface Candidate {
   hit: Omit<ChunkHit, 'score'>;
   lexical: number;
   fileLexical: number;
@@ -186,64 +187,168 @@ export function makeSnippet(text: string, terms: ReadonlySet<string>, maxLines =
   return snippet;
 }
 
+/** Terms in more than this share of the documents are dropped from a lexical query (the rarest one stays). */
+const COMMON_TERM_SHARE = 0.5;
+/** Below this many documents, every term is kept. */
+const COMMON_TERM_MIN_DOCS = 100;
+
 /**
- * The one search function every interface calls. Lexical BM25 over chunks (path, symbol and body fields), lifted by
- * file-name hints (`registry.py`, `trie-router`, `src/server`) and symbol hints (an identifier the query names that a
- * file defines), then files ranked by their best chunk.
+ * Drops terms that occur in more than half of the documents, keeping at least the rarest: their BM25 weight is next
+ * to nothing, but each costs a scan of most of the index.
  */
-export async function search(
+export async function informativeTerms(
+  store: Store,
+  terms: string[],
+  scope: 'chunks' | 'files',
+): Promise<string[]> {
+  const unique = [...new Set(terms)].filter((t) => t.length > 0);
+  if (unique.length < 2 || !store.lexical) return unique;
+  const { total, df } = await store.lexical.termStats(unique, scope);
+  if (total < COMMON_TERM_MIN_DOCS) return unique;
+  const kept = unique.filter((t) => (df.get(t) ?? 0) <= total * COMMON_TERM_SHARE);
+  if (kept.length) return kept;
+  return [unique.reduce((a, b) => ((df.get(a) ?? 0) <= (df.get(b) ?? 0) ? a : b))];
+}
+
+/** What each retriever found for one query: the input of fusion, with no store needed past this point. */
+export interface Gathered {
+  /** Chunk BM25 hits, best first. */
+  lexical: ChunkHit[];
+  /** Chunk BM25 hits within files the main list did not reach (hinted files, strong whole files). */
+  extraLexical: ChunkHit[];
+  /** Whole-file BM25 hits. */
+  fileLexical: FileHit[];
+  /** File-name hint strength per file, and the files the query names outright. */
+  fileHints: Map<string, number>;
+  namedFiles: Map<string, number>;
+  /** Symbol hint strength per chunk. */
+  symbolHints: Map<number, number>;
+  /** Chunks only hints reached (a hinted file's first chunk, a hinted definition's chunk). */
+  hinted: Array<Omit<ChunkHit, 'score'>>;
+  /** Dense hits: chunks by their vectors, files by their coarse vector. */
+  denseChunks: ChunkHit[];
+  denseFiles: Array<FileHit & { refined: boolean }>;
+}
+
+/** Asks the store everything one search needs, in as few round trips as the lists allow (most run together). */
+export async function gather(
   store: Store,
   config: QuarryConfig,
-  rawQuery: string,
-  options: SearchOptions = {},
-): Promise<SearchResponse> {
-  const started = performance.now();
-  const query = rawQuery.trim();
-  if (!query)
-    throw new QuarryError(
-      'BAD_INPUT',
-      'empty query: say what to look for, e.g. quarry search "parse config"',
-    );
-  const topK = Math.max(1, Math.floor(options.topK ?? config.search.topK));
-  const topFiles = Math.max(1, Math.floor(options.topFiles ?? Math.max(topK, 10)));
-  const vector = options.queryVector;
-  const mode: SearchMode = options.mode === 'lexical' || !vector ? 'lexical' : (options.mode ?? 'hybrid');
-  if (options.mode === 'dense' && !vector)
-    throw new QuarryError(
-      'BAD_INPUT',
-      'dense search needs vectors, which this index does not have yet: run `quarry index` with the model installed, or use --mode lexical',
-    );
-  const q = analyzeQuery(query);
-  const filter = options.filter;
+  q: AnalyzedQuery,
+  options: { topK: number; topFiles: number; filter?: SearchFilter; vector?: Float32Array },
+): Promise<Gathered> {
+  const { topK, topFiles, filter, vector } = options;
   const weights = config.search.weights;
   const limit = Math.max(MIN_CANDIDATES, topK * CANDIDATES_PER_RESULT);
+  const lexical = store.lexical;
 
-  // dense lists start first: on a large index they run on another core while the lexical queries run here
+  // dense lists start first: on a large index they run on another core (or server) while the lexical queries run
   const denseLists =
-    mode !== 'lexical' && vector
+    vector && store.vectors
       ? Promise.all([
-          store.searchDenseChunks(vector, Math.max(DENSE_CANDIDATES, topK * 10), filter),
-          store.searchDenseFiles(vector, Math.max(DENSE_FILE_CANDIDATES, topFiles * 3), filter),
+          store.vectors.searchChunks(vector, Math.max(DENSE_CANDIDATES, topK * 10), filter),
+          store.vectors.searchFiles(vector, Math.max(DENSE_FILE_CANDIDATES, topFiles * 3), filter),
         ])
       : undefined;
+  const [chunkTerms, fileTerms] = lexical
+    ? await Promise.all([
+        informativeTerms(store, q.terms, 'chunks'),
+        informativeTerms(store, q.terms, 'files'),
+      ])
+    : [[], []];
   const [lexHits, fileHits, hinted, sHints] = await Promise.all([
-    store.searchLexical({ terms: q.terms, limit, weights, ...(filter ? { filter } : {}) }),
-    store.searchFiles({
-      terms: q.terms,
-      limit: Math.max(FILE_CANDIDATES, topFiles * 5),
-      weights,
-      ...(filter ? { filter } : {}),
-    }),
+    lexical && chunkTerms.length
+      ? lexical.searchChunks({ terms: chunkTerms, limit, weights, ...(filter ? { filter } : {}) })
+      : [],
+    lexical && fileTerms.length
+      ? lexical.searchFiles({
+          terms: fileTerms,
+          limit: Math.max(FILE_CANDIDATES, topFiles * 5),
+          weights,
+          ...(filter ? { filter } : {}),
+        })
+      : [],
     fileHints(store, q, filter),
     symbolHints(store, q, filter),
   ]);
-  const { all: fHints, named: namedFiles } = hinted;
-  const maxLex = lexHits.reduce((m, h) => Math.max(m, h.score), 0) || 1;
-  const maxFileLex = fileHits.reduce((m, h) => Math.max(m, h.score), 0) || 1;
-  const fileLex = new Map(fileHits.map((h) => [h.path, h.score / maxFileLex]));
+
+  // hinted files, and files strong as a whole, that the chunk search did not reach: take their best chunks
+  const seenFiles = new Set(lexHits.map((h) => h.path));
+  const missing = [
+    ...new Set([
+      ...[...hinted.all.keys()].filter((p) => !seenFiles.has(p)).slice(0, 50),
+      ...fileHits
+        .slice(0, topFiles * 3)
+        .map((h) => h.path)
+        .filter((p) => !seenFiles.has(p)),
+    ]),
+  ];
+  let extra: ChunkHit[] = [];
+  const hintedChunks: Array<Omit<ChunkHit, 'score'>> = [];
+  if (missing.length) {
+    extra =
+      lexical && chunkTerms.length
+        ? await lexical.searchChunks({
+            terms: chunkTerms,
+            limit: missing.length * 3,
+            weights,
+            filter: { ...filter, paths: missing },
+          })
+        : [];
+    const covered = new Set(extra.map((h) => h.path));
+    const uncovered = missing.filter((p) => !covered.has(p) && hinted.all.has(p));
+    if (uncovered.length) {
+      const chunksOf = await store.getFilesChunks(uncovered);
+      for (const p of uncovered) {
+        const first = chunksOf.get(p)?.[0];
+        if (first) hintedChunks.push(first);
+      }
+    }
+  }
+  const known = new Set([...lexHits, ...extra, ...hintedChunks].map((h) => h.chunkId));
+  const unseen = [...sHints.keys()].filter((id) => !known.has(id));
+  hintedChunks.push(...(await store.getChunks(unseen)));
+  const [denseChunks, denseFiles] = denseLists ? await denseLists : [[], []];
+  return {
+    lexical: lexHits,
+    extraLexical: extra,
+    fileLexical: fileHits,
+    fileHints: hinted.all,
+    namedFiles: hinted.named,
+    symbolHints: sHints,
+    hinted: hintedChunks,
+    denseChunks,
+    denseFiles,
+  };
+}
+
+export interface FuseOptions {
+  mode: SearchMode;
+  /** Share of the query the embedding model read (scales the dense list's weight). */
+  queryCoverage?: number;
+}
+
+/** Candidates in fused order, and files ranked, from what the retrievers gathered. Pure: no store, no I/O. */
+export function fuse(
+  g: Gathered,
+  config: QuarryConfig,
+  options: FuseOptions,
+): { ordered: Candidate[]; files: FileResult[] } {
+  const { mode } = options;
+  const { fileHints: fHints, namedFiles, symbolHints: sHints } = g;
+  const maxLex = g.lexical.reduce((m, h) => Math.max(m, h.score), 0) || 1;
+  const maxFileLex = g.fileLexical.reduce((m, h) => Math.max(m, h.score), 0) || 1;
+  const fileLex = new Map(g.fileLexical.map((h) => [h.path, h.score / maxFileLex]));
   const cands = new Map<number, Candidate>();
   const candidate = (hit: Omit<ChunkHit, 'score'>, lexical: number, symbolHint = 0): Candidate => ({
-    hit,
+    hit: {
+      chunkId: hit.chunkId,
+      path: hit.path,
+      startLine: hit.startLine,
+      endLine: hit.endLine,
+      symbol: hit.symbol,
+      kind: hit.kind,
+    },
     lexical,
     fileLexical: fileLex.get(hit.path) ?? 0,
     fileHint: fHints.get(hit.path) ?? 0,
@@ -252,42 +357,14 @@ export async function search(
     dense: 0,
     final: 0,
   });
-  for (const h of lexHits) cands.set(h.chunkId, candidate(h, h.score / maxLex));
-
-  // hinted files, and files strong as a whole, that the chunk search did not reach: take their best chunks
-  const seenFiles = new Set(lexHits.map((h) => h.path));
-  const missing = [
-    ...new Set([
-      ...[...fHints.keys()].filter((p) => !seenFiles.has(p)).slice(0, 50),
-      ...fileHits
-        .slice(0, topFiles * 3)
-        .map((h) => h.path)
-        .filter((p) => !seenFiles.has(p)),
-    ]),
-  ];
-  if (missing.length) {
-    const extra = await store.searchLexical({
-      terms: q.terms,
-      limit: missing.length * 3,
-      weights,
-      filter: { ...filter, paths: missing },
-    });
-    for (const h of extra) if (!cands.has(h.chunkId)) cands.set(h.chunkId, candidate(h, h.score / maxLex));
-    const covered = new Set(extra.map((h) => h.path));
-    for (const p of missing) {
-      if (covered.has(p) || !fHints.has(p)) continue;
-      const first = (await store.getFileChunks(p))[0];
-      if (first) cands.set(first.chunkId, candidate(first, 0));
-    }
-  }
-  const unseen: number[] = [];
+  for (const h of g.lexical) cands.set(h.chunkId, candidate(h, h.score / maxLex));
+  for (const h of g.extraLexical)
+    if (!cands.has(h.chunkId)) cands.set(h.chunkId, candidate(h, h.score / maxLex));
+  for (const h of g.hinted) if (!cands.has(h.chunkId)) cands.set(h.chunkId, candidate(h, 0));
   for (const [chunkId, strength] of sHints) {
     const c = cands.get(chunkId);
     if (c) c.symbolHint = Math.max(c.symbolHint, strength);
-    else unseen.push(chunkId);
   }
-  for (const chunk of await store.getChunks(unseen))
-    cands.set(chunk.chunkId, candidate(chunk, 0, sHints.get(chunk.chunkId)!));
 
   // lexical score of each file: its best chunk plus a little for the next ones, or its coarse document alone
   const lexFiles = new Map<string, number[]>();
@@ -305,21 +382,18 @@ export async function search(
 
   // dense: chunk vectors, and coarse file vectors for files whose chunks are not embedded yet
   const denseFileScore = new Map<string, number>();
-  if (denseLists) {
-    const [denseChunks, denseFiles] = await denseLists;
-    const unseenDense: ChunkHit[] = [];
+  if (mode !== 'lexical') {
     const floor = config.search.denseFloor;
-    for (const d of denseChunks) {
+    for (const d of g.denseChunks) {
       if (d.score < floor) continue; // too far from the question to count as evidence
       const c = cands.get(d.chunkId);
       if (c) c.dense = d.score;
-      else unseenDense.push(d);
+      else cands.set(d.chunkId, { ...candidate(d, 0), dense: d.score });
     }
-    for (const d of unseenDense) cands.set(d.chunkId, { ...candidate(d, 0), dense: d.score });
     for (const c of cands.values())
       if (c.dense > 0)
         denseFileScore.set(c.hit.path, Math.max(denseFileScore.get(c.hit.path) ?? 0, c.prior * c.dense));
-    for (const f of denseFiles)
+    for (const f of g.denseFiles)
       if (!f.refined)
         denseFileScore.set(
           f.path,
@@ -352,32 +426,9 @@ export async function search(
       c.final =
         rrf(lexRank.get(c.hit.chunkId), lexicalWeight) + rrf(denseRank.get(c.hit.chunkId), denseWeight);
   }
-  let ordered = all
+  const ordered = all
     .filter((c) => c.final > 0)
     .sort((a, b) => b.final - a.final || a.hit.chunkId - b.hit.chunkId);
-  // optional second stage: a cross-encoder reads the question with each of the first candidates and re-orders them
-  const reranked = new Map<number, number>();
-  if (options.reranker && ordered.length > 1) {
-    const head = ordered.slice(0, options.rerankTop ?? RERANK_TOP);
-    const texts = new Map(
-      (await store.getChunks(head.map((c) => c.hit.chunkId))).map((c) => [c.chunkId, c.text]),
-    );
-    const scores = await options.reranker.rerank(
-      query,
-      head.map((c) => texts.get(c.hit.chunkId) ?? ''),
-    );
-    for (const [i, c] of head.entries()) reranked.set(c.hit.chunkId, scores[i] ?? Number.NEGATIVE_INFINITY);
-    const byScore = head
-      .map((c, i) => ({ c, i }))
-      .sort((a, b) => reranked.get(b.c.hit.chunkId)! - reranked.get(a.c.hit.chunkId)! || a.i - b.i)
-      .map((x) => x.c);
-    ordered = [...byScore, ...ordered.slice(head.length)];
-  }
-  // after a reranker, relevance is its order; otherwise the fused score
-  const relevance = reranked.size
-    ? new Map(ordered.map((c, i) => [c, 1 - i / ordered.length]))
-    : new Map(ordered.map((c) => [c, c.final / (ordered[0]?.final || 1)]));
-  const ranked = diversify(ordered, (c) => relevance.get(c) ?? 0, config.search.mmrLambda, topK);
 
   // file order
   let fileScores: Map<string, number>;
@@ -407,11 +458,70 @@ export async function search(
           rrf(namedRank.get(path), lexicalWeight),
       );
   }
-  let files: FileResult[] = [...fileScores.entries()]
+  const files: FileResult[] = [...fileScores.entries()]
     .filter(([, score]) => score > 0)
     .map(([path, score]) => ({ path, score: round(score) }))
     .sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1));
-  if (reranked.size) {
+  return { ordered, files };
+}
+
+/**
+ * The one search function every interface calls: gather (the store's lists: chunk and whole-file BM25, file-name and
+ * symbol hints, dense chunks and files) → fuse (one ranking of chunks and of files) → rerank (optional) → present
+ * (the shown chunks' text and snippets).
+ */
+export async function search(
+  store: Store,
+  config: QuarryConfig,
+  rawQuery: string,
+  options: SearchOptions = {},
+): Promise<SearchResponse> {
+  const started = performance.now();
+  const query = rawQuery.trim();
+  if (!query)
+    throw new QuarryError(
+      'BAD_INPUT',
+      'empty query: say what to look for, e.g. quarry search "parse config"',
+    );
+  const topK = Math.max(1, Math.floor(options.topK ?? config.search.topK));
+  const topFiles = Math.max(1, Math.floor(options.topFiles ?? Math.max(topK, 10)));
+  const vector = options.queryVector;
+  const mode: SearchMode = options.mode === 'lexical' || !vector ? 'lexical' : (options.mode ?? 'hybrid');
+  if (options.mode === 'dense' && !vector)
+    throw new QuarryError(
+      'BAD_INPUT',
+      'dense search needs vectors, which this index does not have yet: run `quarry index` with the model installed, or use --mode lexical',
+    );
+  const q = analyzeQuery(query);
+  const gathered = await gather(store, config, q, {
+    topK,
+    topFiles,
+    ...(options.filter ? { filter: options.filter } : {}),
+    ...(mode !== 'lexical' && vector ? { vector } : {}),
+  });
+  const fused = fuse(gathered, config, {
+    mode,
+    ...(options.queryCoverage !== undefined ? { queryCoverage: options.queryCoverage } : {}),
+  });
+  let { ordered, files } = fused;
+
+  // optional second stage: a cross-encoder reads the question with each of the first candidates and re-orders them
+  const reranked = new Map<number, number>();
+  if (options.reranker && ordered.length > 1) {
+    const head = ordered.slice(0, options.rerankTop ?? RERANK_TOP);
+    const texts = new Map(
+      (await store.getChunks(head.map((c) => c.hit.chunkId))).map((c) => [c.chunkId, c.text]),
+    );
+    const scores = await options.reranker.rerank(
+      query,
+      head.map((c) => texts.get(c.hit.chunkId) ?? ''),
+    );
+    for (const [i, c] of head.entries()) reranked.set(c.hit.chunkId, scores[i] ?? Number.NEGATIVE_INFINITY);
+    const byScore = head
+      .map((c, i) => ({ c, i }))
+      .sort((a, b) => reranked.get(b.c.hit.chunkId)! - reranked.get(a.c.hit.chunkId)! || a.i - b.i)
+      .map((x) => x.c);
+    ordered = [...byScore, ...ordered.slice(head.length)];
     // files the reranker saw come first, in the order of their best re-ranked chunk
     const firstAt = new Map<string, number>();
     ordered.slice(0, reranked.size).forEach((c, i) => {
@@ -422,8 +532,14 @@ export async function search(
       ...files.filter((f) => !firstAt.has(f.path)),
     ];
   }
+  // after a reranker, relevance is its order; otherwise the fused score
+  const relevance = reranked.size
+    ? new Map(ordered.map((c, i) => [c, 1 - i / ordered.length]))
+    : new Map(ordered.map((c) => [c, c.final / (ordered[0]?.final || 1)]));
+  const ranked = diversify(ordered, (c) => relevance.get(c) ?? 0, config.search.mmrLambda, topK);
   files = files.slice(0, topFiles);
 
+  // present: the text of the chunks shown, one round trip
   const top = ranked.slice(0, topK);
   const texts = new Map((await store.getChunks(top.map((c) => c.hit.chunkId))).map((c) => [c.chunkId, c]));
   const termSet = new Set(q.terms);

@@ -1,27 +1,35 @@
-import { mkdirSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import type { SymbolKind } from '../chunk/specs.ts';
 import { QuarryError } from '../errors.ts';
+import { acquireWriterLock, readLiveLock } from '../index/lock.ts';
 import { startWorker } from '../workers.ts';
 import type {
   ChunkHit,
+  EmbeddingCache,
   EmbeddingStatus,
   FileHit,
   FileNameHit,
   FileNameQuery,
   FileRecord,
   FileUpdate,
+  LexicalIndex,
   LexicalQuery,
-  PendingEmbedding,
+  PendingFile,
   ReferenceGraph,
+  ReferenceIndex,
   RefHit,
   SearchFilter,
   Store,
   StoredChunk,
   StoreStats,
   SymbolHit,
+  TermStats,
+  VectorIndex,
+  WriterInfo,
+  WriterLock,
 } from './types.ts';
 
 /** Bump with a new entry in MIGRATIONS; never edit an old one. */
@@ -144,6 +152,8 @@ export interface SqliteStoreOptions {
   parallelScanMin?: number;
   /** Open without writing anything (no migration); fails if the database does not exist. */
   readonly?: boolean;
+  /** Keep vectors here (default true when sqlite-vec loads); false when another engine keeps them. */
+  vectors?: boolean;
 }
 
 function fileNameParts(path: string): { basename: string; stem: string } {
@@ -189,9 +199,6 @@ const VECTOR_SQL = {
   insertFileVector: `INSERT INTO file_vectors (file_id, embedding) VALUES (?, ?)`,
 } as const;
 
-/** Characters of a file's head that go into its coarse (phase 1) text. */
-const COARSE_HEAD_CHARS = 1200;
-
 /** Columns of a symbol row, with the id of the chunk that holds its first line. */
 const SYMBOL_COLUMNS = `s.*, f.path,
   (SELECT c.id FROM chunks c WHERE c.file_id = s.file_id AND c.start_line <= s.start_line
@@ -232,9 +239,21 @@ function filterSql(filter: SearchFilter | undefined): { sql: string; params: unk
   return { sql: parts.length ? ` AND ${parts.join(' AND ')}` : '', params };
 }
 
+/** Whether a SQLite index exists at `path`. */
+export function sqliteIndexExists(path: string): boolean {
+  return existsSync(path);
+}
+
 export class SqliteStore implements Store {
   readonly kind = 'sqlite';
   readonly location: string;
+  /** The writer lock: a file beside the database, created exclusively. */
+  readonly lockPath: string;
+  readonly lexical: LexicalIndex;
+  readonly cache: EmbeddingCache;
+  readonly references: ReferenceIndex;
+  /** Present when the sqlite-vec extension loaded (and the store keeps its own vectors). */
+  readonly vectors?: VectorIndex;
   private readonly db: Database.Database;
   private readonly stmts: ReturnType<SqliteStore['prepare']>;
   private wrote = false;
@@ -248,12 +267,13 @@ export class SqliteStore implements Store {
         next: number;
       }
     | undefined;
-  readonly supportsVectors: boolean;
+  private readonly supportsVectors: boolean;
   /** Whether the vector tables exist in this database. */
   private vectorTables = false;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.location = path;
+    this.lockPath = join(dirname(path), 'index.lock');
     this.parallelScanMin = options.parallelScanMin ?? 20_000;
     if (!options.readonly) mkdirSync(dirname(path), { recursive: true });
     try {
@@ -290,6 +310,39 @@ export class SqliteStore implements Store {
     this.db.pragma('cache_size = -32000');
     this.vectorTables = this.supportsVectors && this.hasTable('chunk_vectors');
     this.stmts = this.prepare();
+    this.lexical = {
+      searchChunks: (q) => this.searchLexical(q),
+      searchFiles: (q) => this.searchFileDocs(q),
+      termStats: (terms, scope) => this.termStats(terms, scope),
+    };
+    this.cache = {
+      get: (embedder, hashes) => this.getCachedVectors(embedder, hashes),
+      put: (embedder, entries) => this.putCachedVectors(embedder, entries),
+    };
+    this.references = {
+      find: (name, options) => this.findReferences(name, options),
+      useCounts: (names) => this.useCounts(names),
+    };
+    if (this.supportsVectors && options.vectors !== false)
+      this.vectors = {
+        embedder: () => this.embedderRecord(),
+        useEmbedder: (id, dim) => this.useEmbedder(id, dim),
+        pendingFiles: (phase, limit) => this.pendingFiles(phase, limit),
+        putFileVectors: (items) => this.putFileVectors(items),
+        putChunkVectors: (items) => this.putChunkVectors(items),
+        searchChunks: (v, limit, filter) => this.searchDenseChunks(v, limit, filter),
+        searchFiles: (v, limit, filter) => this.searchDenseFiles(v, limit, filter),
+        status: () => this.embeddingStatus(),
+      };
+  }
+
+  async acquireWriter(options: { waitMs?: number } = {}): Promise<WriterLock> {
+    const lock = await acquireWriterLock(this.lockPath, options);
+    return { release: async () => lock.release() };
+  }
+
+  async activeWriter(): Promise<WriterInfo | undefined> {
+    return readLiveLock(this.lockPath);
   }
 
   private hasTable(name: string): boolean {
@@ -351,12 +404,6 @@ export class SqliteStore implements Store {
          method = @method, indexed_at = @indexedAt, vec_phase = 0 WHERE id = @id`,
       ),
       chunkIdsOf: db.prepare(`SELECT id FROM chunks WHERE file_id = ?`).pluck(),
-      chunksOf: db.prepare(
-        `SELECT id, text, symbol, container FROM chunks WHERE file_id = ? ORDER BY ordinal`,
-      ),
-      symbolNamesOf: db
-        .prepare(`SELECT name FROM symbols WHERE file_id = ? ORDER BY start_line LIMIT 64`)
-        .pluck(),
       fileIdWithHash: db.prepare(`SELECT id FROM files WHERE path = ? AND hash = ?`).pluck(),
       setVecPhase: db.prepare(
         `UPDATE files SET vec_phase = max(vec_phase, ?) WHERE id = ? AND vec_phase < ?`,
@@ -390,11 +437,13 @@ export class SqliteStore implements Store {
       insertRefsFts: db.prepare(`INSERT INTO refs_fts (rowid, names) VALUES (?, ?)`),
       deleteRefs: db.prepare(`DELETE FROM file_refs WHERE file_id = ?`),
       deleteRefsFts: db.prepare(`DELETE FROM refs_fts WHERE rowid = ?`),
-      fileChunks: db.prepare(
-        `SELECT c.*, f.path FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? ORDER BY c.ordinal`,
+      filesChunks: db.prepare(
+        `SELECT c.*, f.path FROM chunks c JOIN files f ON f.id = c.file_id
+         WHERE f.path IN (SELECT value FROM json_each(?)) ORDER BY f.path, c.ordinal`,
       ),
-      fileSymbols: db.prepare(
-        `SELECT ${SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ? ORDER BY s.start_line`,
+      filesSymbols: db.prepare(
+        `SELECT ${SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id
+         WHERE f.path IN (SELECT value FROM json_each(?)) ORDER BY f.path, s.start_line`,
       ),
     };
   }
@@ -504,28 +553,17 @@ export class SqliteStore implements Store {
       .immediate();
   }
 
-  /**
-   * Drops terms that occur in more than half of the documents, keeping at least the rarest: their BM25 weight is
-   * next to nothing (FTS5 floors a non-positive IDF at 1e-6), but each costs a scan of most of the index.
-   */
-  private informativeTerms(terms: string[], table: 'chunks' | 'files'): string[] {
-    if (terms.length < 2) return terms;
-    const vocab = table === 'chunks' ? this.stmts.chunkVocab : this.stmts.fileVocab;
-    const total = (table === 'chunks' ? this.stmts.countChunks : this.stmts.countFts).get() as number;
-    if (total < 100) return terms;
+  private async termStats(terms: string[], scope: 'chunks' | 'files'): Promise<TermStats> {
+    const vocab = scope === 'chunks' ? this.stmts.chunkVocab : this.stmts.fileVocab;
+    const total = (scope === 'chunks' ? this.stmts.countChunks : this.stmts.countFts).get() as number;
     const df = new Map(
       (vocab.all(JSON.stringify(terms)) as Row[]).map((r) => [r.term as string, r.doc as number]),
     );
-    const kept = terms.filter((t) => (df.get(t) ?? 0) <= total / 2);
-    if (kept.length) return kept;
-    return [terms.reduce((a, b) => ((df.get(a) ?? 0) <= (df.get(b) ?? 0) ? a : b))];
+    return { total, df };
   }
 
-  async searchLexical(q: LexicalQuery): Promise<ChunkHit[]> {
-    const terms = this.informativeTerms(
-      [...new Set(q.terms)].filter((t) => t.length > 0),
-      'chunks',
-    );
+  private async searchLexical(q: LexicalQuery): Promise<ChunkHit[]> {
+    const terms = [...new Set(q.terms)].filter((t) => t.length > 0);
     if (!terms.length || q.limit <= 0) return [];
     const match = terms.map(ftsQuote).join(' OR ');
     const w = q.weights;
@@ -569,11 +607,8 @@ export class SqliteStore implements Store {
     return hits.sort((a, b) => b.score - a.score || a.chunkId - b.chunkId).slice(0, q.limit);
   }
 
-  async searchFiles(q: LexicalQuery): Promise<FileHit[]> {
-    const terms = this.informativeTerms(
-      [...new Set(q.terms)].filter((t) => t.length > 0),
-      'files',
-    );
+  private async searchFileDocs(q: LexicalQuery): Promise<FileHit[]> {
+    const terms = [...new Set(q.terms)].filter((t) => t.length > 0);
     if (!terms.length || q.limit <= 0) return [];
     const { sql: where, params } = filterSql(q.filter);
     const w = q.weights;
@@ -671,19 +706,18 @@ export class SqliteStore implements Store {
     });
   }
 
-  async getFileChunks(path: string): Promise<StoredChunk[]> {
-    return (this.stmts.fileChunks.all(path) as Row[]).map(toChunk);
+  async getFilesChunks(paths: string[]): Promise<Map<string, StoredChunk[]>> {
+    return groupByPath((this.stmts.filesChunks.all(JSON.stringify(paths)) as Row[]).map(toChunk));
   }
 
-  async listSymbols(path: string): Promise<SymbolHit[]> {
-    return (this.stmts.fileSymbols.all(path) as Row[]).map(toSymbol);
+  async listSymbols(paths: string[]): Promise<Map<string, SymbolHit[]>> {
+    return groupByPath((this.stmts.filesSymbols.all(JSON.stringify(paths)) as Row[]).map(toSymbol));
   }
 
-  async findReferences(
+  private async findReferences(
     name: string,
     options: { limit?: number; filter?: SearchFilter } = {},
   ): Promise<RefHit[]> {
-    if (!/^[\p{L}\p{N}_$]+$/u.test(name)) return [];
     const { sql: where, params } = filterSql(options.filter);
     const rows = this.db
       .prepare(
@@ -701,9 +735,8 @@ export class SqliteStore implements Store {
     return out;
   }
 
-  async referenceGraph(): Promise<ReferenceGraph> {
-    // only names that something defines can link two files
-    const defs = (
+  async allDefinitions(): Promise<ReferenceGraph['defs']> {
+    return (
       this.db
         .prepare(
           `SELECT s.name, f.path, s.kind, s.start_line, s.container FROM symbols s JOIN files f ON f.id = s.file_id
@@ -717,16 +750,20 @@ export class SqliteStore implements Store {
       line: r.start_line as number,
       container: (r.container as string | null) ?? null,
     }));
-    const defined = new Set(defs.map((d) => d.name));
+  }
+
+  private async useCounts(names: string[]): Promise<ReferenceGraph['refs']> {
+    const wanted = new Set(names);
     const refs: ReferenceGraph['refs'] = [];
+    if (!wanted.size) return refs;
     for (const r of this.db
-      .prepare(`SELECT f.path, r.refs FROM file_refs r JOIN files f ON f.id = r.file_id`)
+      .prepare(`SELECT f.path, r.refs FROM file_refs r JOIN files f ON f.id = r.file_id ORDER BY f.path`)
       .iterate() as Iterable<Row>) {
       const byName = JSON.parse(r.refs as string) as Record<string, number[]>;
       for (const [name, lines] of Object.entries(byName))
-        if (defined.has(name)) refs.push({ name, path: r.path as string, count: lines.length });
+        if (wanted.has(name)) refs.push({ name, path: r.path as string, count: lines.length });
     }
-    return { defs, refs };
+    return refs;
   }
 
   // --- vectors ---------------------------------------------------------------------------------------------
@@ -741,7 +778,14 @@ export class SqliteStore implements Store {
     return st;
   }
 
-  async useEmbedder(id: string, dimension: number): Promise<{ reset: boolean }> {
+  private async embedderRecord(): Promise<{ id: string; dimension: number } | undefined> {
+    const id = await this.getMeta('embedder_id');
+    return this.vectorTables && id
+      ? { id, dimension: Number(await this.getMeta('embedder_dim')) }
+      : undefined;
+  }
+
+  private async useEmbedder(id: string, dimension: number): Promise<{ reset: boolean }> {
     if (!this.supportsVectors)
       throw new QuarryError('IO', 'this index cannot keep vectors: the sqlite-vec extension did not load');
     const current = {
@@ -772,39 +816,77 @@ export class SqliteStore implements Store {
     return { reset };
   }
 
-  async pendingEmbedding(phase: 1 | 2, limit: number): Promise<PendingEmbedding[]> {
-    const rows = this.db
-      .prepare(
-        `SELECT id, path, hash FROM files f WHERE vec_phase < ? AND method != 'skipped'
-         AND EXISTS (SELECT 1 FROM chunks c WHERE c.file_id = f.id) ORDER BY id LIMIT ?`,
-      )
-      .all(phase, limit) as Row[];
-    return rows.map((r) => {
-      const chunks = this.stmts.chunksOf.all(r.id) as Row[];
-      let head = '';
-      for (const c of chunks) {
-        if (head.length >= COARSE_HEAD_CHARS) break;
-        head += `${c.text as string}\n`;
-      }
-      return {
-        path: r.path as string,
-        hash: r.hash as string,
-        symbols: phase === 1 ? (this.stmts.symbolNamesOf.all(r.id) as string[]) : [],
-        head: phase === 1 ? head.slice(0, COARSE_HEAD_CHARS) : '',
-        chunks:
-          phase === 2
-            ? chunks.map((c) => ({
-                chunkId: c.id as number,
-                text: c.text as string,
-                symbol: (c.symbol as string | null) ?? null,
-                container: (c.container as string | null) ?? null,
-              }))
-            : [],
-      };
-    });
+  /** Files lacking this phase's vectors (used by this store's vectors and by an engine that keeps them apart). */
+  async pendingFiles(phase: 1 | 2, limit: number): Promise<PendingFile[]> {
+    return (
+      this.db
+        .prepare(
+          `SELECT path, hash FROM files f WHERE vec_phase < ? AND method != 'skipped'
+           AND EXISTS (SELECT 1 FROM chunks c WHERE c.file_id = f.id) ORDER BY id LIMIT ?`,
+        )
+        .all(phase, limit) as Row[]
+    ).map((r) => ({ path: r.path as string, hash: r.hash as string }));
   }
 
-  async putFileVectors(items: Array<{ path: string; hash: string; vector: Float32Array }>): Promise<void> {
+  /**
+   * Marks files as having this phase's vectors, only those whose content is still `hash`, and says which; for an
+   * engine that keeps the vectors themselves elsewhere (they are written there first).
+   */
+  markVectors(items: Array<{ path: string; hash: string }>, phase: 1 | 2): Set<string> {
+    const marked = new Set<string>();
+    this.db
+      .transaction(() => {
+        for (const it of items) {
+          const id = this.stmts.fileIdWithHash.get(it.path, it.hash) as number | undefined;
+          if (id === undefined) continue;
+          this.stmts.setVecPhase.run(phase, id, phase);
+          marked.add(it.path);
+        }
+      })
+      .immediate();
+    this.wrote = true;
+    return marked;
+  }
+
+  /** Forgets every file's vector phase (the vectors' engine was reset). */
+  resetVectorPhases(): void {
+    this.db.prepare(`UPDATE files SET vec_phase = 0`).run();
+    this.wrote = true;
+  }
+
+  /** Embedding progress from the phase marks alone (for an engine that keeps the vectors elsewhere). */
+  phaseCounts(): { files: number; coarse: number; refined: number } {
+    const r = this.db
+      .prepare(
+        `SELECT COUNT(*) AS files, SUM(vec_phase >= 1) AS coarse, SUM(vec_phase = 2) AS refined FROM files f
+         WHERE method != 'skipped' AND EXISTS (SELECT 1 FROM chunks c WHERE c.file_id = f.id)`,
+      )
+      .get() as Row;
+    return {
+      files: (r.files as number) ?? 0,
+      coarse: (r.coarse as number) ?? 0,
+      refined: (r.refined as number) ?? 0,
+    };
+  }
+
+  /** Files by path with their vector phase and language, for joining hits from an engine that keeps vectors. */
+  filesByPath(paths: string[]): Map<string, { hash: string; language: string; phase: number }> {
+    const rows = this.db
+      .prepare(
+        `SELECT path, hash, language, vec_phase FROM files WHERE path IN (SELECT value FROM json_each(?))`,
+      )
+      .all(JSON.stringify(paths)) as Row[];
+    return new Map(
+      rows.map((r) => [
+        r.path as string,
+        { hash: r.hash as string, language: r.language as string, phase: r.vec_phase as number },
+      ]),
+    );
+  }
+
+  private async putFileVectors(
+    items: Array<{ path: string; hash: string; vector: Float32Array }>,
+  ): Promise<void> {
     if (!items.length) return;
     this.requireVectors();
     this.db
@@ -821,7 +903,7 @@ export class SqliteStore implements Store {
     this.wrote = true;
   }
 
-  async putChunkVectors(
+  private async putChunkVectors(
     items: Array<{ path: string; hash: string; vectors: Array<{ chunkId: number; vector: Float32Array }> }>,
   ): Promise<void> {
     if (!items.length) return;
@@ -847,7 +929,11 @@ export class SqliteStore implements Store {
       throw new QuarryError('INTERNAL', 'vectors written before useEmbedder() was called');
   }
 
-  async searchDenseChunks(vector: Float32Array, limit: number, filter?: SearchFilter): Promise<ChunkHit[]> {
+  private async searchDenseChunks(
+    vector: Float32Array,
+    limit: number,
+    filter?: SearchFilter,
+  ): Promise<ChunkHit[]> {
     if (!this.vectorTables || limit <= 0) return [];
     const { sql: where, params } = filterSql(filter);
     const k = Math.min(4096, where ? limit * 4 : limit);
@@ -901,7 +987,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  async searchDenseFiles(
+  private async searchDenseFiles(
     vector: Float32Array,
     limit: number,
     filter?: SearchFilter,
@@ -923,7 +1009,7 @@ export class SqliteStore implements Store {
     }));
   }
 
-  async getCachedVectors(embedder: string, hashes: string[]): Promise<Map<string, Float32Array>> {
+  private async getCachedVectors(embedder: string, hashes: string[]): Promise<Map<string, Float32Array>> {
     const out = new Map<string, Float32Array>();
     if (!hashes.length) return out;
     const rows = this.stmts.cacheGet.all(embedder, JSON.stringify(hashes)) as Row[];
@@ -935,7 +1021,7 @@ export class SqliteStore implements Store {
     return out;
   }
 
-  async putCachedVectors(
+  private async putCachedVectors(
     embedder: string,
     entries: Array<{ hash: string; vector: Float32Array }>,
   ): Promise<void> {
@@ -953,23 +1039,16 @@ export class SqliteStore implements Store {
     this.wrote = true;
   }
 
-  async embeddingStatus(): Promise<EmbeddingStatus> {
+  private async embeddingStatus(): Promise<EmbeddingStatus> {
     const id = await this.getMeta('embedder_id');
     const dim = Number(await this.getMeta('embedder_dim'));
-    const r = this.db
-      .prepare(
-        `SELECT COUNT(*) AS files, SUM(vec_phase >= 1) AS coarse, SUM(vec_phase = 2) AS refined FROM files f
-         WHERE method != 'skipped' AND EXISTS (SELECT 1 FROM chunks c WHERE c.file_id = f.id)`,
-      )
-      .get() as Row;
+    const r = this.phaseCounts();
     const chunkVectors = this.vectorTables
       ? (this.db.prepare(`SELECT COUNT(*) FROM chunk_vectors`).pluck().get() as number)
       : 0;
     return {
       embedder: this.vectorTables && id ? { id, dimension: dim } : null,
-      files: (r.files as number) ?? 0,
-      coarse: (r.coarse as number) ?? 0,
-      refined: (r.refined as number) ?? 0,
+      ...r,
       chunkVectors,
     };
   }
@@ -1020,6 +1099,16 @@ export class SqliteStore implements Store {
   transaction<T>(fn: () => T): T {
     return this.db.transaction(fn).immediate();
   }
+}
+
+function groupByPath<T extends { path: string }>(items: T[]): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const it of items) {
+    const list = out.get(it.path);
+    if (list) list.push(it);
+    else out.set(it.path, [it]);
+  }
+  return out;
 }
 
 function toSymbol(r: Row): SymbolHit {

@@ -155,16 +155,10 @@ export interface FileNameHit {
   name: string;
 }
 
-/** A file whose vectors are missing: phase 1 needs its coarse text, phase 2 its chunks. */
-export interface PendingEmbedding {
+/** A file whose vectors are missing (phase 1: no coarse vector; phase 2: not every chunk has one). */
+export interface PendingFile {
   path: string;
   hash: string;
-  /** Phase 1: names of its definitions, in order. */
-  symbols: string[];
-  /** Phase 1: the file's first chunks, joined (the head of the file). */
-  head: string;
-  /** Phase 2: every chunk. */
-  chunks: Array<{ chunkId: number; text: string; symbol: string | null; container: string | null }>;
 }
 
 export interface EmbeddingStatus {
@@ -188,53 +182,86 @@ export interface StoreStats {
   bytes?: number;
 }
 
+/** The writer lock a driver hands out: one writer per repository at a time, across processes and machines. */
+export interface WriterLock {
+  release(): Promise<void>;
+}
+
+/** Who holds a repository's writer lock (a live process), as far as the driver can tell. */
+export interface WriterInfo {
+  pid?: number;
+  host?: string;
+}
+
 /**
- * The storage seam. The embedded default is SQLite (`store/sqlite.ts`); PostgreSQL and Chroma implement the same
- * contract and pass the same suite (`test/store-contract.ts`). Every method is async so that network stores fit.
+ * The core every driver has: its lifecycle (existence, the writer lock), meta values, files and their rows, chunk
+ * text, file names and symbols. Drivers answer simple questions; ranking and embedding policy live above them, in
+ * `search/`, `index/` and `context/`.
  */
-export interface Store {
+export interface StoreCore {
+  /** `sqlite`, `postgres`, `chroma`. */
   readonly kind: string;
-  /** Where the store lives, for messages (`/repo/.quarry/index.db`). */
+  /** Where the store lives, for messages (`/repo/.quarry/index.db`, `postgres://host:5432/db#repo`). */
   readonly location: string;
+
+  /** Takes the single-writer lock (waits up to `waitMs`, then fails with LOCKED naming the holder). */
+  acquireWriter(options?: { waitMs?: number }): Promise<WriterLock>;
+  /** The writer holding the lock right now, or undefined when none does. */
+  activeWriter(): Promise<WriterInfo | undefined>;
 
   getMeta(key: string): Promise<string | undefined>;
   setMeta(key: string, value: string): Promise<void>;
 
   listFiles(): Promise<FileRecord[]>;
   getFile(path: string): Promise<FileRecord | undefined>;
-  /** Replaces each file's record, chunks and symbols; each file changes atomically (the batch may share one). */
+  /** Replaces each file's record, chunks, symbols and lexical rows; each file changes atomically. */
   replaceFiles(updates: FileUpdate[]): Promise<void>;
   /** Records a new size and mtime for files whose content hash did not change. */
   touchFiles(files: Array<Pick<FileRecord, 'path' | 'size' | 'mtimeMs'>>): Promise<void>;
   deleteFiles(paths: string[]): Promise<void>;
 
-  searchLexical(query: LexicalQuery): Promise<ChunkHit[]>;
-  /** BM25 over whole files (path, all symbol names, all text): evidence spread over a file counts. */
-  searchFiles(query: LexicalQuery): Promise<FileHit[]>;
+  getChunks(ids: number[]): Promise<StoredChunk[]>;
+  /** Every chunk of each file, in order (files without chunks are absent), in one round trip. */
+  getFilesChunks(paths: string[]): Promise<Map<string, StoredChunk[]>>;
   findFilesByName(query: FileNameQuery): Promise<FileNameHit[]>;
   /** Definitions whose name equals one of `names`, compared without case. */
   findSymbols(names: string[], options?: { limit?: number; filter?: SearchFilter }): Promise<SymbolHit[]>;
-  /** How many files define each name (lower-cased), to weigh symbol hints by rarity. */
+  /** How many files define each name (lower-cased). */
   countSymbolFiles(names: string[]): Promise<Map<string, number>>;
-  getChunks(ids: number[]): Promise<StoredChunk[]>;
-  getFileChunks(path: string): Promise<StoredChunk[]>;
-  listSymbols(path: string): Promise<SymbolHit[]>;
-  /** Files that use `name` (exact case), with the lines. */
-  findReferences(name: string, options?: { limit?: number; filter?: SearchFilter }): Promise<RefHit[]>;
-  referenceGraph(): Promise<ReferenceGraph>;
+  /** Each file's definitions in line order, in one round trip. */
+  listSymbols(paths: string[]): Promise<Map<string, SymbolHit[]>>;
+  /** Every definition in the repository (the repository map's nodes). */
+  allDefinitions(): Promise<ReferenceGraph['defs']>;
 
   stats(): Promise<StoreStats>;
   close(): Promise<void>;
+}
 
-  // vectors (phase 1: one coarse vector per file; phase 2: one per chunk)
-  /** Whether this store can keep vectors at all (the SQLite store needs the sqlite-vec extension). */
-  readonly supportsVectors: boolean;
-  /**
-   * Prepares vector storage for an embedder. Vectors of any other embedder or dimension are dropped (never mixed);
-   * `reset` says that happened.
-   */
+/** Document frequencies for a lexical query (the search layer drops terms nearly every document has). */
+export interface TermStats {
+  /** Documents in the scope. */
+  total: number;
+  /** Documents holding each term (terms absent from the index are absent here). */
+  df: Map<string, number>;
+}
+
+/** Ranked lexical retrieval over the code-aware token streams the core made (BM25 with field weights). */
+export interface LexicalIndex {
+  /** Chunks matching any term, best first. */
+  searchChunks(query: LexicalQuery): Promise<ChunkHit[]>;
+  /** Whole files (path, all symbol names, all text) matching any term, best first. */
+  searchFiles(query: LexicalQuery): Promise<FileHit[]>;
+  termStats(terms: string[], scope: 'chunks' | 'files'): Promise<TermStats>;
+}
+
+/** Vectors: one coarse vector per file (phase 1) and one per chunk (phase 2), of one embedder at a time. */
+export interface VectorIndex {
+  /** The embedder the stored vectors come from, or undefined when there are none. */
+  embedder(): Promise<{ id: string; dimension: number } | undefined>;
+  /** Prepares storage for an embedder; vectors of any other embedder or dimension are dropped (never mixed). */
   useEmbedder(id: string, dimension: number): Promise<{ reset: boolean }>;
-  pendingEmbedding(phase: 1 | 2, limit: number): Promise<PendingEmbedding[]>;
+  /** Files that lack this phase's vectors, in a stable order. */
+  pendingFiles(phase: 1 | 2, limit: number): Promise<PendingFile[]>;
   /** Stores coarse vectors; a file whose content changed since (another hash) is left alone. */
   putFileVectors(items: Array<{ path: string; hash: string; vector: Float32Array }>): Promise<void>;
   /** Stores every chunk vector of each file at once and marks it refined, unless its content changed since. */
@@ -242,15 +269,56 @@ export interface Store {
     items: Array<{ path: string; hash: string; vectors: Array<{ chunkId: number; vector: Float32Array }> }>,
   ): Promise<void>;
   /** Nearest chunks by cosine similarity (score = similarity, higher is better). */
-  searchDenseChunks(vector: Float32Array, limit: number, filter?: SearchFilter): Promise<ChunkHit[]>;
+  searchChunks(vector: Float32Array, limit: number, filter?: SearchFilter): Promise<ChunkHit[]>;
   /** Nearest files by their coarse vector. */
-  searchDenseFiles(
+  searchFiles(
     vector: Float32Array,
     limit: number,
     filter?: SearchFilter,
   ): Promise<Array<FileHit & { refined: boolean }>>;
-  /** Cached vectors by text hash, for one embedder. */
-  getCachedVectors(embedder: string, hashes: string[]): Promise<Map<string, Float32Array>>;
-  putCachedVectors(embedder: string, entries: Array<{ hash: string; vector: Float32Array }>): Promise<void>;
-  embeddingStatus(): Promise<EmbeddingStatus>;
+  status(): Promise<EmbeddingStatus>;
+}
+
+/** Vectors by (embedder, text hash): moved, renamed and reverted files re-embed nothing. */
+export interface EmbeddingCache {
+  get(embedder: string, hashes: string[]): Promise<Map<string, Float32Array>>;
+  put(embedder: string, entries: Array<{ hash: string; vector: Float32Array }>): Promise<void>;
+}
+
+/** Where each file uses each name (tree-sitter identifiers). */
+export interface ReferenceIndex {
+  /** Files that use `name` with exactly this case, with the lines, in path order. */
+  find(name: string, options?: { limit?: number; filter?: SearchFilter }): Promise<RefHit[]>;
+  /** How many lines of each file use each of `names` (files using none are absent). */
+  useCounts(names: string[]): Promise<ReferenceGraph['refs']>;
+}
+
+/**
+ * The storage seam: a required core plus optional capabilities, each present or not (the flags). A composite
+ * driver pairs one engine's capability with another's core: the Chroma driver keeps files, lexical rows and
+ * references in SQLite and vectors in Chroma. Drivers: `store/sqlite.ts` (FTS5 + sqlite-vec, the embedded
+ * default), `store/postgres.ts` (BM25 over weighted tsvectors + pgvector HNSW), `store/chroma.ts`. Every one passes
+ * `test/store-contract.ts`. Every method is async so that network stores fit.
+ */
+export interface Store extends StoreCore {
+  readonly lexical?: LexicalIndex;
+  readonly vectors?: VectorIndex;
+  readonly cache?: EmbeddingCache;
+  readonly references?: ReferenceIndex;
+}
+
+/** Which capabilities a store has. */
+export function capabilities(store: Store) {
+  return {
+    lexical: Boolean(store.lexical),
+    vectors: Boolean(store.vectors),
+    embeddingCache: Boolean(store.cache),
+    references: Boolean(store.references),
+  };
+}
+
+/** A store's embedding status, or none for a store that keeps no vectors. */
+export async function embeddingStatusOf(store: Store): Promise<EmbeddingStatus> {
+  if (store.vectors) return store.vectors.status();
+  return { embedder: null, files: 0, coarse: 0, refined: 0, chunkVectors: 0 };
 }

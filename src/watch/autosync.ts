@@ -7,8 +7,7 @@ import type { Embedder } from '../embed/types.ts';
 import { isQuarryError } from '../errors.ts';
 import { embedPending } from '../index/embedding.ts';
 import { indexRepository } from '../index/indexer.ts';
-import { acquireWriterLock } from '../index/lock.ts';
-import { indexPaths } from '../workspace/root.ts';
+import type { WriterLock } from '../store/types.ts';
 
 /** What `quarry status`, the panel and MCP show about keeping the index fresh. */
 export interface SyncStatus {
@@ -83,7 +82,7 @@ export async function startAutoSync(project: Project, options: AutoSyncOptions =
   };
 
   const wantEmbed =
-    options.embed !== false && project.config.embed.provider !== 'none' && project.store.supportsVectors;
+    options.embed !== false && project.config.embed.provider !== 'none' && Boolean(project.store.vectors);
 
   const embedLoop = async () => {
     if (!wantEmbed || stopped) return;
@@ -91,9 +90,9 @@ export async function startAutoSync(project: Project, options: AutoSyncOptions =
     const e = await embedder;
     if (!e || stopped) return;
     embedAbort = new AbortController();
-    let lock: Awaited<ReturnType<typeof acquireWriterLock>> | undefined;
+    let lock: WriterLock | undefined;
     try {
-      lock = await acquireWriterLock(indexPaths(project.root).lock, { waitMs: 0 });
+      lock = await project.store.acquireWriter({ waitMs: 0 });
       st.state = 'embedding';
       notify();
       await embedPending(project.store, e, { signal: embedAbort.signal });
@@ -101,7 +100,7 @@ export async function startAutoSync(project: Project, options: AutoSyncOptions =
       // another writer (a `quarry index` run) is embedding: it will finish the job
       if (!(isQuarryError(err) && err.code === 'LOCKED')) fail(err);
     } finally {
-      lock?.release();
+      await lock?.release();
       embedAbort = undefined;
       if (st.state === 'embedding') st.state = 'idle';
       notify();

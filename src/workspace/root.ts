@@ -16,7 +16,8 @@ export function indexPaths(root: string) {
 export function findProjectRoot(start: string): string | undefined {
   let dir = resolve(start);
   for (;;) {
-    if (existsSync(join(dir, QUARRY_DIR, 'index.db')) || existsSync(join(dir, '.git'))) return dir;
+    // `.quarry/` is made by `quarry index` whatever the store (it holds SQLite's file, or the local side of a server's)
+    if (isDirectory(join(dir, QUARRY_DIR)) || existsSync(join(dir, '.git'))) return dir;
     const parent = dirname(dir);
     if (parent === dir) return undefined;
     dir = parent;

@@ -1,0 +1,88 @@
+import { execFileSync } from 'node:child_process';
+import { basename, isAbsolute, join, resolve } from 'node:path';
+import { driverOfUrl, type QuarryConfig, type StoreDriver } from '../config/config.ts';
+import { QuarryError } from '../errors.ts';
+import { ensureIndexDir, indexPaths } from '../workspace/root.ts';
+import type { Store } from './types.ts';
+
+export interface OpenStoreOptions {
+  /** Create the index when there is none (indexing). Default false: a missing index is NO_INDEX. */
+  create?: boolean;
+}
+
+/** The driver and where its data lives, resolved from the `[store]` settings and the project root. */
+export interface StoreTarget {
+  driver: StoreDriver;
+  /** A SQLite file, or the server URL. */
+  url: string;
+  /** The repository's key in a shared store. */
+  repo: string;
+}
+
+/** The repository key a project gets by default: `owner/name` of its `origin` remote, else the folder's name. */
+export function defaultRepoKey(root: string): string {
+  try {
+    const url = execFileSync('git', ['-C', root, 'config', '--get', 'remote.origin.url'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 2000,
+    }).trim();
+    const m = /[:/]([^/:]+\/[^/]+?)(?:\.git)?\/?$/.exec(url);
+    if (m) return m[1]!;
+  } catch {
+    // not a git checkout, or no origin
+  }
+  return basename(resolve(root)) || 'default';
+}
+
+export function storeTarget(config: QuarryConfig, root: string): StoreTarget {
+  const { url, repo } = config.store;
+  const driver = (url ? driverOfUrl(url) : undefined) ?? config.store.driver;
+  const key = repo?.trim() || defaultRepoKey(root);
+  if (driver === 'sqlite') {
+    const file = url ? url.replace(/^(sqlite|file):\/\//i, '') : indexPaths(root).db;
+    return { driver, url: isAbsolute(file) ? file : join(root, file), repo: key };
+  }
+  if (!url)
+    throw new QuarryError(
+      'BAD_CONFIG',
+      `store.driver is "${driver}" but no store URL is set: pass --store ${driver === 'postgres' ? 'postgres://user@host:5432/db' : 'chroma://host:8000'} or set [store] url`,
+    );
+  return { driver, url, repo: key };
+}
+
+/**
+ * Opens the project's store with the driver its settings name. Each driver owns its lifecycle: whether the index
+ * exists, creating it, migrations, the writer lock and the embedder record.
+ */
+export async function openStore(
+  config: QuarryConfig,
+  root: string,
+  options: OpenStoreOptions = {},
+): Promise<Store> {
+  const target = storeTarget(config, root);
+  // `.quarry/` holds the local side of every driver (the SQLite file or lock, chat and edit history)
+  if (options.create) ensureIndexDir(root);
+  switch (target.driver) {
+    case 'sqlite': {
+      const { openSqliteStore, sqliteIndexExists } = await import('./sqlite.ts');
+      if (!options.create && !sqliteIndexExists(target.url))
+        throw new QuarryError('NO_INDEX', `no index in ${root}: run \`quarry index\` there first`);
+      return openSqliteStore(target.url);
+    }
+    case 'postgres': {
+      const { openPostgresStore } = await import('./postgres.ts');
+      return openPostgresStore({ url: target.url, repo: target.repo, create: options.create ?? false });
+    }
+    case 'chroma': {
+      const { openChromaStore } = await import('./chroma.ts');
+      return openChromaStore({
+        url: target.url,
+        repo: target.repo,
+        sqlitePath: indexPaths(root).db,
+        create: options.create ?? false,
+        root,
+      });
+    }
+  }
+}

@@ -1,0 +1,1314 @@
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
+import pg from 'pg';
+import type { SymbolKind } from '../chunk/specs.ts';
+import { QuarryError } from '../errors.ts';
+import type {
+  ChunkHit,
+  EmbeddingCache,
+  EmbeddingStatus,
+  FileHit,
+  FileNameHit,
+  FileNameQuery,
+  FileRecord,
+  FileUpdate,
+  LexicalIndex,
+  LexicalQuery,
+  PendingFile,
+  ReferenceGraph,
+  ReferenceIndex,
+  RefHit,
+  SearchFilter,
+  Store,
+  StoredChunk,
+  StoreStats,
+  SymbolHit,
+  TermStats,
+  VectorIndex,
+  WriterInfo,
+  WriterLock,
+} from './types.ts';
+
+/**
+ * PostgreSQL with pgvector. One database holds many repositories: every row carries its repository's key. The
+ * lexical side is BM25 computed the way SQLite's FTS5 computes it (k1 1.2, b 0.75, per-field weights on term
+ * frequency, idf floored at 1e-6) over weighted tsvectors built from quarry's own code-aware tokens (path = A,
+ * symbols = B, body = D; each occurrence a position), found through a GIN index; document frequencies come from the
+ * same index, document counts and lengths from per-repository counters kept in the write transactions. Vectors
+ * live in one table pair per embedder (`vector(dim)`, HNSW, cosine), shared by the repositories that use it. The
+ * embedding cache is content-addressed and shared by every repository in the database.
+ */
+
+/** Bump with a new entry; never edit an old one. */
+const MIGRATIONS: string[] = [
+  `
+  CREATE EXTENSION IF NOT EXISTS vector;
+  CREATE TABLE quarry_repos (
+    id SERIAL PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    created_at BIGINT NOT NULL,
+    chunk_docs BIGINT NOT NULL DEFAULT 0,
+    chunk_len BIGINT NOT NULL DEFAULT 0,
+    file_docs BIGINT NOT NULL DEFAULT 0,
+    file_len BIGINT NOT NULL DEFAULT 0
+  );
+  CREATE TABLE quarry_meta (
+    repo INT NOT NULL REFERENCES quarry_repos (id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (repo, key)
+  );
+  CREATE TABLE quarry_files (
+    id BIGSERIAL PRIMARY KEY,
+    repo INT NOT NULL REFERENCES quarry_repos (id) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    basename TEXT NOT NULL,
+    stem TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    mtime_ms DOUBLE PRECISION NOT NULL,
+    hash TEXT NOT NULL,
+    language TEXT NOT NULL,
+    method TEXT NOT NULL,
+    indexed_at BIGINT NOT NULL,
+    vec_phase SMALLINT NOT NULL DEFAULT 0,
+    has_chunks BOOLEAN NOT NULL DEFAULT false,
+    doc TSVECTOR,
+    doc_len INT NOT NULL DEFAULT 0,
+    refs JSONB,
+    ref_names TEXT[],
+    UNIQUE (repo, path)
+  );
+  CREATE INDEX quarry_files_basename ON quarry_files (repo, basename);
+  CREATE INDEX quarry_files_stem ON quarry_files (repo, stem);
+  CREATE INDEX quarry_files_phase ON quarry_files (repo, vec_phase, id);
+  CREATE INDEX quarry_files_doc ON quarry_files USING GIN (doc);
+  CREATE INDEX quarry_files_refs ON quarry_files USING GIN (ref_names);
+  CREATE TABLE quarry_chunks (
+    id BIGSERIAL PRIMARY KEY,
+    file_id BIGINT NOT NULL REFERENCES quarry_files (id) ON DELETE CASCADE,
+    repo INT NOT NULL,
+    ordinal INT NOT NULL,
+    start_line INT NOT NULL,
+    end_line INT NOT NULL,
+    symbol TEXT,
+    kind TEXT,
+    container TEXT,
+    text TEXT NOT NULL,
+    doc TSVECTOR NOT NULL,
+    doc_len INT NOT NULL
+  );
+  CREATE INDEX quarry_chunks_file ON quarry_chunks (file_id, ordinal);
+  CREATE INDEX quarry_chunks_doc ON quarry_chunks USING GIN (doc);
+  CREATE TABLE quarry_symbols (
+    file_id BIGINT NOT NULL REFERENCES quarry_files (id) ON DELETE CASCADE,
+    repo INT NOT NULL,
+    name TEXT NOT NULL,
+    name_lc TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    start_line INT NOT NULL,
+    end_line INT NOT NULL,
+    container TEXT
+  );
+  CREATE INDEX quarry_symbols_name ON quarry_symbols (repo, name_lc);
+  CREATE INDEX quarry_symbols_file ON quarry_symbols (file_id, start_line);
+  CREATE TABLE quarry_embed_cache (
+    embedder TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    vector BYTEA NOT NULL,
+    PRIMARY KEY (embedder, hash)
+  );
+  CREATE TABLE quarry_embedders (
+    key TEXT PRIMARY KEY,
+    id TEXT NOT NULL,
+    dimension INT NOT NULL
+  );
+  `,
+];
+
+export const PG_SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Advisory lock keys: the schema (migrations, new vector tables), and one per repository's writer. */
+const LOCK_SPACE = 0x5175; // "Qu"
+const SCHEMA_LOCK = 1;
+
+const K1 = 1.2;
+const B = 0.75;
+/** tsvector keeps at most 256 positions per lexeme; BM25's saturation makes the rest irrelevant (k1 = 1.2). */
+const MAX_POSITIONS = 255;
+
+export interface PostgresStoreOptions {
+  url: string;
+  repo: string;
+  create: boolean;
+  /** Pool size. Default 4. */
+  poolSize?: number;
+}
+
+type Row = Record<string, unknown>;
+
+/** `postgres://user:secret@host:5432/db` → `postgres://user@host:5432/db` (never print a password). */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.password = '';
+    return u.toString().replace(/\/$/, '');
+  } catch {
+    return url.replace(/:[^:@/]*@/, '@');
+  }
+}
+
+/** One line that says what went wrong with the server and what to do. */
+export function pgError(err: unknown, url: string, doing: string): QuarryError {
+  if (err instanceof QuarryError) return err;
+  const e = err as NodeJS.ErrnoException & { code?: string; message?: string };
+  const where = redactUrl(url);
+  const code = e?.code ?? '';
+  const msg = String(e?.message ?? err).split('\n')[0] ?? '';
+  const fix = (m: string, c: 'IO' | 'BAD_CONFIG' | 'BAD_INPUT' = 'IO') =>
+    new QuarryError(c, m, { cause: err });
+  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH' || code === 'ETIMEDOUT')
+    return fix(
+      `cannot reach PostgreSQL at ${where} (${code}): start the server, or fix --store / [store] url`,
+    );
+  if (
+    code === 'ECONNRESET' ||
+    code === '57P01' ||
+    code === '57P02' ||
+    code === '57P03' ||
+    /terminat|Connection terminated/i.test(msg)
+  )
+    return fix(
+      `the PostgreSQL server at ${where} went away while ${doing}: start it again and re-run; what was committed stays, the next run resumes`,
+    );
+  if (code === '28P01' || code === '28000')
+    return fix(
+      `PostgreSQL at ${where} refused the credentials: check the user and password in the store URL`,
+      'BAD_CONFIG',
+    );
+  if (code === '3D000')
+    return fix(
+      `PostgreSQL at ${where}: ${msg}: create it (createdb) or name another in the store URL`,
+      'BAD_CONFIG',
+    );
+  if (code === '0A000' || code === '58P01' || /extension "vector"/.test(msg))
+    return fix(
+      `PostgreSQL at ${where} has no pgvector extension (${msg}): install pgvector on the server (it needs CREATE EXTENSION vector)`,
+      'BAD_CONFIG',
+    );
+  if (code === '22000' && /dimensions/.test(msg))
+    return fix(
+      `a vector does not fit the table (${msg}): the embedder's dimension changed; run \`quarry index\` to rebuild`,
+      'BAD_INPUT',
+    );
+  if (code === '42501')
+    return fix(
+      `PostgreSQL at ${where} denied ${doing} (${msg}): grant the store's user rights on its database`,
+      'BAD_CONFIG',
+    );
+  return fix(`PostgreSQL at ${where} failed while ${doing}: ${msg}`);
+}
+
+function fileNameParts(path: string): { basename: string; stem: string } {
+  const basename = path.slice(path.lastIndexOf('/') + 1).toLowerCase();
+  const dot = basename.indexOf('.', 1);
+  return { basename, stem: dot > 0 ? basename.slice(0, dot) : basename };
+}
+
+/** Tokens as SQLite's unicode61 tokenizer (with `_` and `$` as token characters) sees the same stream. */
+function lexTokens(text: string): string[] {
+  return text
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}_$]+/u)
+    .filter(Boolean);
+}
+
+function quoteLexeme(t: string): string {
+  return `'${t.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+}
+
+/**
+ * A weighted tsvector literal from the three token streams: each occurrence of a term is one position labelled by
+ * its field (A path, B symbols, D body), so BM25 reads the term frequency per field back from it. Also the document
+ * length in tokens (all fields, as FTS5 counts it).
+ */
+export function weightedDoc(tokens: { path: string; symbols: string; body: string }): {
+  doc: string;
+  len: number;
+} {
+  const byTerm = new Map<string, string[]>();
+  let len = 0;
+  for (const [field, label] of [
+    [tokens.path, 'A'],
+    [tokens.symbols, 'B'],
+    [tokens.body, ''],
+  ] as const) {
+    for (const t of lexTokens(field)) {
+      len++;
+      let list = byTerm.get(t);
+      if (!list) {
+        list = [];
+        byTerm.set(t, list);
+      }
+      if (list.length < MAX_POSITIONS) list.push(`${list.length + 1}${label}`);
+    }
+  }
+  const parts: string[] = [];
+  for (const [t, positions] of byTerm) parts.push(`${quoteLexeme(t)}:${positions.join(',')}`);
+  return { doc: parts.join(' '), len };
+}
+
+/** PostgreSQL text cannot hold NUL. */
+const clean = (s: string) => (s.includes('\u0000') ? s.replace(/\u0000/g, '\uFFFD') : s);
+
+const vectorLiteral = (v: Float32Array) => `[${Array.from(v).join(',')}]`;
+
+/** A WHERE fragment restricting `quarry_files f` to a filter, with its parameters numbered from `next`. */
+function filterSql(filter: SearchFilter | undefined, params: unknown[]): string {
+  if (!filter) return '';
+  const parts: string[] = [];
+  const p = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  if (filter.paths) parts.push(`f.path = ANY(${p(filter.paths)}::text[])`);
+  if (filter.excludePaths?.length) parts.push(`NOT (f.path = ANY(${p(filter.excludePaths)}::text[]))`);
+  if (filter.languages?.length) parts.push(`f.language = ANY(${p(filter.languages)}::text[])`);
+  if (filter.pathPrefixes?.length)
+    parts.push(`(${filter.pathPrefixes.map((x) => `left(f.path, ${x.length}) = ${p(x)}`).join(' OR ')})`);
+  return parts.length ? ` AND ${parts.join(' AND ')}` : '';
+}
+
+function toFile(r: Row): FileRecord {
+  return {
+    path: r.path as string,
+    size: Number(r.size),
+    mtimeMs: Number(r.mtime_ms),
+    hash: r.hash as string,
+    language: r.language as string,
+    method: r.method as FileRecord['method'],
+  };
+}
+
+function toChunk(r: Row): StoredChunk {
+  return {
+    chunkId: Number(r.id),
+    path: r.path as string,
+    startLine: r.start_line as number,
+    endLine: r.end_line as number,
+    symbol: (r.symbol as string | null) ?? null,
+    kind: (r.kind as SymbolKind | null) ?? null,
+    ordinal: r.ordinal as number,
+    container: (r.container as string | null) ?? null,
+    text: r.text as string,
+  };
+}
+
+function toHit(r: Row): ChunkHit {
+  return {
+    chunkId: Number(r.id),
+    path: r.path as string,
+    startLine: r.start_line as number,
+    endLine: r.end_line as number,
+    symbol: (r.symbol as string | null) ?? null,
+    kind: (r.kind as SymbolKind | null) ?? null,
+    score: Number(r.score),
+  };
+}
+
+function toSymbol(r: Row): SymbolHit {
+  return {
+    name: r.name as string,
+    kind: r.kind as SymbolKind,
+    path: r.path as string,
+    startLine: r.start_line as number,
+    endLine: r.end_line as number,
+    container: (r.container as string | null) ?? null,
+    chunkId: r.chunk_id == null ? null : Number(r.chunk_id),
+  };
+}
+
+function groupByPath<T extends { path: string }>(items: T[]): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const it of items) {
+    const list = out.get(it.path);
+    if (list) list.push(it);
+    else out.set(it.path, [it]);
+  }
+  return out;
+}
+
+const SYMBOL_COLUMNS = `s.name, s.kind, s.start_line, s.end_line, s.container, f.path,
+  (SELECT c.id FROM quarry_chunks c WHERE c.file_id = s.file_id AND c.start_line <= s.start_line
+     ORDER BY c.start_line DESC LIMIT 1) AS chunk_id`;
+
+const int8 = (v: string) => Number(v);
+
+export class PostgresStore implements Store {
+  readonly kind = 'postgres';
+  readonly location: string;
+  readonly lexical: LexicalIndex;
+  readonly vectors: VectorIndex;
+  readonly cache: EmbeddingCache;
+  readonly references: ReferenceIndex;
+  private readonly pool: pg.Pool;
+  private readonly url: string;
+  private readonly repoName: string;
+  private repoId = 0;
+  /** The vector tables of the repository's embedder, once known. */
+  private vecTables: { chunks: string; files: string; id: string; dimension: number } | undefined;
+
+  constructor(options: PostgresStoreOptions) {
+    this.url = options.url;
+    this.repoName = options.repo;
+    this.location = `${redactUrl(options.url)}#${options.repo}`;
+    this.pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 4,
+      connectionTimeoutMillis: 10_000,
+      idleTimeoutMillis: 10_000,
+      allowExitOnIdle: true,
+      application_name: 'quarry',
+      types: {
+        getTypeParser: ((oid: number, format?: string) =>
+          oid === 20 ? int8 : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+      },
+    });
+    // an idle client whose server goes away must not crash the process: the next query reports it
+    this.pool.on('error', () => {});
+    this.lexical = {
+      searchChunks: (q) => this.searchChunks(q),
+      searchFiles: (q) => this.searchFileDocs(q),
+      termStats: (terms, scope) => this.termStats(terms, scope),
+    };
+    this.cache = {
+      get: (embedder, hashes) => this.cacheGet(embedder, hashes),
+      put: (embedder, entries) => this.cachePut(embedder, entries),
+    };
+    this.references = {
+      find: (name, options) => this.findReferences(name, options),
+      useCounts: (names) => this.useCounts(names),
+    };
+    this.vectors = {
+      embedder: async () => {
+        const t = await this.vectorTables();
+        return t ? { id: t.id, dimension: t.dimension } : undefined;
+      },
+      useEmbedder: (id, dim) => this.useEmbedder(id, dim),
+      pendingFiles: (phase, limit) => this.pendingFiles(phase, limit),
+      putFileVectors: (items) => this.putFileVectors(items),
+      putChunkVectors: (items) => this.putChunkVectors(items),
+      searchChunks: (v, limit, filter) => this.searchDenseChunks(v, limit, filter),
+      searchFiles: (v, limit, filter) => this.searchDenseFiles(v, limit, filter),
+      status: () => this.embeddingStatus(),
+    };
+  }
+
+  private async q(sql: string, params: unknown[] = [], doing = 'reading the index'): Promise<Row[]> {
+    try {
+      return (await this.pool.query(sql, params)).rows as Row[];
+    } catch (err) {
+      throw pgError(err, this.url, doing);
+    }
+  }
+
+  /** Runs `fn` in one transaction on one connection. */
+  private async tx<T>(doing: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw pgError(err, this.url, doing);
+    }
+    try {
+      await client.query('BEGIN');
+      const out = await fn(client);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      try {
+        await client.query('ROLLBACK');
+      } catch {
+        // the connection is gone; the server rolled back
+      }
+      throw pgError(err, this.url, doing);
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Connects, migrates the schema (under the schema lock) and finds or creates the repository's row. */
+  async init(create: boolean): Promise<void> {
+    const version = await this.schemaVersion();
+    if (version > PG_SCHEMA_VERSION)
+      throw new QuarryError(
+        'SCHEMA_TOO_NEW',
+        `the database at ${redactUrl(this.url)} was written by a newer quarry (schema ${version}): upgrade quarry`,
+      );
+    if (version < PG_SCHEMA_VERSION) {
+      if (!create)
+        throw new QuarryError(
+          'NO_INDEX',
+          `no quarry index in ${redactUrl(this.url)}: run \`quarry index --store ${redactUrl(this.url)}\` first`,
+        );
+      await this.tx('creating the schema', async (c) => {
+        await c.query(`SELECT pg_advisory_xact_lock($1, $2)`, [LOCK_SPACE, SCHEMA_LOCK]);
+        await c.query(`CREATE TABLE IF NOT EXISTS quarry_schema (version INT NOT NULL)`);
+        const r = await c.query(`SELECT version FROM quarry_schema`);
+        const v = r.rows.length ? Number(r.rows[0].version) : 0;
+        for (let i = v; i < PG_SCHEMA_VERSION; i++) await c.query(MIGRATIONS[i]!);
+        await c.query(`DELETE FROM quarry_schema`);
+        await c.query(`INSERT INTO quarry_schema (version) VALUES ($1)`, [PG_SCHEMA_VERSION]);
+      });
+    }
+    const found = await this.q(`SELECT id FROM quarry_repos WHERE name = $1`, [this.repoName]);
+    if (found.length) this.repoId = Number(found[0]!.id);
+    else if (!create)
+      throw new QuarryError(
+        'NO_INDEX',
+        `no index of repository "${this.repoName}" in ${redactUrl(this.url)}: run \`quarry index\` with this store first`,
+      );
+    else {
+      const made = await this.q(
+        `INSERT INTO quarry_repos (name, created_at) VALUES ($1, $2)
+         ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id`,
+        [this.repoName, Date.now()],
+        'creating the repository',
+      );
+      this.repoId = Number(made[0]!.id);
+    }
+  }
+
+  private async schemaVersion(): Promise<number> {
+    const rows = await this.q(`SELECT to_regclass('quarry_schema') IS NOT NULL AS present`, [], 'connecting');
+    if (!rows[0]?.present) return 0;
+    const v = await this.q(`SELECT version FROM quarry_schema`);
+    return v.length ? Number(v[0]!.version) : 0;
+  }
+
+  private lockKey(): number {
+    // a stable 31-bit key per repository name
+    return createHash('sha1').update(`quarry:${this.repoName}`).digest().readInt32BE(0);
+  }
+
+  async acquireWriter(options: { waitMs?: number } = {}): Promise<WriterLock> {
+    // a session-level advisory lock on a connection of its own: the server releases it if this process dies
+    const client = new pg.Client({
+      connectionString: this.url,
+      application_name: `quarry writer pid=${process.pid} host=${hostname()}`.slice(0, 63),
+      connectionTimeoutMillis: 10_000,
+    });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+    } catch (err) {
+      throw pgError(err, this.url, 'taking the writer lock');
+    }
+    const deadline = Date.now() + (options.waitMs ?? 0);
+    try {
+      for (;;) {
+        const r = await client.query(`SELECT pg_try_advisory_lock($1, $2) AS ok`, [
+          LOCK_SPACE,
+          this.lockKey(),
+        ]);
+        if (r.rows[0].ok) break;
+        if (Date.now() >= deadline) {
+          const holder = await this.activeWriter();
+          throw new QuarryError(
+            'LOCKED',
+            `another quarry (${holder?.pid ? `pid ${holder.pid}` : 'a writer'}${holder?.host ? ` on ${holder.host}` : ''}) is indexing repository "${this.repoName}": wait for it, or run with --wait`,
+          );
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    } catch (err) {
+      await client.end().catch(() => {});
+      throw pgError(err, this.url, 'taking the writer lock');
+    }
+    let released = false;
+    return {
+      release: async () => {
+        if (released) return;
+        released = true;
+        try {
+          await client.query(`SELECT pg_advisory_unlock($1, $2)`, [LOCK_SPACE, this.lockKey()]);
+        } catch {
+          // the connection is gone, and the lock with it
+        }
+        await client.end().catch(() => {});
+      },
+    };
+  }
+
+  async activeWriter(): Promise<WriterInfo | undefined> {
+    const rows = await this.q(
+      `SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+       WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 2`,
+      [LOCK_SPACE, this.lockKey() >>> 0],
+    );
+    if (!rows.length) return undefined;
+    const m = /pid=(\d+) host=(\S+)/.exec(String(rows[0]!.application_name));
+    return m ? { pid: Number(m[1]), host: m[2]! } : {};
+  }
+
+  async getMeta(key: string): Promise<string | undefined> {
+    const rows = await this.q(`SELECT value FROM quarry_meta WHERE repo = $1 AND key = $2`, [
+      this.repoId,
+      key,
+    ]);
+    return rows[0]?.value as string | undefined;
+  }
+
+  async setMeta(key: string, value: string): Promise<void> {
+    await this.q(
+      `INSERT INTO quarry_meta (repo, key, value) VALUES ($1, $2, $3)
+       ON CONFLICT (repo, key) DO UPDATE SET value = EXCLUDED.value`,
+      [this.repoId, key, value],
+      'writing meta',
+    );
+  }
+
+  async listFiles(): Promise<FileRecord[]> {
+    return (
+      await this.q(
+        `SELECT path, size, mtime_ms, hash, language, method FROM quarry_files WHERE repo = $1 ORDER BY path COLLATE "C"`,
+        [this.repoId],
+      )
+    ).map(toFile);
+  }
+
+  async getFile(path: string): Promise<FileRecord | undefined> {
+    const rows = await this.q(
+      `SELECT path, size, mtime_ms, hash, language, method FROM quarry_files WHERE repo = $1 AND path = $2`,
+      [this.repoId, path],
+    );
+    return rows[0] ? toFile(rows[0]) : undefined;
+  }
+
+  /** Deletes the rows of these files (not the file records) and takes their lexical documents off the counters. */
+  private async removeRows(c: pg.PoolClient, fileIds: number[]): Promise<void> {
+    if (!fileIds.length) return;
+    await c.query(
+      `UPDATE quarry_repos r SET chunk_docs = r.chunk_docs - x.n, chunk_len = r.chunk_len - x.len
+       FROM (SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS len FROM quarry_chunks WHERE file_id = ANY($2::bigint[])) x
+       WHERE r.id = $1`,
+      [this.repoId, fileIds],
+    );
+    await c.query(
+      `UPDATE quarry_repos r SET file_docs = r.file_docs - x.n, file_len = r.file_len - x.len
+       FROM (SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS len FROM quarry_files
+             WHERE id = ANY($2::bigint[]) AND doc IS NOT NULL) x
+       WHERE r.id = $1`,
+      [this.repoId, fileIds],
+    );
+    const t = await this.vectorTables(c);
+    if (t) await c.query(`DELETE FROM ${t.files} WHERE file_id = ANY($1::bigint[])`, [fileIds]);
+    // chunk vectors go with their chunks (ON DELETE CASCADE)
+    await c.query(`DELETE FROM quarry_chunks WHERE file_id = ANY($1::bigint[])`, [fileIds]);
+    await c.query(`DELETE FROM quarry_symbols WHERE file_id = ANY($1::bigint[])`, [fileIds]);
+  }
+
+  async replaceFiles(updates: FileUpdate[]): Promise<void> {
+    if (!updates.length) return;
+    // the last update of a path wins, as it would in a sequence of transactions
+    const byPath = new Map(updates.map((u) => [u.file.path, u]));
+    const list = [...byPath.values()];
+    await this.tx('writing files', async (c) => {
+      const existing = await c.query(
+        `SELECT id FROM quarry_files WHERE repo = $1 AND path = ANY($2::text[])`,
+        [this.repoId, list.map((u) => u.file.path)],
+      );
+      await this.removeRows(
+        c,
+        existing.rows.map((r) => Number(r.id)),
+      );
+      const now = Date.now();
+      const docs = list.map((u) => (u.chunks.length ? weightedDoc(u.tokens) : undefined));
+      const ids = await c.query(
+        `INSERT INTO quarry_files (repo, path, basename, stem, size, mtime_ms, hash, language, method, indexed_at,
+                                   vec_phase, has_chunks, doc, doc_len, refs, ref_names)
+         SELECT $1, t.path, t.basename, t.stem, t.size, t.mtime, t.hash, t.language, t.method, $2, 0, t.has_chunks,
+                t.doc::tsvector, t.doc_len, t.refs::jsonb, CASE WHEN t.ref_names = '' THEN NULL
+                ELSE string_to_array(t.ref_names, ' ') END
+         FROM unnest($3::text[], $4::text[], $5::text[], $6::bigint[], $7::float8[], $8::text[], $9::text[],
+                     $10::text[], $11::bool[], $12::text[], $13::int[], $14::text[], $15::text[])
+           AS t(path, basename, stem, size, mtime, hash, language, method, has_chunks, doc, doc_len, refs, ref_names)
+         ON CONFLICT (repo, path) DO UPDATE SET size = EXCLUDED.size, mtime_ms = EXCLUDED.mtime_ms,
+           hash = EXCLUDED.hash, language = EXCLUDED.language, method = EXCLUDED.method,
+           indexed_at = EXCLUDED.indexed_at, vec_phase = 0, has_chunks = EXCLUDED.has_chunks, doc = EXCLUDED.doc,
+           doc_len = EXCLUDED.doc_len, refs = EXCLUDED.refs, ref_names = EXCLUDED.ref_names
+         RETURNING id, path`,
+        [
+          this.repoId,
+          now,
+          list.map((u) => u.file.path),
+          list.map((u) => fileNameParts(u.file.path).basename),
+          list.map((u) => fileNameParts(u.file.path).stem),
+          list.map((u) => u.file.size),
+          list.map((u) => u.file.mtimeMs),
+          list.map((u) => u.file.hash),
+          list.map((u) => u.file.language),
+          list.map((u) => u.file.method),
+          list.map((u) => u.chunks.length > 0),
+          docs.map((d) => d?.doc ?? null),
+          docs.map((d) => d?.len ?? 0),
+          list.map((u) => (u.refs ? clean(u.refs.json) : null)),
+          list.map((u) => (u.refs ? clean(u.refs.names) : '')),
+        ],
+      );
+      const idOf = new Map(ids.rows.map((r) => [r.path as string, Number(r.id)]));
+      const ch = {
+        file: [] as number[],
+        ordinal: [] as number[],
+        start: [] as number[],
+        end: [] as number[],
+        symbol: [] as Array<string | null>,
+        kind: [] as Array<string | null>,
+        container: [] as Array<string | null>,
+        text: [] as string[],
+        doc: [] as string[],
+        len: [] as number[],
+      };
+      let chunkLen = 0;
+      for (const u of list) {
+        const id = idOf.get(u.file.path)!;
+        for (const k of u.chunks) {
+          const d = weightedDoc(k.tokens);
+          ch.file.push(id);
+          ch.ordinal.push(k.ordinal);
+          ch.start.push(k.startLine);
+          ch.end.push(k.endLine);
+          ch.symbol.push(k.symbol === null ? null : clean(k.symbol));
+          ch.kind.push(k.kind);
+          ch.container.push(k.container === null ? null : clean(k.container));
+          ch.text.push(clean(k.text));
+          ch.doc.push(d.doc);
+          ch.len.push(d.len);
+          chunkLen += d.len;
+        }
+      }
+      // in slices, so one huge batch does not make one huge statement
+      const SLICE = 2000;
+      for (let i = 0; i < ch.file.length; i += SLICE) {
+        const s = (a: unknown[]) => a.slice(i, i + SLICE);
+        await c.query(
+          `INSERT INTO quarry_chunks (file_id, repo, ordinal, start_line, end_line, symbol, kind, container, text, doc, doc_len)
+           SELECT t.file_id, $1, t.ordinal, t.start_line, t.end_line, t.symbol, t.kind, t.container, t.text,
+                  t.doc::tsvector, t.doc_len
+           FROM unnest($2::bigint[], $3::int[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[],
+                       $10::text[], $11::int[])
+             AS t(file_id, ordinal, start_line, end_line, symbol, kind, container, text, doc, doc_len)`,
+          [
+            this.repoId,
+            s(ch.file),
+            s(ch.ordinal),
+            s(ch.start),
+            s(ch.end),
+            s(ch.symbol),
+            s(ch.kind),
+            s(ch.container),
+            s(ch.text),
+            s(ch.doc),
+            s(ch.len),
+          ],
+        );
+      }
+      const sy = {
+        file: [] as number[],
+        name: [] as string[],
+        kind: [] as string[],
+        start: [] as number[],
+        end: [] as number[],
+        container: [] as Array<string | null>,
+      };
+      for (const u of list)
+        for (const x of u.symbols) {
+          sy.file.push(idOf.get(u.file.path)!);
+          sy.name.push(clean(x.name));
+          sy.kind.push(x.kind);
+          sy.start.push(x.startLine);
+          sy.end.push(x.endLine);
+          sy.container.push(x.container === null ? null : clean(x.container));
+        }
+      if (sy.file.length)
+        await c.query(
+          `INSERT INTO quarry_symbols (file_id, repo, name, name_lc, kind, start_line, end_line, container)
+           SELECT t.file_id, $1, t.name, lower(t.name), t.kind, t.start_line, t.end_line, t.container
+           FROM unnest($2::bigint[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[])
+             AS t(file_id, name, kind, start_line, end_line, container)`,
+          [this.repoId, sy.file, sy.name, sy.kind, sy.start, sy.end, sy.container],
+        );
+      const fileDocs = docs.filter(Boolean) as Array<{ len: number }>;
+      await c.query(
+        `UPDATE quarry_repos SET chunk_docs = chunk_docs + $2, chunk_len = chunk_len + $3,
+           file_docs = file_docs + $4, file_len = file_len + $5 WHERE id = $1`,
+        [this.repoId, ch.file.length, chunkLen, fileDocs.length, fileDocs.reduce((a, d) => a + d.len, 0)],
+      );
+    });
+  }
+
+  async touchFiles(files: Array<Pick<FileRecord, 'path' | 'size' | 'mtimeMs'>>): Promise<void> {
+    if (!files.length) return;
+    await this.q(
+      `UPDATE quarry_files f SET size = t.size, mtime_ms = t.mtime
+       FROM unnest($2::text[], $3::bigint[], $4::float8[]) AS t(path, size, mtime)
+       WHERE f.repo = $1 AND f.path = t.path`,
+      [this.repoId, files.map((f) => f.path), files.map((f) => f.size), files.map((f) => f.mtimeMs)],
+      'recording file stats',
+    );
+  }
+
+  async deleteFiles(paths: string[]): Promise<void> {
+    if (!paths.length) return;
+    await this.tx('deleting files', async (c) => {
+      const r = await c.query(`SELECT id FROM quarry_files WHERE repo = $1 AND path = ANY($2::text[])`, [
+        this.repoId,
+        paths,
+      ]);
+      const ids = r.rows.map((x) => Number(x.id));
+      await this.removeRows(c, ids);
+      await c.query(`DELETE FROM quarry_files WHERE id = ANY($1::bigint[])`, [ids]);
+    });
+  }
+
+  // --- lexical ---------------------------------------------------------------------------------------------
+
+  private async termStats(terms: string[], scope: 'chunks' | 'files'): Promise<TermStats> {
+    const table = scope === 'chunks' ? 'quarry_chunks' : 'quarry_files';
+    const counter = scope === 'chunks' ? 'chunk_docs' : 'file_docs';
+    const unique = [...new Set(terms.flatMap(lexTokens))];
+    const rows = await this.q(
+      `SELECT t.term, (SELECT count(*) FROM ${table} d WHERE d.repo = $1 AND d.doc @@ t.q::tsquery) AS n
+       FROM unnest($2::text[], $3::text[]) AS t(term, q)`,
+      [this.repoId, unique, unique.map(quoteLexeme)],
+    );
+    const total = await this.q(`SELECT ${counter} AS n FROM quarry_repos WHERE id = $1`, [this.repoId]);
+    const df = new Map<string, number>();
+    for (const r of rows) if (Number(r.n) > 0) df.set(r.term as string, Number(r.n));
+    return { total: Number(total[0]?.n ?? 0), df };
+  }
+
+  /**
+   * BM25 over `docs` (chunks or files): the matching documents through the GIN index, each one's weighted term
+   * frequencies read from its tsvector, idf from the document frequencies, all in one statement.
+   */
+  private async bm25(
+    scope: 'chunks' | 'files',
+    q: LexicalQuery,
+  ): Promise<Array<{ id: number; score: number }>> {
+    const terms = [...new Set(q.terms.flatMap(lexTokens))];
+    if (!terms.length || q.limit <= 0) return [];
+    const table = scope === 'chunks' ? 'quarry_chunks' : 'quarry_files';
+    const counters =
+      scope === 'chunks' ? 'chunk_docs AS n, chunk_len AS len' : 'file_docs AS n, file_len AS len';
+    const join = scope === 'chunks' ? 'JOIN quarry_files f ON f.id = d.file_id' : '';
+    const alias = scope === 'chunks' ? 'd' : 'f';
+    const params: unknown[] = [
+      this.repoId,
+      terms,
+      terms.map(quoteLexeme),
+      terms.map(quoteLexeme).join(' | '),
+      Number(q.weights.path),
+      Number(q.weights.symbol),
+      Number(q.weights.body),
+      q.limit,
+    ];
+    const where = filterSql(q.filter, params);
+    const sql = `
+      WITH st AS (SELECT ${counters} FROM quarry_repos WHERE id = $1),
+      idf AS (
+        SELECT t.term, greatest(ln((st.n - x.df + 0.5) / (x.df + 0.5)), 1e-6) AS idf
+        FROM unnest($2::text[], $3::text[]) AS t(term, q) CROSS JOIN st
+        CROSS JOIN LATERAL (SELECT count(*)::float8 AS df FROM ${table} c WHERE c.repo = $1 AND c.doc @@ t.q::tsquery) x
+      ),
+      m AS (
+        SELECT ${alias}.id, ${alias}.doc, ${alias}.doc_len FROM ${table} ${alias} ${join.replace('d.file_id', `${alias}.file_id`)}
+        WHERE ${alias}.repo = $1 AND ${alias}.doc @@ $4::tsquery ${where}
+      )
+      SELECT m.id, sum(idf.idf * (t.tf * ${K1 + 1}) /
+               (t.tf + ${K1} * (${1 - B} + ${B} * m.doc_len / greatest(st.len::float8 / greatest(st.n, 1), 1e-9)))) AS score
+      FROM m CROSS JOIN st
+      CROSS JOIN LATERAL (
+        SELECT u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN $5::float8 WHEN 'B' THEN $6::float8 ELSE $7::float8 END)
+                          FROM unnest(u.weights) w) AS tf
+        FROM unnest(m.doc) u WHERE u.lexeme = ANY($2::text[])
+      ) t
+      JOIN idf ON idf.term = t.lexeme
+      GROUP BY m.id ORDER BY score DESC, m.id LIMIT $8`;
+    return (await this.q(sql, params, 'searching')).map((r) => ({
+      id: Number(r.id),
+      score: Number(r.score),
+    }));
+  }
+
+  private async searchChunks(q: LexicalQuery): Promise<ChunkHit[]> {
+    const ranked = await this.bm25('chunks', q);
+    if (!ranked.length) return [];
+    const rows = await this.q(
+      `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind FROM quarry_chunks c
+       JOIN quarry_files f ON f.id = c.file_id WHERE c.id = ANY($1::bigint[])`,
+      [ranked.map((r) => r.id)],
+    );
+    const byId = new Map(rows.map((r) => [Number(r.id), r]));
+    return ranked.flatMap((r) => {
+      const row = byId.get(r.id);
+      return row ? [toHit({ ...row, score: r.score })] : [];
+    });
+  }
+
+  private async searchFileDocs(q: LexicalQuery): Promise<FileHit[]> {
+    const ranked = await this.bm25('files', q);
+    if (!ranked.length) return [];
+    const rows = await this.q(`SELECT id, path FROM quarry_files WHERE id = ANY($1::bigint[])`, [
+      ranked.map((r) => r.id),
+    ]);
+    const byId = new Map(rows.map((r) => [Number(r.id), r.path as string]));
+    return ranked.flatMap((r) => (byId.has(r.id) ? [{ path: byId.get(r.id)!, score: r.score }] : []));
+  }
+
+  async findFilesByName(q: FileNameQuery): Promise<FileNameHit[]> {
+    const hits: FileNameHit[] = [];
+    if (q.basenames.length)
+      for (const r of await this.q(
+        `SELECT path, basename FROM quarry_files WHERE repo = $1 AND basename = ANY($2::text[])`,
+        [this.repoId, q.basenames],
+      ))
+        hits.push({ path: r.path as string, match: 'basename', name: r.basename as string });
+    if (q.stems.length)
+      for (const r of await this.q(
+        `SELECT path, stem FROM quarry_files WHERE repo = $1 AND stem = ANY($2::text[])`,
+        [this.repoId, q.stems],
+      ))
+        hits.push({ path: r.path as string, match: 'stem', name: r.stem as string });
+    for (const frag of q.fragments) {
+      // a fragment matches whole path segments: `src/server` matches `src/server.ts` and `x/src/server/a.go`
+      const needle = `/${frag}`;
+      const rows = await this.q(
+        `SELECT path FROM quarry_files WHERE repo = $1 AND strpos('/' || lower(path), $2) > 0 LIMIT 5000`,
+        [this.repoId, needle],
+      );
+      for (const r of rows) {
+        const lp = `/${(r.path as string).toLowerCase()}`;
+        for (let i = lp.indexOf(needle); i >= 0; i = lp.indexOf(needle, i + 1)) {
+          const next = lp[i + needle.length];
+          if (next === undefined || next === '/' || next === '.') {
+            hits.push({ path: r.path as string, match: 'fragment', name: frag });
+            break;
+          }
+        }
+      }
+    }
+    return hits;
+  }
+
+  async findSymbols(
+    names: string[],
+    options: { limit?: number; filter?: SearchFilter } = {},
+  ): Promise<SymbolHit[]> {
+    if (!names.length) return [];
+    const params: unknown[] = [this.repoId, names.map((n) => n.toLowerCase()), options.limit ?? 200];
+    const where = filterSql(options.filter, params);
+    return (
+      await this.q(
+        `SELECT ${SYMBOL_COLUMNS} FROM quarry_symbols s JOIN quarry_files f ON f.id = s.file_id
+         WHERE s.repo = $1 AND s.name_lc = ANY($2::text[]) ${where}
+         ORDER BY f.path COLLATE "C", s.start_line LIMIT $3`,
+        params,
+      )
+    ).map(toSymbol);
+  }
+
+  async countSymbolFiles(names: string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    if (!names.length) return out;
+    for (const r of await this.q(
+      `SELECT name_lc, count(DISTINCT file_id) AS n FROM quarry_symbols
+       WHERE repo = $1 AND name_lc = ANY($2::text[]) GROUP BY name_lc`,
+      [this.repoId, names.map((n) => n.toLowerCase())],
+    ))
+      out.set(r.name_lc as string, Number(r.n));
+    return out;
+  }
+
+  async getChunks(ids: number[]): Promise<StoredChunk[]> {
+    if (!ids.length) return [];
+    const rows = await this.q(
+      `SELECT c.id, c.ordinal, c.start_line, c.end_line, c.symbol, c.kind, c.container, c.text, f.path
+       FROM quarry_chunks c JOIN quarry_files f ON f.id = c.file_id WHERE c.id = ANY($1::bigint[]) AND c.repo = $2`,
+      [ids, this.repoId],
+    );
+    const byId = new Map(rows.map((r) => [Number(r.id), toChunk(r)]));
+    return ids.flatMap((id) => {
+      const c = byId.get(id);
+      return c ? [c] : [];
+    });
+  }
+
+  async getFilesChunks(paths: string[]): Promise<Map<string, StoredChunk[]>> {
+    if (!paths.length) return new Map();
+    return groupByPath(
+      (
+        await this.q(
+          `SELECT c.id, c.ordinal, c.start_line, c.end_line, c.symbol, c.kind, c.container, c.text, f.path
+           FROM quarry_chunks c JOIN quarry_files f ON f.id = c.file_id
+           WHERE f.repo = $1 AND f.path = ANY($2::text[]) ORDER BY f.path COLLATE "C", c.ordinal`,
+          [this.repoId, paths],
+        )
+      ).map(toChunk),
+    );
+  }
+
+  async listSymbols(paths: string[]): Promise<Map<string, SymbolHit[]>> {
+    if (!paths.length) return new Map();
+    return groupByPath(
+      (
+        await this.q(
+          `SELECT ${SYMBOL_COLUMNS} FROM quarry_symbols s JOIN quarry_files f ON f.id = s.file_id
+           WHERE f.repo = $1 AND f.path = ANY($2::text[]) ORDER BY f.path COLLATE "C", s.start_line`,
+          [this.repoId, paths],
+        )
+      ).map(toSymbol),
+    );
+  }
+
+  async allDefinitions(): Promise<ReferenceGraph['defs']> {
+    return (
+      await this.q(
+        `SELECT s.name, f.path, s.kind, s.start_line, s.container FROM quarry_symbols s
+         JOIN quarry_files f ON f.id = s.file_id WHERE s.repo = $1 ORDER BY f.path COLLATE "C", s.start_line`,
+        [this.repoId],
+      )
+    ).map((r) => ({
+      name: r.name as string,
+      path: r.path as string,
+      kind: r.kind as SymbolKind,
+      line: r.start_line as number,
+      container: (r.container as string | null) ?? null,
+    }));
+  }
+
+  private async findReferences(
+    name: string,
+    options: { limit?: number; filter?: SearchFilter } = {},
+  ): Promise<RefHit[]> {
+    const params: unknown[] = [this.repoId, name, options.limit ?? 500];
+    const where = filterSql(options.filter, params);
+    return (
+      await this.q(
+        `SELECT f.path, f.refs -> $2 AS lines FROM quarry_files f
+         WHERE f.repo = $1 AND f.ref_names @> ARRAY[$2::text] ${where} ORDER BY f.path COLLATE "C" LIMIT $3`,
+        params,
+      )
+    ).map((r) => ({ name, path: r.path as string, lines: r.lines as number[] }));
+  }
+
+  private async useCounts(names: string[]): Promise<ReferenceGraph['refs']> {
+    if (!names.length) return [];
+    return (
+      await this.q(
+        `SELECT f.path, e.key AS name, jsonb_array_length(e.value) AS n
+         FROM quarry_files f CROSS JOIN LATERAL jsonb_each(f.refs) e
+         WHERE f.repo = $1 AND f.refs IS NOT NULL AND e.key = ANY($2::text[])
+         ORDER BY f.path COLLATE "C"`,
+        [this.repoId, names],
+      )
+    ).map((r) => ({ name: r.name as string, path: r.path as string, count: Number(r.n) }));
+  }
+
+  // --- vectors ---------------------------------------------------------------------------------------------
+
+  private async vectorTables(c?: pg.PoolClient): Promise<typeof this.vecTables> {
+    if (this.vecTables) return this.vecTables;
+    const sql = `SELECT e.key, e.id, e.dimension FROM quarry_meta m JOIN quarry_embedders e ON e.key = m.value
+                 WHERE m.repo = $1 AND m.key = 'embedder'`;
+    const rows = c ? (await c.query(sql, [this.repoId])).rows : await this.q(sql, [this.repoId]);
+    if (!rows.length) return undefined;
+    const key = rows[0].key as string;
+    this.vecTables = {
+      chunks: `quarry_vec_chunks_${key}`,
+      files: `quarry_vec_files_${key}`,
+      id: rows[0].id as string,
+      dimension: Number(rows[0].dimension),
+    };
+    return this.vecTables;
+  }
+
+  private async useEmbedder(id: string, dimension: number): Promise<{ reset: boolean }> {
+    const dim = Math.floor(dimension);
+    if (!(dim > 0))
+      throw new QuarryError('BAD_INPUT', `embedding dimension must be positive, got ${dimension}`);
+    if (dim > 16000)
+      throw new QuarryError(
+        'BAD_INPUT',
+        `pgvector keeps at most 16,000 dimensions; this embedder has ${dim}`,
+      );
+    this.vecTables = undefined;
+    const current = await this.vectorTables();
+    if (current && current.id === id && current.dimension === dim) return { reset: false };
+    const key = createHash('sha1').update(`${id}\u0000${dim}`).digest('hex').slice(0, 16);
+    await this.tx('preparing vector tables', async (c) => {
+      await c.query(`SELECT pg_advisory_xact_lock($1, $2)`, [LOCK_SPACE, SCHEMA_LOCK]);
+      if (current) {
+        await c.query(`DELETE FROM ${current.chunks} WHERE repo = $1`, [this.repoId]);
+        await c.query(`DELETE FROM ${current.files} WHERE repo = $1`, [this.repoId]);
+      }
+      await c.query(
+        `INSERT INTO quarry_embedders (key, id, dimension) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING`,
+        [key, id, dim],
+      );
+      await c.query(`CREATE TABLE IF NOT EXISTS quarry_vec_chunks_${key} (
+        chunk_id BIGINT PRIMARY KEY REFERENCES quarry_chunks (id) ON DELETE CASCADE,
+        repo INT NOT NULL,
+        embedding vector(${dim}) NOT NULL)`);
+      await c.query(`CREATE TABLE IF NOT EXISTS quarry_vec_files_${key} (
+        file_id BIGINT PRIMARY KEY REFERENCES quarry_files (id) ON DELETE CASCADE,
+        repo INT NOT NULL,
+        embedding vector(${dim}) NOT NULL)`);
+      if (dim <= 2000) {
+        // HNSW indexes at most 2,000 dimensions of vector; above that the scan is exact
+        await c.query(
+          `CREATE INDEX IF NOT EXISTS quarry_vec_chunks_${key}_hnsw ON quarry_vec_chunks_${key} USING hnsw (embedding vector_cosine_ops)`,
+        );
+        await c.query(
+          `CREATE INDEX IF NOT EXISTS quarry_vec_files_${key}_hnsw ON quarry_vec_files_${key} USING hnsw (embedding vector_cosine_ops)`,
+        );
+      }
+      await c.query(
+        `CREATE INDEX IF NOT EXISTS quarry_vec_chunks_${key}_repo ON quarry_vec_chunks_${key} (repo)`,
+      );
+      await c.query(
+        `INSERT INTO quarry_meta (repo, key, value) VALUES ($1, 'embedder', $2)
+         ON CONFLICT (repo, key) DO UPDATE SET value = EXCLUDED.value`,
+        [this.repoId, key],
+      );
+      await c.query(`UPDATE quarry_files SET vec_phase = 0 WHERE repo = $1 AND vec_phase <> 0`, [
+        this.repoId,
+      ]);
+    });
+    this.vecTables = undefined;
+    await this.vectorTables();
+    return { reset: Boolean(current) };
+  }
+
+  private async requireTables() {
+    const t = await this.vectorTables();
+    if (!t) throw new QuarryError('INTERNAL', 'vectors written before useEmbedder() was called');
+    return t;
+  }
+
+  private async pendingFiles(phase: 1 | 2, limit: number): Promise<PendingFile[]> {
+    return (
+      await this.q(
+        `SELECT path, hash FROM quarry_files WHERE repo = $1 AND vec_phase < $2 AND method <> 'skipped'
+         AND has_chunks ORDER BY id LIMIT $3`,
+        [this.repoId, phase, limit],
+      )
+    ).map((r) => ({ path: r.path as string, hash: r.hash as string }));
+  }
+
+  private async putFileVectors(
+    items: Array<{ path: string; hash: string; vector: Float32Array }>,
+  ): Promise<void> {
+    if (!items.length) return;
+    const t = await this.requireTables();
+    await this.tx('storing vectors', async (c) => {
+      // only files whose content is still the one that was read
+      const r = await c.query(
+        `UPDATE quarry_files f SET vec_phase = greatest(vec_phase, 1)
+         FROM unnest($2::text[], $3::text[]) AS t(path, hash)
+         WHERE f.repo = $1 AND f.path = t.path AND f.hash = t.hash RETURNING f.id, f.path`,
+        [this.repoId, items.map((i) => i.path), items.map((i) => i.hash)],
+      );
+      const idOf = new Map(r.rows.map((x) => [x.path as string, Number(x.id)]));
+      const kept = items.filter((i) => idOf.has(i.path));
+      if (!kept.length) return;
+      await c.query(
+        `INSERT INTO ${t.files} (file_id, repo, embedding)
+         SELECT t.id, $1, t.v::vector FROM unnest($2::bigint[], $3::text[]) AS t(id, v)
+         ON CONFLICT (file_id) DO UPDATE SET embedding = EXCLUDED.embedding`,
+        [this.repoId, kept.map((i) => idOf.get(i.path)), kept.map((i) => vectorLiteral(i.vector))],
+      );
+    });
+  }
+
+  private async putChunkVectors(
+    items: Array<{ path: string; hash: string; vectors: Array<{ chunkId: number; vector: Float32Array }> }>,
+  ): Promise<void> {
+    if (!items.length) return;
+    const t = await this.requireTables();
+    await this.tx('storing vectors', async (c) => {
+      const r = await c.query(
+        `UPDATE quarry_files f SET vec_phase = 2
+         FROM unnest($2::text[], $3::text[]) AS t(path, hash)
+         WHERE f.repo = $1 AND f.path = t.path AND f.hash = t.hash RETURNING f.path`,
+        [this.repoId, items.map((i) => i.path), items.map((i) => i.hash)],
+      );
+      const ok = new Set(r.rows.map((x) => x.path as string));
+      const vs = items.filter((i) => ok.has(i.path)).flatMap((i) => i.vectors);
+      for (let i = 0; i < vs.length; i += 1000) {
+        const slice = vs.slice(i, i + 1000);
+        await c.query(
+          `INSERT INTO ${t.chunks} (chunk_id, repo, embedding)
+           SELECT t.id, $1, t.v::vector FROM unnest($2::bigint[], $3::text[]) AS t(id, v)
+           ON CONFLICT (chunk_id) DO UPDATE SET embedding = EXCLUDED.embedding`,
+          [this.repoId, slice.map((v) => v.chunkId), slice.map((v) => vectorLiteral(v.vector))],
+        );
+      }
+    });
+  }
+
+  /** A nearest-neighbour query through HNSW, with iterative scans so that filters still fill `limit`. */
+  private async knn(sql: string, params: unknown[], limit: number): Promise<Row[]> {
+    return this.tx('searching vectors', async (c) => {
+      await c.query(`SET LOCAL hnsw.ef_search = ${Math.min(1000, Math.max(40, limit * 2))}`);
+      await c.query(`SET LOCAL hnsw.iterative_scan = relaxed_order`);
+      return (await c.query(sql, params)).rows as Row[];
+    });
+  }
+
+  private async searchDenseChunks(
+    vector: Float32Array,
+    limit: number,
+    filter?: SearchFilter,
+  ): Promise<ChunkHit[]> {
+    const t = await this.vectorTables();
+    if (!t || limit <= 0) return [];
+    const params: unknown[] = [vectorLiteral(vector), this.repoId, limit];
+    const where = filterSql(filter, params);
+    const rows = await this.knn(
+      `SELECT * FROM (
+         SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, v.embedding <=> $1::vector AS distance
+         FROM ${t.chunks} v JOIN quarry_chunks c ON c.id = v.chunk_id JOIN quarry_files f ON f.id = c.file_id
+         WHERE v.repo = $2 ${where} ORDER BY v.embedding <=> $1::vector LIMIT $3) x
+       ORDER BY distance, id`,
+      params,
+      limit,
+    );
+    return rows.map((r) => toHit({ ...r, score: 1 - Number(r.distance) }));
+  }
+
+  private async searchDenseFiles(
+    vector: Float32Array,
+    limit: number,
+    filter?: SearchFilter,
+  ): Promise<Array<FileHit & { refined: boolean }>> {
+    const t = await this.vectorTables();
+    if (!t || limit <= 0) return [];
+    const params: unknown[] = [vectorLiteral(vector), this.repoId, limit];
+    const where = filterSql(filter, params);
+    const rows = await this.knn(
+      `SELECT * FROM (
+         SELECT f.path, f.vec_phase, v.embedding <=> $1::vector AS distance
+         FROM ${t.files} v JOIN quarry_files f ON f.id = v.file_id
+         WHERE v.repo = $2 ${where} ORDER BY v.embedding <=> $1::vector LIMIT $3) x
+       ORDER BY distance, path`,
+      params,
+      limit,
+    );
+    return rows.map((r) => ({
+      path: r.path as string,
+      score: 1 - Number(r.distance),
+      refined: Number(r.vec_phase) === 2,
+    }));
+  }
+
+  private async cacheGet(embedder: string, hashes: string[]): Promise<Map<string, Float32Array>> {
+    const out = new Map<string, Float32Array>();
+    if (!hashes.length) return out;
+    for (const r of await this.q(
+      `SELECT hash, vector FROM quarry_embed_cache WHERE embedder = $1 AND hash = ANY($2::text[])`,
+      [embedder, hashes],
+    )) {
+      const buf = r.vector as Buffer;
+      out.set(r.hash as string, new Float32Array(new Uint8Array(buf).buffer));
+    }
+    return out;
+  }
+
+  private async cachePut(
+    embedder: string,
+    entries: Array<{ hash: string; vector: Float32Array }>,
+  ): Promise<void> {
+    if (!entries.length) return;
+    await this.q(
+      `INSERT INTO quarry_embed_cache (embedder, hash, vector)
+       SELECT $1, t.hash, t.v FROM unnest($2::text[], $3::bytea[]) AS t(hash, v)
+       ON CONFLICT (embedder, hash) DO NOTHING`,
+      [
+        embedder,
+        entries.map((e) => e.hash),
+        entries.map((e) => Buffer.from(e.vector.buffer, e.vector.byteOffset, e.vector.byteLength)),
+      ],
+      'caching vectors',
+    );
+  }
+
+  private async embeddingStatus(): Promise<EmbeddingStatus> {
+    const t = await this.vectorTables();
+    const r = (
+      await this.q(
+        `SELECT count(*) AS files, count(*) FILTER (WHERE vec_phase >= 1) AS coarse,
+                count(*) FILTER (WHERE vec_phase = 2) AS refined
+         FROM quarry_files WHERE repo = $1 AND method <> 'skipped' AND has_chunks`,
+        [this.repoId],
+      )
+    )[0]!;
+    const chunkVectors = t
+      ? Number((await this.q(`SELECT count(*) AS n FROM ${t.chunks} WHERE repo = $1`, [this.repoId]))[0]!.n)
+      : 0;
+    return {
+      embedder: t ? { id: t.id, dimension: t.dimension } : null,
+      files: Number(r.files),
+      coarse: Number(r.coarse),
+      refined: Number(r.refined),
+      chunkVectors,
+    };
+  }
+
+  async stats(): Promise<StoreStats> {
+    const [counts] = await this.q(
+      `SELECT (SELECT count(*) FROM quarry_files WHERE repo = $1) AS files,
+              (SELECT count(*) FROM quarry_chunks WHERE repo = $1) AS chunks,
+              (SELECT count(*) FROM quarry_symbols WHERE repo = $1) AS symbols`,
+      [this.repoId],
+    );
+    const languages: Record<string, number> = {};
+    for (const r of await this.q(
+      `SELECT language, count(*) AS n FROM quarry_files WHERE repo = $1 GROUP BY language ORDER BY n DESC, language`,
+      [this.repoId],
+    ))
+      languages[r.language as string] = Number(r.n);
+    return {
+      files: Number(counts!.files),
+      chunks: Number(counts!.chunks),
+      symbols: Number(counts!.symbols),
+      languages,
+    };
+  }
+
+  /** Removes this repository and every row of it. */
+  async dropRepository(): Promise<void> {
+    await this.tx('removing the repository', async (c) => {
+      const t = await this.vectorTables(c);
+      if (t) {
+        await c.query(`DELETE FROM ${t.chunks} WHERE repo = $1`, [this.repoId]);
+        await c.query(`DELETE FROM ${t.files} WHERE repo = $1`, [this.repoId]);
+      }
+      await c.query(`DELETE FROM quarry_repos WHERE id = $1`, [this.repoId]);
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end().catch(() => {});
+  }
+}
+
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {
+  const store = new PostgresStore(options);
+  try {
+    await store.init(options.create);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  return store;
+}
