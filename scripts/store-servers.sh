@@ -81,9 +81,10 @@ chroma() {
   local dir=$1 port=$2
   install
   mkdir -p "$dir"
-  (cd "$dir" && env ANONYMIZED_TELEMETRY=False \
-    "$venv/bin/chroma" run --host 127.0.0.1 --port "$port" --path "$dir/data" >"$dir/server.log" 2>&1 &
-   echo $! >"$dir/chroma.pid")
+  # the whole background job writes to the log, so that no caller's pipe stays open
+  (cd "$dir" && exec env ANONYMIZED_TELEMETRY=False \
+    "$venv/bin/chroma" run --host 127.0.0.1 --port "$port" --path "$dir/data") >"$dir/server.log" 2>&1 </dev/null &
+  echo $! >"$dir/chroma.pid"
   for _ in $(seq 1 300); do
     if curl -fs "http://127.0.0.1:$port/api/v2/heartbeat" >/dev/null 2>&1; then
       echo "chroma" >"$dir/kind"
@@ -102,7 +103,12 @@ stop() {
   case "$(cat "$dir/kind" 2>/dev/null)" in
     postgres) as_server_user "$(pg_bin)/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true ;;
     chroma)
-      pkill -f -- "--path $dir/data" 2>/dev/null || true
+      if [ -f "$dir/chroma.pid" ]; then
+        pid=$(cat "$dir/chroma.pid")
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$pid" 2>/dev/null || true
+      fi
       ;;
   esac
 }

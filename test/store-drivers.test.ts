@@ -31,3 +31,12 @@ describe('PostgreSQL + pgvector: the store contract', () => {
   after(async () => server?.dispose());
   storeContract(() => fresh(server.url));
 });
+
+describe('Chroma (vectors) + SQLite: the store contract', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer('chroma');
+  });
+  after(async () => server?.dispose());
+  storeContract(() => fresh(server.url));
+});

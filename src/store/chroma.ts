@@ -1,1 +1,454 @@
-export {};
+import { randomUUID } from 'node:crypto';
+import { ChromaClient, type Collection, type Metadata, type Where } from 'chromadb';
+import { QuarryError } from '../errors.ts';
+import { openSqliteStore, type SqliteStore, sqliteIndexExists } from './sqlite.ts';
+import type {
+  ChunkHit,
+  EmbeddingStatus,
+  FileHit,
+  PendingFile,
+  SearchFilter,
+  Store,
+  StoreCore,
+  VectorIndex,
+} from './types.ts';
+
+/**
+ * A composite driver: vectors in a Chroma server, everything else (files, chunks, the lexical index, symbols,
+ * references, the embedding cache, the writer lock) in the project's SQLite file beside it.
+ *
+ * Chroma has no BM25, no symbols and no references; its full-text filter (`where_document: {$contains}`) matches
+ * substrings and does not rank, so the lexical side stays in SQLite (measured in docs/stores.md).
+ *
+ * Soundness without transactions across the two engines: each local index has an id (SQLite meta) that names its
+ * collections, so no two indexes ever share vectors. Vectors are written to Chroma first and marked in SQLite after
+ * (a kill in between re-embeds those files from the cache and upserts the same ids); a changed or deleted file's
+ * vectors are deleted from Chroma before its rows change in SQLite (a kill in between leaves the file to be
+ * re-indexed, since its stat no longer matches). Every hit is checked against SQLite — the chunk must exist in the
+ * same file with the same content hash — so a stale vector is never returned.
+ */
+
+export interface ChromaStoreOptions {
+  /** `chroma://host:port`, `chroma+https://host:port`. */
+  url: string;
+  repo: string;
+  /** The SQLite file that keeps the rest of the index. */
+  sqlitePath: string;
+  create: boolean;
+  root: string;
+}
+
+/** The Chroma server's address from a store URL. */
+export function chromaAddress(url: string): {
+  host: string;
+  port: number;
+  ssl: boolean;
+  tenant?: string;
+  database?: string;
+} {
+  const m = /^chroma(\+https?)?:\/\/([^/:]+)(?::(\d+))?(\/.*)?$/i.exec(url.trim());
+  if (!m)
+    throw new QuarryError(
+      'BAD_CONFIG',
+      `cannot read the Chroma URL "${url}": write it as chroma://host:port`,
+    );
+  const ssl = m[1]?.toLowerCase() === '+https';
+  const [tenant, database] = (m[4] ?? '').split('/').filter(Boolean);
+  return {
+    host: m[2]!,
+    port: m[3] ? Number(m[3]) : ssl ? 443 : 8000,
+    ssl,
+    ...(tenant ? { tenant } : {}),
+    ...(database ? { database } : {}),
+  };
+}
+
+function chromaError(err: unknown, url: string, doing: string): QuarryError {
+  if (err instanceof QuarryError) return err;
+  const e = err as Error;
+  const msg = String(e?.message ?? err).split('\n')[0] ?? '';
+  if (e?.name === 'ChromaConnectionError' || /fetch failed|ECONNREFUSED|Failed to connect/i.test(msg))
+    return new QuarryError(
+      'IO',
+      `cannot reach the Chroma server at ${url} while ${doing}: start it (chroma run), or fix --store / [store] url; what was committed stays, the next run resumes`,
+      { cause: err },
+    );
+  if (/dimension/i.test(msg))
+    return new QuarryError(
+      'BAD_INPUT',
+      `a vector does not fit the Chroma collection (${msg.replace(/^.*status: /, '')}): run \`quarry index\` to rebuild`,
+      { cause: err },
+    );
+  if (e?.name === 'ChromaUnauthorizedError' || e?.name === 'ChromaForbiddenError')
+    return new QuarryError(
+      'BAD_CONFIG',
+      `the Chroma server at ${url} refused access: check its credentials`,
+      {
+        cause: err,
+      },
+    );
+  return new QuarryError('IO', `the Chroma server at ${url} failed while ${doing}: ${msg}`, { cause: err });
+}
+
+/** A collection name Chroma accepts: 3–512 of [A-Za-z0-9._-], starting and ending alphanumeric. */
+function collectionName(repo: string, indexId: string, kind: 'chunks' | 'files'): string {
+  const slug = repo
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '')
+    .slice(0, 200);
+  return `quarry-${slug || 'repo'}-${indexId.slice(0, 8)}-${kind}`;
+}
+
+const EMBEDDER_KEY = 'quarry_embedder';
+const DIMENSION_KEY = 'quarry_dimension';
+
+/** Chroma filters what it can (`$in`, `$nin` on path and language); path prefixes are checked here. */
+function chromaWhere(filter: SearchFilter | undefined): Where | undefined {
+  if (!filter) return undefined;
+  const parts: Where[] = [];
+  if (filter.paths) parts.push({ path: { $in: filter.paths.length ? filter.paths : ['\u0000'] } });
+  if (filter.excludePaths?.length) parts.push({ path: { $nin: filter.excludePaths } });
+  if (filter.languages?.length) parts.push({ language: { $in: filter.languages } });
+  if (!parts.length) return undefined;
+  return parts.length === 1 ? parts[0] : { $and: parts };
+}
+
+function prefixOk(filter: SearchFilter | undefined, path: string): boolean {
+  return !filter?.pathPrefixes?.length || filter.pathPrefixes.some((p) => path.startsWith(p));
+}
+
+export class ChromaStore {
+  private readonly client: ChromaClient;
+  private cols: { chunks: Collection; files: Collection } | undefined;
+
+  constructor(
+    private readonly sqlite: SqliteStore,
+    private readonly url: string,
+    private readonly repo: string,
+  ) {
+    const a = chromaAddress(url);
+    this.client = new ChromaClient({
+      host: a.host,
+      port: a.port,
+      ssl: a.ssl,
+      ...(a.tenant ? { tenant: a.tenant } : {}),
+      ...(a.database ? { database: a.database } : {}),
+    });
+  }
+
+  private async call<T>(doing: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw chromaError(err, this.url, doing);
+    }
+  }
+
+  private async indexId(): Promise<string> {
+    let id = await this.sqlite.getMeta('chroma_index_id');
+    if (!id) {
+      id = randomUUID();
+      await this.sqlite.setMeta('chroma_index_id', id);
+    }
+    return id;
+  }
+
+  async ping(): Promise<void> {
+    await this.call('connecting', () => this.client.heartbeat());
+  }
+
+  /** The collections of the recorded embedder, checked against it; undefined when there are none yet. */
+  private async collections(): Promise<typeof this.cols> {
+    if (this.cols) return this.cols;
+    const id = await this.sqlite.getMeta('embedder_id');
+    if (!id) return undefined;
+    const indexId = await this.indexId();
+    const get = async (kind: 'chunks' | 'files') => {
+      const name = collectionName(this.repo, indexId, kind);
+      try {
+        return await this.client.getCollection({ name, embeddingFunction: null as never });
+      } catch (err) {
+        if ((err as Error)?.name === 'ChromaNotFoundError') return undefined;
+        throw chromaError(err, this.url, 'opening the collections');
+      }
+    };
+    const [chunks, files] = await Promise.all([get('chunks'), get('files')]);
+    if (!chunks || !files) return undefined;
+    for (const c of [chunks, files])
+      this.checkOwner(c, id, Number(await this.sqlite.getMeta('embedder_dim')));
+    this.cols = { chunks, files };
+    return this.cols;
+  }
+
+  /** A collection another embedder (or another program) made is refused, never mixed. */
+  private checkOwner(c: Collection, id: string, dim: number): void {
+    const meta = (c.metadata ?? {}) as Metadata;
+    if (meta[EMBEDDER_KEY] === undefined)
+      throw new QuarryError(
+        'BAD_CONFIG',
+        `the Chroma collection "${c.name}" was not made by quarry: delete it, or pick another name with --repo`,
+      );
+    if (meta[EMBEDDER_KEY] !== id || Number(meta[DIMENSION_KEY]) !== dim)
+      throw new QuarryError(
+        'BAD_CONFIG',
+        `the Chroma collection "${c.name}" holds vectors of ${String(meta[EMBEDDER_KEY])} (${String(meta[DIMENSION_KEY])} dimensions), not ${id}: run \`quarry index\` to rebuild it`,
+      );
+  }
+
+  async embedder(): Promise<{ id: string; dimension: number } | undefined> {
+    const cols = await this.collections();
+    if (!cols) return undefined;
+    return {
+      id: (await this.sqlite.getMeta('embedder_id'))!,
+      dimension: Number(await this.sqlite.getMeta('embedder_dim')),
+    };
+  }
+
+  async useEmbedder(id: string, dimension: number): Promise<{ reset: boolean }> {
+    const dim = Math.floor(dimension);
+    if (!(dim > 0))
+      throw new QuarryError('BAD_INPUT', `embedding dimension must be positive, got ${dimension}`);
+    const recorded = await this.sqlite.getMeta('embedder_id');
+    const recordedDim = Number(await this.sqlite.getMeta('embedder_dim'));
+    let existing: typeof this.cols;
+    try {
+      existing = await this.collections();
+    } catch (err) {
+      // collections of another embedder are replaced below, as in every driver; another program's are refused
+      if (!(err instanceof QuarryError && /holds vectors of/.test(err.message))) throw err;
+    }
+    if (existing && recorded === id && recordedDim === dim) return { reset: false };
+    const indexId = await this.indexId();
+    const reset = Boolean(recorded);
+    await this.call('preparing the collections', async () => {
+      for (const kind of ['chunks', 'files'] as const) {
+        const name = collectionName(this.repo, indexId, kind);
+        try {
+          const old = await this.client.getCollection({ name, embeddingFunction: null as never });
+          if ((old.metadata as Metadata | null)?.[EMBEDDER_KEY] === undefined)
+            throw new QuarryError(
+              'BAD_CONFIG',
+              `the Chroma collection "${name}" was not made by quarry: delete it, or pick another name with --repo`,
+            );
+          await this.client.deleteCollection({ name });
+        } catch (err) {
+          if ((err as Error)?.name !== 'ChromaNotFoundError') throw err;
+        }
+      }
+    });
+    this.cols = undefined;
+    this.sqlite.resetVectorPhases();
+    await this.sqlite.setMeta('embedder_id', id);
+    await this.sqlite.setMeta('embedder_dim', String(dim));
+    await this.call('creating the collections', async () => {
+      const make = (kind: 'chunks' | 'files') =>
+        this.client.createCollection({
+          name: collectionName(this.repo, indexId, kind),
+          metadata: { [EMBEDDER_KEY]: id, [DIMENSION_KEY]: dim, quarry_repo: this.repo },
+          configuration: { hnsw: { space: 'cosine' } },
+          embeddingFunction: null as never,
+        });
+      this.cols = { chunks: await make('chunks'), files: await make('files') };
+    });
+    return { reset };
+  }
+
+  private async requireCollections() {
+    const c = await this.collections();
+    if (!c) throw new QuarryError('INTERNAL', 'vectors written before useEmbedder() was called');
+    return c;
+  }
+
+  async putFileVectors(items: Array<{ path: string; hash: string; vector: Float32Array }>): Promise<void> {
+    if (!items.length) return;
+    const { files } = await this.requireCollections();
+    const current = this.sqlite.filesByPath(items.map((i) => i.path));
+    const kept = items.filter((i) => current.get(i.path)?.hash === i.hash);
+    if (!kept.length) return;
+    await this.call('storing vectors', () =>
+      files.upsert({
+        ids: kept.map((i) => i.path),
+        embeddings: kept.map((i) => Array.from(i.vector)),
+        metadatas: kept.map((i) => ({ path: i.path, hash: i.hash, language: current.get(i.path)!.language })),
+      }),
+    );
+    this.sqlite.markVectors(kept, 1);
+  }
+
+  async putChunkVectors(
+    items: Array<{ path: string; hash: string; vectors: Array<{ chunkId: number; vector: Float32Array }> }>,
+  ): Promise<void> {
+    if (!items.length) return;
+    const { chunks } = await this.requireCollections();
+    const current = this.sqlite.filesByPath(items.map((i) => i.path));
+    const kept = items.filter((i) => current.get(i.path)?.hash === i.hash);
+    if (!kept.length) return;
+    const rows = kept.flatMap((i) =>
+      i.vectors.map((v) => ({
+        id: String(v.chunkId),
+        vector: Array.from(v.vector),
+        meta: { path: i.path, hash: i.hash, language: current.get(i.path)!.language },
+      })),
+    );
+    for (let k = 0; k < rows.length; k += 1000) {
+      const slice = rows.slice(k, k + 1000);
+      await this.call('storing vectors', () =>
+        chunks.upsert({
+          ids: slice.map((r) => r.id),
+          embeddings: slice.map((r) => r.vector),
+          metadatas: slice.map((r) => r.meta),
+        }),
+      );
+    }
+    this.sqlite.markVectors(kept, 2);
+  }
+
+  /** Deletes the vectors of these files (before their rows change in SQLite). */
+  async forget(paths: string[]): Promise<void> {
+    if (!paths.length) return;
+    const cols = await this.collections();
+    if (!cols) return;
+    for (let k = 0; k < paths.length; k += 500) {
+      const where: Where = { path: { $in: paths.slice(k, k + 500) } };
+      await this.call('removing vectors', async () => {
+        await cols.chunks.delete({ where });
+        await cols.files.delete({ where });
+      });
+    }
+  }
+
+  private async query(col: Collection, vector: Float32Array, n: number, filter?: SearchFilter) {
+    const where = chromaWhere(filter);
+    const total = await this.call('searching vectors', () => col.count());
+    if (!total) return [];
+    const r = await this.call('searching vectors', () =>
+      col.query({
+        queryEmbeddings: [Array.from(vector)],
+        nResults: Math.min(total, n),
+        ...(where ? { where } : {}),
+        include: ['metadatas', 'distances'] as never,
+      }),
+    );
+    const ids = r.ids[0] ?? [];
+    return ids.map((id, i) => ({
+      id,
+      distance: Number(r.distances?.[0]?.[i] ?? 1),
+      meta: (r.metadatas?.[0]?.[i] ?? {}) as { path?: string; hash?: string },
+    }));
+  }
+
+  async searchChunks(vector: Float32Array, limit: number, filter?: SearchFilter): Promise<ChunkHit[]> {
+    const cols = await this.collections();
+    if (!cols || limit <= 0) return [];
+    const over = filter?.pathPrefixes?.length ? limit * 4 : limit + 20;
+    const raw = await this.query(cols.chunks, vector, Math.min(4096, over), filter);
+    const chunks = new Map(
+      (await this.sqlite.getChunks(raw.map((r) => Number(r.id)))).map((c) => [c.chunkId, c]),
+    );
+    const files = this.sqlite.filesByPath([...new Set(raw.map((r) => r.meta.path ?? ''))]);
+    const out: ChunkHit[] = [];
+    for (const r of raw) {
+      const c = chunks.get(Number(r.id));
+      // a stale vector (its chunk gone, moved to another file, or of older content) never comes back
+      if (!c || c.path !== r.meta.path || files.get(c.path)?.hash !== r.meta.hash) continue;
+      if (!prefixOk(filter, c.path)) continue;
+      out.push({
+        chunkId: c.chunkId,
+        path: c.path,
+        startLine: c.startLine,
+        endLine: c.endLine,
+        symbol: c.symbol,
+        kind: c.kind,
+        score: 1 - r.distance,
+      });
+    }
+    return out.sort((a, b) => b.score - a.score || a.chunkId - b.chunkId).slice(0, limit);
+  }
+
+  async searchFiles(
+    vector: Float32Array,
+    limit: number,
+    filter?: SearchFilter,
+  ): Promise<Array<FileHit & { refined: boolean }>> {
+    const cols = await this.collections();
+    if (!cols || limit <= 0) return [];
+    const over = filter?.pathPrefixes?.length ? limit * 4 : limit;
+    const raw = await this.query(cols.files, vector, Math.min(4096, over), filter);
+    const files = this.sqlite.filesByPath(raw.map((r) => r.id));
+    const out: Array<FileHit & { refined: boolean }> = [];
+    for (const r of raw) {
+      const f = files.get(r.id);
+      if (!f || f.hash !== r.meta.hash || f.phase < 1 || !prefixOk(filter, r.id)) continue;
+      out.push({ path: r.id, score: 1 - r.distance, refined: f.phase === 2 });
+    }
+    return out.sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1)).slice(0, limit);
+  }
+
+  async status(): Promise<EmbeddingStatus> {
+    const cols = await this.collections();
+    const counts = this.sqlite.phaseCounts();
+    const chunkVectors = cols ? await this.call('counting vectors', () => cols.chunks.count()) : 0;
+    return { embedder: (await this.embedder()) ?? null, ...counts, chunkVectors };
+  }
+
+  pendingFiles(phase: 1 | 2, limit: number): Promise<PendingFile[]> {
+    return this.sqlite.pendingFiles(phase, limit);
+  }
+}
+
+/** The composite store: the SQLite store's core and capabilities, with Chroma's vectors. */
+export async function openChromaStore(options: ChromaStoreOptions): Promise<Store> {
+  if (!options.create && !sqliteIndexExists(options.sqlitePath))
+    throw new QuarryError('NO_INDEX', `no index in ${options.root}: run \`quarry index\` there first`);
+  const sqlite = openSqliteStore(options.sqlitePath, { vectors: false });
+  const chroma = new ChromaStore(sqlite, options.url, options.repo);
+  try {
+    await chroma.ping();
+  } catch (err) {
+    await sqlite.close();
+    throw err;
+  }
+  const vectors: VectorIndex = {
+    embedder: () => chroma.embedder(),
+    useEmbedder: (id, dim) => chroma.useEmbedder(id, dim),
+    pendingFiles: (phase, limit) => chroma.pendingFiles(phase, limit),
+    putFileVectors: (items) => chroma.putFileVectors(items),
+    putChunkVectors: (items) => chroma.putChunkVectors(items),
+    searchChunks: (v, limit, filter) => chroma.searchChunks(v, limit, filter),
+    searchFiles: (v, limit, filter) => chroma.searchFiles(v, limit, filter),
+    status: () => chroma.status(),
+  };
+  const core: StoreCore = sqlite;
+  return {
+    kind: 'chroma',
+    location: `${options.url} (vectors) + ${options.sqlitePath}`,
+    lexical: sqlite.lexical,
+    cache: sqlite.cache,
+    references: sqlite.references,
+    vectors,
+    acquireWriter: (o) => core.acquireWriter(o),
+    activeWriter: () => core.activeWriter(),
+    getMeta: (k) => core.getMeta(k),
+    setMeta: (k, v) => core.setMeta(k, v),
+    listFiles: () => core.listFiles(),
+    getFile: (p) => core.getFile(p),
+    replaceFiles: async (updates) => {
+      await chroma.forget(updates.map((u) => u.file.path));
+      await core.replaceFiles(updates);
+    },
+    touchFiles: (files) => core.touchFiles(files),
+    deleteFiles: async (paths) => {
+      await chroma.forget(paths);
+      await core.deleteFiles(paths);
+    },
+    getChunks: (ids) => core.getChunks(ids),
+    getFilesChunks: (paths) => core.getFilesChunks(paths),
+    findFilesByName: (q) => core.findFilesByName(q),
+    findSymbols: (names, o) => core.findSymbols(names, o),
+    countSymbolFiles: (names) => core.countSymbolFiles(names),
+    listSymbols: (paths) => core.listSymbols(paths),
+    allDefinitions: () => core.allDefinitions(),
+    stats: () => core.stats(),
+    close: () => core.close(),
+  };
+}
