@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import pc from 'picocolors';
 import { indexProject, openProject, projectStatus, searchProject } from '../api.ts';
-import { resolveConfig, type UserConfig } from '../config/config.ts';
+import { driverOfUrl, resolveConfig, type UserConfig } from '../config/config.ts';
 import { verifiedWeights } from '../embed/local.ts';
 import { bundledModelDir, cacheModelDir, findWeights, installWeights } from '../embed/models.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
@@ -51,6 +51,14 @@ export async function main(
     )
     .version(VERSION)
     .option('--root <dir>', 'project root (default: walk up to .quarry/ or .git)')
+    .option(
+      '--store <url>',
+      'where the index lives: postgres://user@host:5432/db, chroma://host:8000, or a SQLite file (default: .quarry/index.db; env QUARRY_STORE_URL)',
+    )
+    .option(
+      '--repo <name>',
+      "the repository's key in a shared store (default: origin's owner/name, or the folder's name)",
+    )
     .option('--no-color', 'plain output, even on a terminal')
     .option('--verbose', 'more detail, and stack traces on errors')
     .configureOutput({
@@ -58,7 +66,16 @@ export async function main(
       writeErr: (s) => io.stderr.write(s),
     })
     .exitOverride()
-    .showSuggestionAfterError();
+    .showSuggestionAfterError()
+    .hook('preAction', (cmd) => {
+      // through the environment, so that every command, and the processes they start, open the same store
+      const { store, repo } = cmd.opts() as { store?: string; repo?: string };
+      if (store) {
+        driverOfUrl(store); // a bad scheme is a one-line error here, before anything starts
+        process.env.QUARRY_STORE_URL = store;
+      }
+      if (repo) process.env.QUARRY_REPO = repo;
+    });
 
   program
     .command('index')
@@ -131,7 +148,7 @@ export async function main(
           io.stdout.write(
             `${out.green(report.interrupted ? 'interrupted' : 'indexed')} ${project.root} in ${formatDuration(report.durationMs)}: ` +
               `${report.files} files (${report.added} added, ${report.updated} updated, ${report.deleted} deleted` +
-              `${changed === 0 ? ', nothing changed' : ''}), ${stats.chunks} chunks, ${formatBytes(stats.bytes ?? 0)}\n`,
+              `${changed === 0 ? ', nothing changed' : ''}), ${stats.chunks} chunks${stats.bytes !== undefined ? `, ${formatBytes(stats.bytes)}` : ''}\n`,
           );
           const secrets = report.skipped.filter((s) => s.reason === 'secret').length;
           const large = report.skipped.filter((s) => s.reason === 'too-large').length;
@@ -188,7 +205,7 @@ export async function main(
           .join(', ');
         const lines = [
           `${c.bold('root')}       ${s.root}`,
-          `${c.bold('index')}      ${s.index} (${formatBytes(s.bytes ?? 0)})`,
+          `${c.bold('index')}      ${s.index}${s.bytes !== undefined ? ` (${formatBytes(s.bytes)})` : ''}`,
           `${c.bold('files')}      ${s.files} (${s.skippedFiles} without chunks)`,
           `${c.bold('chunks')}     ${s.chunks}`,
           `${c.bold('symbols')}    ${s.symbols}`,
