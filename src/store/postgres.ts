@@ -419,6 +419,9 @@ export class PostgresStore implements Store {
     } catch (err) {
       throw pgError(err, this.url, doing);
     }
+    // a connection that dies mid-transaction fails the query; its 'error' event must not end the process
+    const ignore = () => {};
+    client.on('error', ignore);
     try {
       await client.query('BEGIN');
       const out = await fn(client);
@@ -432,6 +435,7 @@ export class PostgresStore implements Store {
       }
       throw pgError(err, this.url, doing);
     } finally {
+      client.off('error', ignore);
       client.release();
     }
   }
