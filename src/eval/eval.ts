@@ -1,9 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { openProject, type Project, searchProject } from '../api.ts';
 import { QuarryError } from '../errors.ts';
 import type { SearchMode } from '../search/search.ts';
-import { indexPaths } from '../workspace/root.ts';
+import { indexPaths, isDirectory } from '../workspace/root.ts';
 
 /** One query of an evaluation set (the format of the practice sets in eval-dev). */
 export interface EvalQuery {
@@ -64,7 +64,8 @@ export function treeFor(root: string, q: EvalQuery): string {
     join(root, name),
     root,
   ];
-  for (const c of candidates) if (c && existsSync(indexPaths(c).db)) return c;
+  // a tree quarry indexed has `.quarry/` (whatever the store: SQLite's file, or the local side of a server's)
+  for (const c of candidates) if (c && isDirectory(indexPaths(c).dir)) return c;
   throw new QuarryError(
     'NO_INDEX',
     `no index for ${q.repo} under ${root}: run \`quarry index ${join(root, name)}\` first`,
