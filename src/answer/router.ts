@@ -97,11 +97,18 @@ export async function routeQuestion(project: Project, question: string): Promise
     const kindEntry = KIND_WORDS.find(([re]) => re.test(q.toLowerCase()));
     if (kindEntry) {
       const wanted = file[1]!.replace(/^\.\//, '');
-      const files = await project.store.listFiles();
+      // the file by its path, else by its name (one question to the store, not a list of every file)
+      const exact = await project.store.getFile(wanted);
+      const base = wanted.slice(wanted.lastIndexOf('/') + 1).toLowerCase();
+      const named = exact
+        ? []
+        : (await project.store.findFilesByName({ basenames: [base], stems: [], fragments: [] }))
+            .map((h) => ({ path: h.path }))
+            .sort((x, y) => (x.path < y.path ? -1 : 1));
       const match =
-        files.find((f) => f.path === wanted) ??
-        files.find((f) => f.path.endsWith(`/${wanted}`)) ??
-        files.find((f) => f.path.toLowerCase().endsWith(wanted.toLowerCase()));
+        exact ??
+        named.find((f) => f.path.endsWith(`/${wanted}`)) ??
+        named.find((f) => f.path.toLowerCase().endsWith(wanted.toLowerCase()));
       if (!match) return { fallback: `no file ${wanted} in the index` };
       if (kindEntry[1] === 'variables') {
         const variables = await fileVariables(project, match.path);
