@@ -32,9 +32,10 @@ import type {
 /**
  * PostgreSQL with pgvector. One database holds many repositories: every row carries its repository's key. The
  * lexical side is BM25 computed the way SQLite's FTS5 computes it (k1 1.2, b 0.75, per-field weights on term
- * frequency, idf floored at 1e-6) over weighted tsvectors built from quarry's own code-aware tokens (path = A,
- * symbols = B, body = D; each occurrence a position), found through a GIN index; document frequencies come from the
- * same index, document counts and lengths from per-repository counters kept in the write transactions. Vectors
+ * frequency, idf floored at 1e-6) over an inverted index kept in a table (`quarry_postings`: per document and term,
+ * the term's frequency in each field, from quarry's own code-aware tokens); document counts and lengths come from
+ * per-repository counters kept in the write transactions. (Weighted tsvectors with GIN were measured first and were
+ * 11× slower per query: every matching document's vector had to be read and unnested; see docs/stores.md.) Vectors
  * live in one table pair per embedder (`vector(dim)`, HNSW, cosine), shared by the repositories that use it. The
  * embedding cache is content-addressed and shared by every repository in the database.
  */
@@ -72,7 +73,6 @@ const MIGRATIONS: string[] = [
     indexed_at BIGINT NOT NULL,
     vec_phase SMALLINT NOT NULL DEFAULT 0,
     has_chunks BOOLEAN NOT NULL DEFAULT false,
-    doc TSVECTOR,
     doc_len INT NOT NULL DEFAULT 0,
     refs JSONB,
     ref_names TEXT[],
@@ -81,7 +81,6 @@ const MIGRATIONS: string[] = [
   CREATE INDEX quarry_files_basename ON quarry_files (repo, basename);
   CREATE INDEX quarry_files_stem ON quarry_files (repo, stem);
   CREATE INDEX quarry_files_phase ON quarry_files (repo, vec_phase, id);
-  CREATE INDEX quarry_files_doc ON quarry_files USING GIN (doc);
   CREATE INDEX quarry_files_refs ON quarry_files USING GIN (ref_names);
   CREATE TABLE quarry_chunks (
     id BIGSERIAL PRIMARY KEY,
@@ -94,12 +93,24 @@ const MIGRATIONS: string[] = [
     kind TEXT,
     container TEXT,
     text TEXT NOT NULL,
-    doc TSVECTOR NOT NULL,
     doc_len INT NOT NULL
   );
   CREATE INDEX quarry_chunks_file ON quarry_chunks (file_id, ordinal);
-  CREATE INDEX quarry_chunks_doc ON quarry_chunks USING GIN (doc);
-  CREATE TABLE quarry_symbols (
+  -- the inverted index: one row per (document, term), with the term's frequency in each field and the document's
+  -- length, so that BM25 reads only the postings of the query's terms (scope c = chunks, f = whole files)
+  CREATE TABLE quarry_postings (
+    repo INT NOT NULL,
+    scope "char" NOT NULL,
+    term TEXT NOT NULL,
+    doc BIGINT NOT NULL,
+    file_id BIGINT NOT NULL,
+    tf_path SMALLINT NOT NULL,
+    tf_symbols SMALLINT NOT NULL,
+    tf_body SMALLINT NOT NULL,
+    len INT NOT NULL,
+    PRIMARY KEY (repo, scope, term, doc)
+  );
+  CREATE INDEX quarry_postings_file ON quarry_postings (file_id);  CREATE TABLE quarry_symbols (
     file_id BIGINT NOT NULL REFERENCES quarry_files (id) ON DELETE CASCADE,
     repo INT NOT NULL,
     name TEXT NOT NULL,
@@ -133,8 +144,6 @@ const SCHEMA_LOCK = 1;
 
 const K1 = 1.2;
 const B = 0.75;
-/** tsvector keeps at most 256 positions per lexeme; BM25's saturation makes the rest irrelevant (k1 = 1.2). */
-const MAX_POSITIONS = 255;
 
 export interface PostgresStoreOptions {
   url: string;
@@ -222,39 +231,57 @@ function lexTokens(text: string): string[] {
     .filter(Boolean);
 }
 
-function quoteLexeme(t: string): string {
-  return `'${t.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
-}
-
 /**
- * A weighted tsvector literal from the three token streams: each occurrence of a term is one position labelled by
- * its field (A path, B symbols, D body), so BM25 reads the term frequency per field back from it. Also the document
- * length in tokens (all fields, as FTS5 counts it).
+ * A document's postings from its three token streams: each term's frequency in the path, the symbol names and the
+ * body (capped at a smallint; BM25 saturates long before), and the document's length in tokens (all fields, as FTS5
+ * counts it).
  */
-export function weightedDoc(tokens: { path: string; symbols: string; body: string }): {
-  doc: string;
+export function postingsOf(tokens: { path: string; symbols: string; body: string }): {
+  terms: Map<string, [number, number, number]>;
   len: number;
 } {
-  const byTerm = new Map<string, string[]>();
+  const terms = new Map<string, [number, number, number]>();
   let len = 0;
-  for (const [field, label] of [
-    [tokens.path, 'A'],
-    [tokens.symbols, 'B'],
-    [tokens.body, ''],
+  for (const [field, i] of [
+    [tokens.path, 0],
+    [tokens.symbols, 1],
+    [tokens.body, 2],
   ] as const) {
     for (const t of lexTokens(field)) {
       len++;
-      let list = byTerm.get(t);
-      if (!list) {
-        list = [];
-        byTerm.set(t, list);
+      let tf = terms.get(t);
+      if (!tf) {
+        tf = [0, 0, 0];
+        terms.set(t, tf);
       }
-      if (list.length < MAX_POSITIONS) list.push(`${list.length + 1}${label}`);
+      if (tf[i] < 32767) tf[i]++;
     }
   }
-  const parts: string[] = [];
-  for (const [t, positions] of byTerm) parts.push(`${quoteLexeme(t)}:${positions.join(',')}`);
-  return { doc: parts.join(' '), len };
+  return { terms, len };
+}
+
+/** Column arrays of postings rows, for one `unnest` insert. */
+class PostingRows {
+  scope: string[] = [];
+  term: string[] = [];
+  doc: number[] = [];
+  file: number[] = [];
+  tp: number[] = [];
+  ts: number[] = [];
+  tb: number[] = [];
+  len: number[] = [];
+  add(scope: 'c' | 'f', doc: number, file: number, p: ReturnType<typeof postingsOf>): void {
+    for (const [term, [a, b, c]] of p.terms) {
+      this.scope.push(scope);
+      this.term.push(term);
+      this.doc.push(doc);
+      this.file.push(file);
+      this.tp.push(a);
+      this.ts.push(b);
+      this.tb.push(c);
+      this.len.push(p.len);
+    }
+  }
 }
 
 /** PostgreSQL text cannot hold NUL. */
@@ -600,10 +627,11 @@ export class PostgresStore implements Store {
     await c.query(
       `UPDATE quarry_repos r SET file_docs = r.file_docs - x.n, file_len = r.file_len - x.len
        FROM (SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS len FROM quarry_files
-             WHERE id = ANY($2::bigint[]) AND doc IS NOT NULL) x
+             WHERE id = ANY($2::bigint[]) AND has_chunks) x
        WHERE r.id = $1`,
       [this.repoId, fileIds],
     );
+    await c.query(`DELETE FROM quarry_postings WHERE file_id = ANY($1::bigint[])`, [fileIds]);
     const t = await this.vectorTables(c);
     if (t) await c.query(`DELETE FROM ${t.files} WHERE file_id = ANY($1::bigint[])`, [fileIds]);
     // chunk vectors go with their chunks (ON DELETE CASCADE)
@@ -626,19 +654,19 @@ export class PostgresStore implements Store {
         existing.rows.map((r) => Number(r.id)),
       );
       const now = Date.now();
-      const docs = list.map((u) => (u.chunks.length ? weightedDoc(u.tokens) : undefined));
+      const docs = list.map((u) => (u.chunks.length ? postingsOf(u.tokens) : undefined));
       const ids = await c.query(
         `INSERT INTO quarry_files (repo, path, basename, stem, size, mtime_ms, hash, language, method, indexed_at,
-                                   vec_phase, has_chunks, doc, doc_len, refs, ref_names)
+                                   vec_phase, has_chunks, doc_len, refs, ref_names)
          SELECT $1, t.path, t.basename, t.stem, t.size, t.mtime, t.hash, t.language, t.method, $2, 0, t.has_chunks,
-                t.doc::tsvector, t.doc_len, t.refs::jsonb, CASE WHEN t.ref_names = '' THEN NULL
+                t.doc_len, t.refs::jsonb, CASE WHEN t.ref_names = '' THEN NULL
                 ELSE string_to_array(t.ref_names, ' ') END
          FROM unnest($3::text[], $4::text[], $5::text[], $6::bigint[], $7::float8[], $8::text[], $9::text[],
-                     $10::text[], $11::bool[], $12::text[], $13::int[], $14::text[], $15::text[])
-           AS t(path, basename, stem, size, mtime, hash, language, method, has_chunks, doc, doc_len, refs, ref_names)
+                     $10::text[], $11::bool[], $12::int[], $13::text[], $14::text[])
+           AS t(path, basename, stem, size, mtime, hash, language, method, has_chunks, doc_len, refs, ref_names)
          ON CONFLICT (repo, path) DO UPDATE SET size = EXCLUDED.size, mtime_ms = EXCLUDED.mtime_ms,
            hash = EXCLUDED.hash, language = EXCLUDED.language, method = EXCLUDED.method,
-           indexed_at = EXCLUDED.indexed_at, vec_phase = 0, has_chunks = EXCLUDED.has_chunks, doc = EXCLUDED.doc,
+           indexed_at = EXCLUDED.indexed_at, vec_phase = 0, has_chunks = EXCLUDED.has_chunks,
            doc_len = EXCLUDED.doc_len, refs = EXCLUDED.refs, ref_names = EXCLUDED.ref_names
          RETURNING id, path`,
         [
@@ -653,13 +681,18 @@ export class PostgresStore implements Store {
           list.map((u) => u.file.language),
           list.map((u) => u.file.method),
           list.map((u) => u.chunks.length > 0),
-          docs.map((d) => d?.doc ?? null),
           docs.map((d) => d?.len ?? 0),
           list.map((u) => (u.refs ? clean(u.refs.json) : null)),
           list.map((u) => (u.refs ? clean(u.refs.names) : '')),
         ],
       );
       const idOf = new Map(ids.rows.map((r) => [r.path as string, Number(r.id)]));
+      const postings = new PostingRows();
+      for (const [i, u] of list.entries()) {
+        const d = docs[i];
+        if (d) postings.add('f', idOf.get(u.file.path)!, idOf.get(u.file.path)!, d);
+      }
+      const chunkPostings: Array<ReturnType<typeof postingsOf>> = [];
       const ch = {
         file: [] as number[],
         ordinal: [] as number[],
@@ -669,14 +702,14 @@ export class PostgresStore implements Store {
         kind: [] as Array<string | null>,
         container: [] as Array<string | null>,
         text: [] as string[],
-        doc: [] as string[],
         len: [] as number[],
       };
       let chunkLen = 0;
       for (const u of list) {
         const id = idOf.get(u.file.path)!;
         for (const k of u.chunks) {
-          const d = weightedDoc(k.tokens);
+          const d = postingsOf(k.tokens);
+          chunkPostings.push(d);
           ch.file.push(id);
           ch.ordinal.push(k.ordinal);
           ch.start.push(k.startLine);
@@ -685,7 +718,6 @@ export class PostgresStore implements Store {
           ch.kind.push(k.kind);
           ch.container.push(k.container === null ? null : clean(k.container));
           ch.text.push(clean(k.text));
-          ch.doc.push(d.doc);
           ch.len.push(d.len);
           chunkLen += d.len;
         }
@@ -694,13 +726,13 @@ export class PostgresStore implements Store {
       const SLICE = 2000;
       for (let i = 0; i < ch.file.length; i += SLICE) {
         const s = (a: unknown[]) => a.slice(i, i + SLICE);
-        await c.query(
-          `INSERT INTO quarry_chunks (file_id, repo, ordinal, start_line, end_line, symbol, kind, container, text, doc, doc_len)
-           SELECT t.file_id, $1, t.ordinal, t.start_line, t.end_line, t.symbol, t.kind, t.container, t.text,
-                  t.doc::tsvector, t.doc_len
+        const made = await c.query(
+          `INSERT INTO quarry_chunks (file_id, repo, ordinal, start_line, end_line, symbol, kind, container, text, doc_len)
+           SELECT t.file_id, $1, t.ordinal, t.start_line, t.end_line, t.symbol, t.kind, t.container, t.text, t.doc_len
            FROM unnest($2::bigint[], $3::int[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[],
-                       $10::text[], $11::int[])
-             AS t(file_id, ordinal, start_line, end_line, symbol, kind, container, text, doc, doc_len)`,
+                       $10::int[]) WITH ORDINALITY
+             AS t(file_id, ordinal, start_line, end_line, symbol, kind, container, text, doc_len, n)
+           ORDER BY t.n RETURNING id, file_id, ordinal`,
           [
             this.repoId,
             s(ch.file),
@@ -711,8 +743,34 @@ export class PostgresStore implements Store {
             s(ch.kind),
             s(ch.container),
             s(ch.text),
-            s(ch.doc),
             s(ch.len),
+          ],
+        );
+        // each new chunk's postings, matched by (file, ordinal)
+        const at = new Map<string, number>();
+        for (let j = i; j < Math.min(i + SLICE, ch.file.length); j++) at.set(`${ch.file[j]}:${ch.ordinal[j]}`, j);
+        for (const r of made.rows) {
+          const j = at.get(`${Number(r.file_id)}:${r.ordinal}`)!;
+          postings.add('c', Number(r.id), ch.file[j]!, chunkPostings[j]!);
+        }
+      }
+      for (let i = 0; i < postings.term.length; i += 20_000) {
+        const s = <T>(a: T[]) => a.slice(i, i + 20_000);
+        await c.query(
+          `INSERT INTO quarry_postings (repo, scope, term, doc, file_id, tf_path, tf_symbols, tf_body, len)
+           SELECT $1, t.scope::"char", t.term, t.doc, t.file_id, t.tp, t.ts, t.tb, t.len
+           FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::smallint[], $7::smallint[],
+                       $8::smallint[], $9::int[]) AS t(scope, term, doc, file_id, tp, ts, tb, len)`,
+          [
+            this.repoId,
+            s(postings.scope),
+            s(postings.term),
+            s(postings.doc),
+            s(postings.file),
+            s(postings.tp),
+            s(postings.ts),
+            s(postings.tb),
+            s(postings.len),
           ],
         );
       }
@@ -741,7 +799,7 @@ export class PostgresStore implements Store {
              AS t(file_id, name, kind, start_line, end_line, container)`,
           [this.repoId, sy.file, sy.name, sy.kind, sy.start, sy.end, sy.container],
         );
-      const fileDocs = docs.filter(Boolean) as Array<{ len: number }>;
+      const fileDocs = docs.filter((d) => d !== undefined);
       await c.query(
         `UPDATE quarry_repos SET chunk_docs = chunk_docs + $2, chunk_len = chunk_len + $3,
            file_docs = file_docs + $4, file_len = file_len + $5 WHERE id = $1`,
@@ -777,23 +835,20 @@ export class PostgresStore implements Store {
   // --- lexical ---------------------------------------------------------------------------------------------
 
   private async termStats(terms: string[], scope: 'chunks' | 'files'): Promise<TermStats> {
-    const table = scope === 'chunks' ? 'quarry_chunks' : 'quarry_files';
     const counter = scope === 'chunks' ? 'chunk_docs' : 'file_docs';
     const unique = [...new Set(terms.flatMap(lexTokens))];
     const rows = await this.q(
-      `SELECT t.term, (SELECT count(*) FROM ${table} d WHERE d.repo = $1 AND d.doc @@ t.q::tsquery) AS n
-       FROM unnest($2::text[], $3::text[]) AS t(term, q)`,
-      [this.repoId, unique, unique.map(quoteLexeme)],
+      `SELECT term, count(*) AS n FROM quarry_postings
+       WHERE repo = $1 AND scope = $2::"char" AND term = ANY($3::text[]) GROUP BY term`,
+      [this.repoId, scope === 'chunks' ? 'c' : 'f', unique],
     );
     const total = await this.q(`SELECT ${counter} AS n FROM quarry_repos WHERE id = $1`, [this.repoId]);
-    const df = new Map<string, number>();
-    for (const r of rows) if (Number(r.n) > 0) df.set(r.term as string, Number(r.n));
-    return { total: Number(total[0]?.n ?? 0), df };
+    return { total: Number(total[0]?.n ?? 0), df: new Map(rows.map((r) => [r.term as string, Number(r.n)])) };
   }
 
   /**
-   * BM25 over `docs` (chunks or files): the matching documents through the GIN index, each one's weighted term
-   * frequencies read from its tsvector, idf from the document frequencies, all in one statement.
+   * BM25 as FTS5 computes it, from the postings of the query's terms alone: idf from their document frequencies,
+   * each field's term frequency weighted, length-normalised by the repository's average document length.
    */
   private async bm25(
     scope: 'chunks' | 'files',
@@ -801,16 +856,11 @@ export class PostgresStore implements Store {
   ): Promise<Array<{ id: number; score: number }>> {
     const terms = [...new Set(q.terms.flatMap(lexTokens))];
     if (!terms.length || q.limit <= 0) return [];
-    const table = scope === 'chunks' ? 'quarry_chunks' : 'quarry_files';
-    const counters =
-      scope === 'chunks' ? 'chunk_docs AS n, chunk_len AS len' : 'file_docs AS n, file_len AS len';
-    const join = scope === 'chunks' ? 'JOIN quarry_files f ON f.id = d.file_id' : '';
-    const alias = scope === 'chunks' ? 'd' : 'f';
+    const counters = scope === 'chunks' ? 'chunk_docs AS n, chunk_len AS len' : 'file_docs AS n, file_len AS len';
     const params: unknown[] = [
       this.repoId,
+      scope === 'chunks' ? 'c' : 'f',
       terms,
-      terms.map(quoteLexeme),
-      terms.map(quoteLexeme).join(' | '),
       Number(q.weights.path),
       Number(q.weights.symbol),
       Number(q.weights.body),
@@ -819,29 +869,26 @@ export class PostgresStore implements Store {
     const where = filterSql(q.filter, params);
     const sql = `
       WITH st AS (SELECT ${counters} FROM quarry_repos WHERE id = $1),
-      idf AS (
-        SELECT t.term, greatest(ln((st.n - x.df + 0.5) / (x.df + 0.5)), 1e-6) AS idf
-        FROM unnest($2::text[], $3::text[]) AS t(term, q) CROSS JOIN st
-        CROSS JOIN LATERAL (SELECT count(*)::float8 AS df FROM ${table} c WHERE c.repo = $1 AND c.doc @@ t.q::tsquery) x
+      p AS (
+        SELECT term, doc, file_id, tf_path, tf_symbols, tf_body, len FROM quarry_postings
+        WHERE repo = $1 AND scope = $2::"char" AND term = ANY($3::text[])
       ),
-      m AS (
-        SELECT ${alias}.id, ${alias}.doc, ${alias}.doc_len FROM ${table} ${alias} ${join.replace('d.file_id', `${alias}.file_id`)}
-        WHERE ${alias}.repo = $1 AND ${alias}.doc @@ $4::tsquery ${where}
+      idf AS (
+        SELECT p.term, greatest(ln((st.n - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
+        FROM p CROSS JOIN st GROUP BY p.term, st.n
+      ),
+      scored AS (
+        SELECT p.doc, p.file_id,
+          sum(idf.idf * (w.tf * ${K1 + 1}) /
+              (w.tf + ${K1} * (${1 - B} + ${B} * p.len / greatest(st.len::float8 / greatest(st.n, 1), 1e-9)))) AS score
+        FROM p JOIN idf ON idf.term = p.term CROSS JOIN st
+        CROSS JOIN LATERAL (SELECT $4::float8 * p.tf_path + $5::float8 * p.tf_symbols + $6::float8 * p.tf_body AS tf) w
+        GROUP BY p.doc, p.file_id
       )
-      SELECT m.id, sum(idf.idf * (t.tf * ${K1 + 1}) /
-               (t.tf + ${K1} * (${1 - B} + ${B} * m.doc_len / greatest(st.len::float8 / greatest(st.n, 1), 1e-9)))) AS score
-      FROM m CROSS JOIN st
-      CROSS JOIN LATERAL (
-        SELECT u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN $5::float8 WHEN 'B' THEN $6::float8 ELSE $7::float8 END)
-                          FROM unnest(u.weights) w) AS tf
-        FROM unnest(m.doc) u WHERE u.lexeme = ANY($2::text[])
-      ) t
-      JOIN idf ON idf.term = t.lexeme
-      GROUP BY m.id ORDER BY score DESC, m.id LIMIT $8`;
-    return (await this.q(sql, params, 'searching')).map((r) => ({
-      id: Number(r.id),
-      score: Number(r.score),
-    }));
+      SELECT s.doc AS id, s.score FROM scored s
+      ${where ? `JOIN quarry_files f ON f.id = s.file_id WHERE true ${where}` : ''}
+      ORDER BY s.score DESC, s.doc LIMIT $7`;
+    return (await this.q(sql, params, 'searching')).map((r) => ({ id: Number(r.id), score: Number(r.score) }));
   }
 
   private async searchChunks(q: LexicalQuery): Promise<ChunkHit[]> {
