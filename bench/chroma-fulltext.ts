@@ -21,7 +21,14 @@ const { values } = parseArgs({
 if (!values.trees || !values.queries || !values.chroma) throw new Error('pass --trees --queries --chroma');
 const a = chromaAddress(values.chroma);
 const client = new ChromaClient({ host: a.host, port: a.port, ssl: a.ssl });
-const queries = readQueries(values.queries);
+const queries = readQueries(values.queries).filter((q) => {
+  try {
+    treeFor(values.trees!, q);
+    return true;
+  } catch {
+    return false; // a tree prepare.sh could not extract
+  }
+});
 const collections = new Map<string, Awaited<ReturnType<ChromaClient['createCollection']>>>();
 const rows: Record<'chroma' | 'quarry', Array<ReturnType<typeof score>>> = { chroma: [], quarry: [] };
 const ms: Record<'chroma' | 'quarry', number[]> = { chroma: [], quarry: [] };
@@ -63,20 +70,30 @@ for (const q of queries) {
     }
   }
   const fileBest = new Map<string, number>();
-  for (const { path, score: s } of chunkScore.values()) fileBest.set(path, Math.max(fileBest.get(path) ?? 0, s));
-  const ranked = [...fileBest.entries()].sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1)).map(([p]) => p);
+  for (const { path, score: s } of chunkScore.values())
+    fileBest.set(path, Math.max(fileBest.get(path) ?? 0, s));
+  const ranked = [...fileBest.entries()]
+    .sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1))
+    .map(([p]) => p);
   ms.chroma.push(performance.now() - t);
   rows.chroma.push(score(ranked.slice(0, 20), q.gold));
   t = performance.now();
   const res = await searchProject(project, q.query, { mode: 'lexical', topK: 20, topFiles: 20 });
   ms.quarry.push(performance.now() - t);
-  rows.quarry.push(score(res.files.map((f) => f.path), q.gold));
+  rows.quarry.push(
+    score(
+      res.files.map((f) => f.path),
+      q.gold,
+    ),
+  );
   await project.close();
 }
 const avg = (xs: Array<ReturnType<typeof score>>, k: keyof ReturnType<typeof score>) =>
   (xs.reduce((s, r) => s + r[k], 0) / xs.length).toFixed(3);
 const p50 = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!.toFixed(0);
-console.log('| lexical side | hit@1 | hit@5 | hit@10 | MRR | p50 ms |\n| --- | --- | --- | --- | --- | --- |');
+console.log(
+  '| lexical side | hit@1 | hit@5 | hit@10 | MRR | p50 ms |\n| --- | --- | --- | --- | --- | --- |',
+);
 for (const k of ['chroma', 'quarry'] as const)
   console.log(
     `| ${k === 'chroma' ? 'Chroma where_document, idf-weighted term counts' : 'SQLite FTS5 BM25 + hints (shipped)'} | ${avg(rows[k], 'hit@1')} | ${avg(rows[k], 'hit@5')} | ${avg(rows[k], 'hit@10')} | ${avg(rows[k], 'MRR')} | ${p50(ms[k])} |`,

@@ -22,10 +22,16 @@ const { values } = parseArgs({
   },
 });
 if (!values.trees || !values.queries) throw new Error('pass --trees DIR --queries FILE');
-const env: NodeJS.ProcessEnv = { ...process.env, ...(values.store ? { QUARRY_STORE_URL: values.store } : {}) };
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  ...(values.store ? { QUARRY_STORE_URL: values.store } : {}),
+};
 const modes = values.mode!.split(',') as SearchMode[];
 const embed = modes.some((m) => m !== 'lexical');
-const queries = readQueries(values.queries);
+// queries whose repository tree is there (prepare.sh leaves out what it could not extract)
+const queries = readQueries(values.queries).filter((q) =>
+  readdirSync(values.trees!).some((d) => d.startsWith(q.repo.replace('/', '+')) && !d.endsWith('.snapshot')),
+);
 const trees = [...new Set(queries.map((q) => q.repo))].flatMap((repo) =>
   readdirSync(values.trees!)
     .filter((d) => d.startsWith(repo.replace('/', '+')) && !d.endsWith('.snapshot'))
@@ -76,12 +82,17 @@ console.log(
   JSON.stringify({
     store: values.store ? values.store.replace(/:[^:@/]*@/, '@') : 'sqlite',
     trees: trees.length,
-    index: values['no-index'] ? null : { files, chunks, seconds: indexMs / 1000, filesPerSec: files / (indexMs / 1000) },
+    index: values['no-index']
+      ? null
+      : { files, chunks, seconds: indexMs / 1000, filesPerSec: files / (indexMs / 1000) },
     search: { queries: latency.length, p50ms: pct(50), p95ms: pct(95) },
     quality: Object.fromEntries(
       modes.map((m) => {
         const a = result.metrics[m]!.ALL!;
-        return [m, { n: a.n, hit1: f(a['hit@1']), hit5: f(a['hit@5']), hit10: f(a['hit@10']), MRR: f(a.MRR) }];
+        return [
+          m,
+          { n: a.n, hit1: f(a['hit@1']), hit5: f(a['hit@5']), hit10: f(a['hit@10']), MRR: f(a.MRR) },
+        ];
       }),
     ),
   }),

@@ -11,18 +11,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
+import { ChromaClient } from 'chromadb';
 import pg from 'pg';
 import * as sqliteVec from 'sqlite-vec';
+import { chromaAddress } from '../src/store/chroma.ts';
 
 const { values } = parseArgs({
   options: {
     url: { type: 'string' },
+    chroma: { type: 'string' },
     sizes: { type: 'string', default: '10000,100000' },
     dim: { type: 'string', default: '384' },
     queries: { type: 'string', default: '50' },
   },
 });
-if (!values.url) throw new Error('pass --url postgres://… (scripts/store-servers.sh postgres DIR PORT starts one)');
+if (!values.url)
+  throw new Error('pass --url postgres://… (scripts/store-servers.sh postgres DIR PORT starts one)');
 const DIM = Number(values.dim);
 const Q = Number(values.queries);
 const K = 10;
@@ -68,7 +72,9 @@ for (const n of values.sizes!.split(',').map(Number)) {
   const db = new Database(join(dir, 'v.db'));
   sqliteVec.load(db);
   db.pragma('journal_mode = WAL');
-  db.exec(`CREATE VIRTUAL TABLE v USING vec0 (id INTEGER PRIMARY KEY, embedding float[${DIM}] distance_metric=cosine)`);
+  db.exec(
+    `CREATE VIRTUAL TABLE v USING vec0 (id INTEGER PRIMARY KEY, embedding float[${DIM}] distance_metric=cosine)`,
+  );
   // pgvector, HNSW
   const client = new pg.Client({ connectionString: values.url });
   await client.connect();
@@ -77,6 +83,16 @@ for (const n of values.sizes!.split(',').map(Number)) {
   await client.query(`CREATE TABLE bench_vec (id BIGINT PRIMARY KEY, embedding vector(${DIM}) NOT NULL)`);
   let sqliteLoad = 0;
   let pgLoad = 0;
+  let chromaLoad = 0;
+  const chroma = values.chroma
+    ? new ChromaClient({ host: chromaAddress(values.chroma).host, port: chromaAddress(values.chroma).port })
+    : undefined;
+  await chroma?.deleteCollection({ name: 'bench-vec' }).catch(() => {});
+  const col = await chroma?.createCollection({
+    name: 'bench-vec',
+    configuration: { hnsw: { space: 'cosine' } },
+    embeddingFunction: null as never,
+  });
   const insert = db.prepare(`INSERT INTO v (id, embedding) VALUES (?, ?)`);
   for (let done = 0; done < n; ) {
     const batch = Array.from({ length: Math.min(5000, n - done) }, () => next());
@@ -91,6 +107,14 @@ for (const n of values.sizes!.split(',').map(Number)) {
       [batch.map((_, i) => done + i + 1), batch.map(literal)],
     );
     pgLoad += performance.now() - t;
+    if (col) {
+      t = performance.now();
+      await col.add({
+        ids: batch.map((_, i) => String(done + i + 1)),
+        embeddings: batch.map((v) => Array.from(v)),
+      });
+      chromaLoad += performance.now() - t;
+    }
     done += batch.length;
   }
   let t = performance.now();
@@ -114,12 +138,32 @@ for (const n of values.sizes!.split(',').map(Number)) {
   await client.query(`SET hnsw.iterative_scan = relaxed_order`);
   for (const [i, q] of queries.entries()) {
     t = performance.now();
-    const r = await client.query(`SELECT id FROM bench_vec ORDER BY embedding <=> $1::vector LIMIT ${K}`, [literal(q)]);
+    const r = await client.query(`SELECT id FROM bench_vec ORDER BY embedding <=> $1::vector LIMIT ${K}`, [
+      literal(q),
+    ]);
     pgMs.push(performance.now() - t);
     const got = new Set(r.rows.map((x) => Number(x.id)));
     recall += exact[i]!.filter((id) => got.has(id)).length / K;
   }
-  const line = `| ${n.toLocaleString('en')} | ${(sqliteLoad / 1000).toFixed(1)} s | ${pct(sqliteMs, 50).toFixed(1)} / ${pct(sqliteMs, 95).toFixed(1)} ms | ${((pgLoad + hnswBuild) / 1000).toFixed(1)} s (HNSW ${(hnswBuild / 1000).toFixed(1)} s) | ${pct(pgMs, 50).toFixed(1)} / ${pct(pgMs, 95).toFixed(1)} ms | ${(recall / Q).toFixed(3)} |`;
+  let chromaCell = '';
+  if (col) {
+    const cms: number[] = [];
+    let crecall = 0;
+    for (const [i, q] of queries.entries()) {
+      t = performance.now();
+      const r = await col.query({
+        queryEmbeddings: [Array.from(q)],
+        nResults: K,
+        include: ['distances'] as never,
+      });
+      cms.push(performance.now() - t);
+      const got = new Set((r.ids[0] ?? []).map(Number));
+      crecall += exact[i]!.filter((id) => got.has(id)).length / K;
+    }
+    chromaCell = ` ${(chromaLoad / 1000).toFixed(1)} s | ${pct(cms, 50).toFixed(1)} / ${pct(cms, 95).toFixed(1)} ms | ${(crecall / Q).toFixed(3)} |`;
+    await chroma!.deleteCollection({ name: 'bench-vec' });
+  }
+  const line = `| ${n.toLocaleString('en')} | ${(sqliteLoad / 1000).toFixed(1)} s | ${pct(sqliteMs, 50).toFixed(1)} / ${pct(sqliteMs, 95).toFixed(1)} ms | ${((pgLoad + hnswBuild) / 1000).toFixed(1)} s (HNSW ${(hnswBuild / 1000).toFixed(1)} s) | ${pct(pgMs, 50).toFixed(1)} / ${pct(pgMs, 95).toFixed(1)} ms | ${(recall / Q).toFixed(3)} |${chromaCell}`;
   rows.push(line);
   console.error(line);
   await client.query(`DROP TABLE bench_vec`);
@@ -127,6 +171,8 @@ for (const n of values.sizes!.split(',').map(Number)) {
   db.close();
   rmSync(dir, { recursive: true, force: true });
 }
+const chromaHead = values.chroma ? ' Chroma load | Chroma HNSW p50 / p95 | Chroma recall@10 |' : '';
+const chromaRule = values.chroma ? ' --- | --- | --- |' : '';
 console.log(
-  `| chunk vectors | sqlite-vec load | sqlite-vec exact p50 / p95 | pgvector load + index | pgvector HNSW p50 / p95 | HNSW recall@10 |\n| --- | --- | --- | --- | --- | --- |\n${rows.join('\n')}`,
+  `| chunk vectors | sqlite-vec load | sqlite-vec exact p50 / p95 | pgvector load + index | pgvector HNSW p50 / p95 | HNSW recall@10 |${chromaHead}\n| --- | --- | --- | --- | --- | --- |${chromaRule}\n${rows.join('\n')}`,
 );

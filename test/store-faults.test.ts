@@ -28,10 +28,20 @@ describe('PostgreSQL: bad input and faults', () => {
   it('says in one line when the server cannot be reached, refuses the user, or lacks the database', async () => {
     const root = copyPolyglot(trees);
     const port = await freePort();
-    const down = runCli(['search', 'x', '--root', root, '--store', `postgres://quarry@127.0.0.1:${port}/postgres`]);
+    const down = runCli([
+      'search',
+      'x',
+      '--root',
+      root,
+      '--store',
+      `postgres://quarry@127.0.0.1:${port}/postgres`,
+    ]);
     assert.equal(down.code, 6, down.stderr);
     assert.ok(oneLine(down.stderr), down.stderr);
-    assert.match(down.stderr, /cannot reach PostgreSQL at postgres:\/\/quarry@127\.0\.0\.1:\d+\/postgres .*start the server/);
+    assert.match(
+      down.stderr,
+      /cannot reach PostgreSQL at postgres:\/\/quarry@127\.0\.0\.1:\d+\/postgres .*start the server/,
+    );
 
     const who = runCli(['index', root, '--store', server.url.replace('quarry@', 'intruder:secret@')]);
     assert.equal(who.code, 2, who.stderr);
@@ -63,7 +73,9 @@ describe('PostgreSQL: bad input and faults', () => {
     assert.match(r.stderr, /has no pgvector extension.*install pgvector/);
     const check = new pg.Client({ connectionString: server.url.replace(/\/postgres$/, '/novector') });
     await check.connect();
-    const tables = await check.query(`SELECT count(*)::int AS n FROM pg_tables WHERE tablename LIKE 'quarry%'`);
+    const tables = await check.query(
+      `SELECT count(*)::int AS n FROM pg_tables WHERE tablename LIKE 'quarry%'`,
+    );
     await check.end();
     assert.equal(tables.rows[0].n, 0, 'nothing half-written');
   });
@@ -79,7 +91,11 @@ describe('PostgreSQL: bad input and faults', () => {
     const chunks = (await project.store.getFilesChunks([file!.path])).get(file!.path)!;
     await assert.rejects(
       v.putChunkVectors([
-        { path: file!.path, hash: file!.hash, vectors: [{ chunkId: chunks[0]!.chunkId, vector: new Float32Array(2) }] },
+        {
+          path: file!.path,
+          hash: file!.hash,
+          vectors: [{ chunkId: chunks[0]!.chunkId, vector: new Float32Array(2) }],
+        },
       ]),
       (err: unknown) => {
         assert.ok(isQuarryError(err) && err.code === 'BAD_INPUT', String(err));
@@ -129,7 +145,10 @@ describe('PostgreSQL: bad input and faults', () => {
     await server.restart();
     assert.notEqual(code, 0);
     assert.ok(oneLine(stderr), stderr);
-    assert.match(stderr, /cannot reach PostgreSQL at|PostgreSQL server at .* went away .*the next run resumes/);
+    assert.match(
+      stderr,
+      /cannot reach PostgreSQL at|PostgreSQL server at .* went away .*the next run resumes/,
+    );
     const resumed = runCli(['index', big, '--json'], { env });
     assert.equal(resumed.code, 0, resumed.stderr);
     assert.ok(JSON.parse(resumed.stdout).added < 700, 'it resumed rather than starting over');
@@ -158,7 +177,8 @@ describe('PostgreSQL: bad input and faults', () => {
     const remote = runCli(['search', q, '--json', '--root', root], { env });
     const base = runCli(['search', q, '--json', '--root', local]);
     assert.equal(remote.code, 0, remote.stderr);
-    const strip = (s: string) => JSON.parse(s).results.map((r: { path: string; score: number }) => [r.path, r.score]);
+    const strip = (s: string) =>
+      JSON.parse(s).results.map((r: { path: string; score: number }) => [r.path, r.score]);
     assert.deepEqual(strip(remote.stdout), strip(base.stdout));
 
     const askRemote = runCli(['ask', '--dry-run', q, '--root', root], { env });
@@ -173,7 +193,9 @@ describe('PostgreSQL: bad input and faults', () => {
       let body: { results?: Array<{ path: string }> } | undefined;
       for (let i = 0; i < 200 && !body; i++) {
         try {
-          const res = await fetch(`http://127.0.0.1:${port}/api/search?q=${encodeURIComponent('parse config')}`);
+          const res = await fetch(
+            `http://127.0.0.1:${port}/api/search?q=${encodeURIComponent('parse config')}`,
+          );
           if (res.ok) body = (await res.json()) as typeof body;
         } catch {
           await sleep(100);
@@ -227,9 +249,19 @@ describe('Chroma: bad input, foreign collections, and hybrid search equal to SQL
     const root = copyPolyglot(trees);
     const local = copyPolyglot(trees);
     const repo = freshRepo();
-    const env = { QUARRY_STORE_URL: server.url, QUARRY_REPO: repo, QUARRY_EMBED: 'local', QUARRY_OFFLINE: '1' };
+    const env = {
+      QUARRY_STORE_URL: server.url,
+      QUARRY_REPO: repo,
+      QUARRY_EMBED: 'local',
+      QUARRY_OFFLINE: '1',
+    };
     const there = await openProject({ root, create: true, userConfig: false, env });
-    const here = await openProject({ root: local, create: true, userConfig: false, env: { QUARRY_EMBED: 'local', QUARRY_OFFLINE: '1' } });
+    const here = await openProject({
+      root: local,
+      create: true,
+      userConfig: false,
+      env: { QUARRY_EMBED: 'local', QUARRY_OFFLINE: '1' },
+    });
     const r1 = await indexProject(there);
     const r2 = await indexProject(here);
     assert.equal(r1.embedding?.refinedFiles, r2.embedding?.refinedFiles);
@@ -257,7 +289,10 @@ describe('Chroma: bad input, foreign collections, and hybrid search equal to SQL
     const chunks = mine.find((c) => c.name.endsWith('-chunks'))!;
     await chunks.modify({ metadata: { quarry_embedder: 'someone-else', quarry_dimension: 768 } });
     const again = await openProject({ root, userConfig: false, env });
-    await assert.rejects(searchProject(again, 'read settings'), /holds vectors of someone-else .*not local:.*quarry index/);
+    await assert.rejects(
+      searchProject(again, 'read settings'),
+      /holds vectors of someone-else .*not local:.*quarry index/,
+    );
     // `quarry index` rebuilds it with quarry's own embedder
     const rebuilt = await indexProject(again);
     assert.equal(rebuilt.embedding?.reset, true);
@@ -267,11 +302,21 @@ describe('Chroma: bad input, foreign collections, and hybrid search equal to SQL
     // a collection by that name that another program made is refused, never used or deleted
     const name = chunks.name;
     await client.deleteCollection({ name });
-    await client.createCollection({ name, metadata: { owner: 'another-tool' }, embeddingFunction: null as never });
+    await client.createCollection({
+      name,
+      metadata: { owner: 'another-tool' },
+      embeddingFunction: null as never,
+    });
     const third = await openProject({ root, userConfig: false, env });
-    await assert.rejects(searchProject(third, 'read settings'), /was not made by quarry: delete it, or pick another name with --repo/);
+    await assert.rejects(
+      searchProject(third, 'read settings'),
+      /was not made by quarry: delete it, or pick another name with --repo/,
+    );
     await assert.rejects(indexProject(third), /was not made by quarry/);
-    assert.equal((await client.getCollection({ name, embeddingFunction: null as never })).metadata?.owner, 'another-tool');
+    assert.equal(
+      (await client.getCollection({ name, embeddingFunction: null as never })).metadata?.owner,
+      'another-tool',
+    );
     await third.close();
   });
 });

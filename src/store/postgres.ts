@@ -748,7 +748,8 @@ export class PostgresStore implements Store {
         );
         // each new chunk's postings, matched by (file, ordinal)
         const at = new Map<string, number>();
-        for (let j = i; j < Math.min(i + SLICE, ch.file.length); j++) at.set(`${ch.file[j]}:${ch.ordinal[j]}`, j);
+        for (let j = i; j < Math.min(i + SLICE, ch.file.length); j++)
+          at.set(`${ch.file[j]}:${ch.ordinal[j]}`, j);
         for (const r of made.rows) {
           const j = at.get(`${Number(r.file_id)}:${r.ordinal}`)!;
           postings.add('c', Number(r.id), ch.file[j]!, chunkPostings[j]!);
@@ -856,7 +857,8 @@ export class PostgresStore implements Store {
   ): Promise<Array<{ id: number; score: number }>> {
     const terms = [...new Set(q.terms.flatMap(lexTokens))];
     if (!terms.length || q.limit <= 0) return [];
-    const counters = scope === 'chunks' ? 'chunk_docs AS n, chunk_len AS len' : 'file_docs AS n, file_len AS len';
+    const counters =
+      scope === 'chunks' ? 'chunk_docs AS n, chunk_len AS len' : 'file_docs AS n, file_len AS len';
     const params: unknown[] = [
       this.repoId,
       scope === 'chunks' ? 'c' : 'f',
@@ -888,7 +890,10 @@ export class PostgresStore implements Store {
       SELECT s.doc AS id, s.score FROM scored s
       ${where ? `JOIN quarry_files f ON f.id = s.file_id WHERE true ${where}` : ''}
       ORDER BY s.score DESC, s.doc LIMIT $7`;
-    return (await this.q(sql, params, 'searching')).map((r) => ({ id: Number(r.id), score: Number(r.score) }));
+    return (await this.q(sql, params, 'searching')).map((r) => ({
+      id: Number(r.id),
+      score: Number(r.score),
+    }));
   }
 
   private async searchChunks(q: LexicalQuery): Promise<ChunkHit[]> {
