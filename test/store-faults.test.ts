@@ -245,6 +245,25 @@ describe('Chroma: bad input, foreign collections, and hybrid search equal to SQL
     assert.match(r.stderr, /cannot reach the Chroma server at chroma:\/\/127\.0\.0\.1:\d+.*chroma run/);
   });
 
+  it('indexes, searches and assembles an ask prompt from the CLI as the SQLite default does', () => {
+    const root = copyPolyglot(trees);
+    const local = copyPolyglot(trees);
+    const env = { QUARRY_STORE_URL: server.url, QUARRY_REPO: freshRepo() };
+    const r = runCli(['index', root, '--json'], { env });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(runCli(['index', local, '--quiet']).code, 0);
+    const q = 'how is the config file parsed';
+    const strip = (out: string) =>
+      JSON.parse(out).results.map((x: { path: string; score: number }) => [x.path, x.score]);
+    const there = runCli(['search', q, '--json', '--root', root], { env });
+    assert.equal(there.code, 0, there.stderr);
+    assert.deepEqual(strip(there.stdout), strip(runCli(['search', q, '--json', '--root', local]).stdout));
+    assert.equal(
+      runCli(['ask', '--dry-run', q, '--root', root], { env }).stdout,
+      runCli(['ask', '--dry-run', q, '--root', local]).stdout,
+    );
+  });
+
   it('embeds into Chroma, ranks like sqlite-vec, and refuses a collection another embedder or program made', async () => {
     const root = copyPolyglot(trees);
     const local = copyPolyglot(trees);
