@@ -27,14 +27,20 @@ export { type IndexOptions, type IndexProgress, type IndexReport, indexRepositor
 export { analyzeQuery } from './search/query.ts';
 export {
   type FileResult,
+  fuse,
+  type Gathered,
+  gather,
+  informativeTerms,
   type SearchMode,
   type SearchOptions,
   type SearchResponse,
   type SearchResult,
   search,
 } from './search/search.ts';
+export { defaultRepoKey, type OpenStoreOptions, openStore, storeTarget } from './store/open.ts';
 export { openSqliteStore, SCHEMA_VERSION, SqliteStore } from './store/sqlite.ts';
 export type * from './store/types.ts';
+export { capabilities, embeddingStatusOf } from './store/types.ts';
 export { detectLanguage, parsedLanguages } from './workspace/languages.ts';
 export { findProjectRoot, indexPaths } from './workspace/root.ts';
 export { type WalkEntry, type WalkResult, type WalkSkip, walk } from './workspace/walk.ts';
