@@ -186,48 +186,53 @@ describe('PostgreSQL: bad input and faults', () => {
     assert.equal(askRemote.code, 0, askRemote.stderr);
     assert.equal(askRemote.stdout, askLocal.stdout, 'the same prompt from either store');
 
-    // the web panel's API
-    const port = await freePort();
-    const serve = spawnCli(['serve', '--root', root, '--port', String(port), '--no-watch'], { env });
-    try {
-      let body: { results?: Array<{ path: string }> } | undefined;
-      for (let i = 0; i < 200 && !body; i++) {
-        try {
-          const res = await fetch(
-            `http://127.0.0.1:${port}/api/search?q=${encodeURIComponent('parse config')}`,
-          );
-          if (res.ok) body = (await res.json()) as typeof body;
-        } catch {
-          await sleep(100);
-        }
-      }
-      assert.equal(body?.results?.[0]?.path, 'config_loader.py');
-      const status = (await (await fetch(`http://127.0.0.1:${port}/api/status`)).json()) as { files: number };
-      assert.equal(status.files, 17);
-    } finally {
-      serve.kill('SIGTERM');
-    }
-
-    // an agent over MCP
-    const client = new McpClient({ name: 'quarry-test', version: '1.0.0' });
-    await client.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: ['--import', TSX, CLI, '--root', root, 'mcp', '--no-watch'],
-        env: { ...(process.env as Record<string, string>), QUARRY_EMBED: 'none', ...env },
-        stderr: 'pipe',
-      }),
-    );
-    try {
-      const r = (await client.callTool({ name: 'search_code', arguments: { query: 'parse config' } })) as {
-        content: Array<{ text: string }>;
-      };
-      assert.match(r.content.map((c) => c.text).join(''), /config_loader\.py/);
-    } finally {
-      await client.close();
-    }
+    await servesPanelAndAgents(root, env);
   });
 });
+
+/** `quarry serve`'s API and `quarry mcp` over stdio, both on the store `env` names, answer a search. */
+async function servesPanelAndAgents(root: string, env: Record<string, string>): Promise<void> {
+  // the web panel's API
+  const port = await freePort();
+  const serve = spawnCli(['serve', '--root', root, '--port', String(port), '--no-watch'], { env });
+  try {
+    let body: { results?: Array<{ path: string }> } | undefined;
+    for (let i = 0; i < 200 && !body; i++) {
+      try {
+        const res = await fetch(
+          `http://127.0.0.1:${port}/api/search?q=${encodeURIComponent('parse config')}`,
+        );
+        if (res.ok) body = (await res.json()) as typeof body;
+      } catch {
+        await sleep(100);
+      }
+    }
+    assert.equal(body?.results?.[0]?.path, 'config_loader.py');
+    const status = (await (await fetch(`http://127.0.0.1:${port}/api/status`)).json()) as { files: number };
+    assert.equal(status.files, 17);
+  } finally {
+    serve.kill('SIGTERM');
+  }
+
+  // an agent over MCP
+  const client = new McpClient({ name: 'quarry-test', version: '1.0.0' });
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: ['--import', TSX, CLI, '--root', root, 'mcp', '--no-watch'],
+      env: { ...(process.env as Record<string, string>), QUARRY_EMBED: 'none', ...env },
+      stderr: 'pipe',
+    }),
+  );
+  try {
+    const r = (await client.callTool({ name: 'search_code', arguments: { query: 'parse config' } })) as {
+      content: Array<{ text: string }>;
+    };
+    assert.match(r.content.map((c) => c.text).join(''), /config_loader\.py/);
+  } finally {
+    await client.close();
+  }
+}
 
 describe('Chroma: bad input, foreign collections, and hybrid search equal to SQLite’s', () => {
   let server: TestServer;
@@ -245,7 +250,7 @@ describe('Chroma: bad input, foreign collections, and hybrid search equal to SQL
     assert.match(r.stderr, /cannot reach the Chroma server at chroma:\/\/127\.0\.0\.1:\d+.*chroma run/);
   });
 
-  it('indexes, searches and assembles an ask prompt from the CLI as the SQLite default does', () => {
+  it('indexes, searches, assembles an ask prompt, serves the panel and MCP as the SQLite default does', async () => {
     const root = copyPolyglot(trees);
     const local = copyPolyglot(trees);
     const env = { QUARRY_STORE_URL: server.url, QUARRY_REPO: freshRepo() };
@@ -262,6 +267,7 @@ describe('Chroma: bad input, foreign collections, and hybrid search equal to SQL
       runCli(['ask', '--dry-run', q, '--root', root], { env }).stdout,
       runCli(['ask', '--dry-run', q, '--root', local]).stdout,
     );
+    await servesPanelAndAgents(root, env);
   });
 
   it('embeds into Chroma, ranks like sqlite-vec, and refuses a collection another embedder or program made', async () => {
