@@ -6,26 +6,22 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { openProject, searchProject } from '../src/api.ts';
 import { indexPaths } from '../src/workspace/root.ts';
-import { copyPolyglot, dumpIndex, makeTree, removeTree, runCli, runCliAsync, spawnCli } from './helpers.ts';
+import {
+  copyPolyglot,
+  dumpIndex,
+  bigTree as makeBigTree,
+  makeTree,
+  removeTree,
+  runCli,
+  runCliAsync,
+  spawnCli,
+} from './helpers.ts';
 
 const trees: string[] = [];
 after(() => trees.forEach(removeTree));
 
 /** A generated repository big enough that indexing takes a few seconds. */
-function bigTree(files = 1500): string {
-  const content: Record<string, string> = {};
-  for (let i = 0; i < files; i++) {
-    const fns = Array.from(
-      { length: 12 },
-      (_, j) =>
-        `export function handler${i}x${j}(input: Request${j}): Response${i} {\n  const value = compute${j}(input.field${i});\n  if (value > ${j}) {\n    return respond(value, 'module ${i} step ${j}');\n  }\n  return fallback${j}(input);\n}\n`,
-    ).join('\n');
-    content[`src/mod${Math.floor(i / 50)}/file${i}.ts`] = `import { respond } from '../respond';\n\n${fns}`;
-  }
-  const root = makeTree(content);
-  trees.push(root);
-  return root;
-}
+const bigTree = (files = 1500) => makeBigTree(files, trees);
 
 /** The index of `root` equals the index a fresh `quarry index` builds from a copy of its files. */
 function assertMatchesCleanBuild(root: string): void {

@@ -164,3 +164,19 @@ export function runCliAsync(
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+/** A tree of `files` TypeScript files, each with a dozen small functions. */
+export function bigTree(files: number, trees: string[]): string {
+  const content: Record<string, string> = {};
+  for (let i = 0; i < files; i++) {
+    const fns = Array.from(
+      { length: 12 },
+      (_, j) =>
+        `export function handler${i}x${j}(input: Request${j}): Response${i} {\n  const value = compute${j}(input.field${i});\n  if (value > ${j}) {\n    return respond(value, 'module ${i} step ${j}');\n  }\n  return fallback${j}(input);\n}\n`,
+    ).join('\n');
+    content[`src/mod${Math.floor(i / 50)}/file${i}.ts`] = `import { respond } from '../respond';\n\n${fns}`;
+  }
+  const root = makeTree(content);
+  trees.push(root);
+  return root;
+}

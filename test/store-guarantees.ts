@@ -8,7 +8,7 @@ import { codeTokenText, pathTokenText } from '../src/chunk/tokens.ts';
 import { referenceGraph } from '../src/context/repomap.ts';
 import { isQuarryError } from '../src/errors.ts';
 import type { FileUpdate, Store } from '../src/store/types.ts';
-import { copyPolyglot, makeTree, runCli, runCliAsync, spawnCli } from './helpers.ts';
+import { bigTree, copyPolyglot, makeTree, runCli, runCliAsync, spawnCli } from './helpers.ts';
 
 /** How to reach one driver's store: the `--store` URL (undefined for the SQLite default). */
 export interface DriverTarget {
@@ -103,27 +103,13 @@ function update(path: string, text: string, hash: string): FileUpdate {
   };
 }
 
-/** A tree of `files` TypeScript files, each with a dozen small functions. */
-export function bigTree(files: number, trees: string[]): string {
-  const content: Record<string, string> = {};
-  for (let i = 0; i < files; i++) {
-    const fns = Array.from(
-      { length: 12 },
-      (_, j) =>
-        `export function handler${i}x${j}(input: Request${j}): Response${i} {\n  const value = compute${j}(input.field${i});\n  if (value > ${j}) {\n    return respond(value, 'module ${i} step ${j}');\n  }\n  return fallback${j}(input);\n}\n`,
-    ).join('\n');
-    content[`src/mod${Math.floor(i / 50)}/file${i}.ts`] = `import { respond } from '../respond';\n\n${fns}`;
-  }
-  const root = makeTree(content);
-  trees.push(root);
-  return root;
-}
-
 /**
  * The guarantees every driver keeps, checked through the seam (never its own SQL): writer exclusion across
  * processes, repositories isolated, a kill mid-index leaving no partial file and resuming to exactly a clean build,
  * and the same search results as the SQLite default on a fixture.
  */
+export { bigTree };
+
 export function storeGuarantees(target: DriverTarget, trees: string[]): void {
   it('lets one writer in at a time, across processes, and frees the lock when the holder dies', async () => {
     const root = makeTree({ 'a.ts': 'export const a = 1\n' });

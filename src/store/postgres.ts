@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import pg from 'pg';
 import type { SymbolKind } from '../chunk/specs.ts';
 import { QuarryError } from '../errors.ts';
+import { fileNameParts, fragmentMatches, groupByPath } from './rows.ts';
 import type {
   ChunkHit,
   EmbeddingCache,
@@ -217,12 +218,6 @@ export function pgError(err: unknown, url: string, doing: string): QuarryError {
   return fix(`PostgreSQL at ${where} failed while ${doing}: ${msg}`);
 }
 
-function fileNameParts(path: string): { basename: string; stem: string } {
-  const basename = path.slice(path.lastIndexOf('/') + 1).toLowerCase();
-  const dot = basename.indexOf('.', 1);
-  return { basename, stem: dot > 0 ? basename.slice(0, dot) : basename };
-}
-
 /** Tokens as SQLite's unicode61 tokenizer (with `_` and `$` as token characters) sees the same stream. */
 function lexTokens(text: string): string[] {
   return text
@@ -352,16 +347,6 @@ function toSymbol(r: Row): SymbolHit {
     container: (r.container as string | null) ?? null,
     chunkId: r.chunk_id == null ? null : Number(r.chunk_id),
   };
-}
-
-function groupByPath<T extends { path: string }>(items: T[]): Map<string, T[]> {
-  const out = new Map<string, T[]>();
-  for (const it of items) {
-    const list = out.get(it.path);
-    if (list) list.push(it);
-    else out.set(it.path, [it]);
-  }
-  return out;
 }
 
 const SYMBOL_COLUMNS = `s.name, s.kind, s.start_line, s.end_line, s.container, f.path,
@@ -945,16 +930,9 @@ export class PostgresStore implements Store {
         `SELECT path FROM quarry_files WHERE repo = $1 AND strpos('/' || lower(path), $2) > 0 LIMIT 5000`,
         [this.repoId, needle],
       );
-      for (const r of rows) {
-        const lp = `/${(r.path as string).toLowerCase()}`;
-        for (let i = lp.indexOf(needle); i >= 0; i = lp.indexOf(needle, i + 1)) {
-          const next = lp[i + needle.length];
-          if (next === undefined || next === '/' || next === '.') {
-            hits.push({ path: r.path as string, match: 'fragment', name: frag });
-            break;
-          }
-        }
-      }
+      for (const r of rows)
+        if (fragmentMatches(r.path as string, needle))
+          hits.push({ path: r.path as string, match: 'fragment', name: frag });
     }
     return hits;
   }

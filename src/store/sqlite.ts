@@ -6,6 +6,7 @@ import type { SymbolKind } from '../chunk/specs.ts';
 import { QuarryError } from '../errors.ts';
 import { acquireWriterLock, readLiveLock } from '../index/lock.ts';
 import { startWorker } from '../workers.ts';
+import { fileNameParts, fragmentMatches, groupByPath } from './rows.ts';
 import type {
   ChunkHit,
   EmbeddingCache,
@@ -154,12 +155,6 @@ export interface SqliteStoreOptions {
   readonly?: boolean;
   /** Keep vectors here (default true when sqlite-vec loads); false when another engine keeps them. */
   vectors?: boolean;
-}
-
-function fileNameParts(path: string): { basename: string; stem: string } {
-  const basename = path.slice(path.lastIndexOf('/') + 1).toLowerCase();
-  const dot = basename.indexOf('.', 1);
-  return { basename, stem: dot > 0 ? basename.slice(0, dot) : basename };
 }
 
 function ftsQuote(term: string): string {
@@ -648,16 +643,9 @@ export class SqliteStore implements Store {
       const rows = this.db
         .prepare(`SELECT path FROM files WHERE instr('/' || lower(path), ?) > 0 LIMIT 5000`)
         .all(needle) as Row[];
-      for (const r of rows) {
-        const lp = `/${(r.path as string).toLowerCase()}`;
-        for (let i = lp.indexOf(needle); i >= 0; i = lp.indexOf(needle, i + 1)) {
-          const next = lp[i + needle.length];
-          if (next === undefined || next === '/' || next === '.') {
-            hits.push({ path: r.path as string, match: 'fragment', name: frag });
-            break;
-          }
-        }
-      }
+      for (const r of rows)
+        if (fragmentMatches(r.path as string, needle))
+          hits.push({ path: r.path as string, match: 'fragment', name: frag });
     }
     return hits;
   }
@@ -1099,16 +1087,6 @@ export class SqliteStore implements Store {
   transaction<T>(fn: () => T): T {
     return this.db.transaction(fn).immediate();
   }
-}
-
-function groupByPath<T extends { path: string }>(items: T[]): Map<string, T[]> {
-  const out = new Map<string, T[]>();
-  for (const it of items) {
-    const list = out.get(it.path);
-    if (list) list.push(it);
-    else out.set(it.path, [it]);
-  }
-  return out;
 }
 
 function toSymbol(r: Row): SymbolHit {
