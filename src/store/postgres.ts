@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import pg from 'pg';
 import type { SymbolKind } from '../chunk/specs.ts';
 import { QuarryError } from '../errors.ts';
-import { fileNameParts, fragmentMatches, groupByPath } from './rows.ts';
+import { fileNameParts, fragmentMatches, groupByPath, toChunk, toFile, toHit, toSymbol } from './rows.ts';
 import type {
   ChunkHit,
   EmbeddingCache,
@@ -298,55 +298,6 @@ function filterSql(filter: SearchFilter | undefined, params: unknown[]): string 
   if (filter.pathPrefixes?.length)
     parts.push(`(${filter.pathPrefixes.map((x) => `left(f.path, ${x.length}) = ${p(x)}`).join(' OR ')})`);
   return parts.length ? ` AND ${parts.join(' AND ')}` : '';
-}
-
-function toFile(r: Row): FileRecord {
-  return {
-    path: r.path as string,
-    size: Number(r.size),
-    mtimeMs: Number(r.mtime_ms),
-    hash: r.hash as string,
-    language: r.language as string,
-    method: r.method as FileRecord['method'],
-  };
-}
-
-function toChunk(r: Row): StoredChunk {
-  return {
-    chunkId: Number(r.id),
-    path: r.path as string,
-    startLine: r.start_line as number,
-    endLine: r.end_line as number,
-    symbol: (r.symbol as string | null) ?? null,
-    kind: (r.kind as SymbolKind | null) ?? null,
-    ordinal: r.ordinal as number,
-    container: (r.container as string | null) ?? null,
-    text: r.text as string,
-  };
-}
-
-function toHit(r: Row): ChunkHit {
-  return {
-    chunkId: Number(r.id),
-    path: r.path as string,
-    startLine: r.start_line as number,
-    endLine: r.end_line as number,
-    symbol: (r.symbol as string | null) ?? null,
-    kind: (r.kind as SymbolKind | null) ?? null,
-    score: Number(r.score),
-  };
-}
-
-function toSymbol(r: Row): SymbolHit {
-  return {
-    name: r.name as string,
-    kind: r.kind as SymbolKind,
-    path: r.path as string,
-    startLine: r.start_line as number,
-    endLine: r.end_line as number,
-    container: (r.container as string | null) ?? null,
-    chunkId: r.chunk_id == null ? null : Number(r.chunk_id),
-  };
 }
 
 const SYMBOL_COLUMNS = `s.name, s.kind, s.start_line, s.end_line, s.container, f.path,

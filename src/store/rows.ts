@@ -1,4 +1,6 @@
 /** Helpers every driver shares: the same file-name rules and result shapes whatever the engine. */
+import type { SymbolKind } from '../chunk/specs.ts';
+import type { ChunkHit, FileRecord, StoredChunk, SymbolHit } from './types.ts';
 
 /** A path's lower-case basename and stem (`src/Trie-Router.test.ts` → `trie-router.test.ts`, `trie-router`). */
 export function fileNameParts(path: string): { basename: string; stem: string } {
@@ -29,4 +31,58 @@ export function groupByPath<T extends { path: string }>(items: T[]): Map<string,
     else out.set(it.path, [it]);
   }
   return out;
+}
+
+type Row = Record<string, unknown>;
+
+/** A file row (`path, size, mtime_ms, hash, language, method`) as the seam returns it. */
+export function toFile(r: Row): FileRecord {
+  return {
+    path: r.path as string,
+    size: Number(r.size),
+    mtimeMs: Number(r.mtime_ms),
+    hash: r.hash as string,
+    language: r.language as string,
+    method: r.method as FileRecord['method'],
+  };
+}
+
+/** A chunk row's position (`id, path, start_line, end_line, symbol, kind`). */
+export function toChunkRef(r: Row): Omit<ChunkHit, 'score'> {
+  return {
+    chunkId: Number(r.id),
+    path: r.path as string,
+    startLine: r.start_line as number,
+    endLine: r.end_line as number,
+    symbol: (r.symbol as string | null) ?? null,
+    kind: (r.kind as SymbolKind | null) ?? null,
+  };
+}
+
+/** A chunk row with its text (`… ordinal, container, text`). */
+export function toChunk(r: Row): StoredChunk {
+  return {
+    ...toChunkRef(r),
+    ordinal: r.ordinal as number,
+    container: (r.container as string | null) ?? null,
+    text: r.text as string,
+  };
+}
+
+/** A chunk row with a `score`. */
+export function toHit(r: Row): ChunkHit {
+  return { ...toChunkRef(r), score: Number(r.score) };
+}
+
+/** A symbol row (`name, kind, path, start_line, end_line, container, chunk_id`). */
+export function toSymbol(r: Row): SymbolHit {
+  return {
+    name: r.name as string,
+    kind: r.kind as SymbolKind,
+    path: r.path as string,
+    startLine: r.start_line as number,
+    endLine: r.end_line as number,
+    container: (r.container as string | null) ?? null,
+    chunkId: r.chunk_id == null ? null : Number(r.chunk_id),
+  };
 }

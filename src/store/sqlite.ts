@@ -6,7 +6,7 @@ import type { SymbolKind } from '../chunk/specs.ts';
 import { QuarryError } from '../errors.ts';
 import { acquireWriterLock, readLiveLock } from '../index/lock.ts';
 import { startWorker } from '../workers.ts';
-import { fileNameParts, fragmentMatches, groupByPath } from './rows.ts';
+import { fileNameParts, fragmentMatches, groupByPath, toChunk, toFile, toHit, toSymbol } from './rows.ts';
 import type {
   ChunkHit,
   EmbeddingCache,
@@ -163,30 +163,6 @@ function ftsQuote(term: string): string {
 
 type Row = Record<string, unknown>;
 
-function toChunkRef(r: Row): Omit<ChunkHit, 'score'> {
-  return {
-    chunkId: r.id as number,
-    path: r.path as string,
-    startLine: r.start_line as number,
-    endLine: r.end_line as number,
-    symbol: (r.symbol as string | null) ?? null,
-    kind: (r.kind as ChunkHit['kind']) ?? null,
-  };
-}
-
-function toChunk(r: Row): StoredChunk {
-  return {
-    ...toChunkRef(r),
-    ordinal: r.ordinal as number,
-    container: (r.container as string | null) ?? null,
-    text: r.text as string,
-  };
-}
-
-function toHit(r: Row): ChunkHit {
-  return { ...toChunkRef(r), score: r.score as number };
-}
-
 const VECTOR_SQL = {
   deleteChunkVector: `DELETE FROM chunk_vectors WHERE chunk_id = ?`,
   deleteFileVector: `DELETE FROM file_vectors WHERE file_id = ?`,
@@ -198,17 +174,6 @@ const VECTOR_SQL = {
 const SYMBOL_COLUMNS = `s.*, f.path,
   (SELECT c.id FROM chunks c WHERE c.file_id = s.file_id AND c.start_line <= s.start_line
      ORDER BY c.start_line DESC LIMIT 1) AS chunk_id`;
-
-function toFile(r: Row): FileRecord {
-  return {
-    path: r.path as string,
-    size: r.size as number,
-    mtimeMs: r.mtime_ms as number,
-    hash: r.hash as string,
-    language: r.language as string,
-    method: r.method as FileRecord['method'],
-  };
-}
 
 /** SQL and parameters restricting `files f` to a filter. */
 function filterSql(filter: SearchFilter | undefined): { sql: string; params: unknown[] } {
@@ -1087,18 +1052,6 @@ export class SqliteStore implements Store {
   transaction<T>(fn: () => T): T {
     return this.db.transaction(fn).immediate();
   }
-}
-
-function toSymbol(r: Row): SymbolHit {
-  return {
-    name: r.name as string,
-    kind: r.kind as SymbolHit['kind'],
-    path: r.path as string,
-    startLine: r.start_line as number,
-    endLine: r.end_line as number,
-    container: (r.container as string | null) ?? null,
-    chunkId: (r.chunk_id as number | null) ?? null,
-  };
 }
 
 export function openSqliteStore(path: string, options?: SqliteStoreOptions): SqliteStore {
