@@ -22,10 +22,9 @@ const { values } = parseArgs({
   },
 });
 if (!values.trees || !values.queries) throw new Error('pass --trees DIR --queries FILE');
-const env: NodeJS.ProcessEnv = {
-  ...process.env,
-  ...(values.store ? { QUARRY_STORE_URL: values.store } : {}),
-};
+// the store for every project this process opens, `quarry eval`'s included
+if (values.store) process.env.QUARRY_STORE_URL = values.store;
+const env = process.env;
 const modes = values.mode!.split(',') as SearchMode[];
 const embed = modes.some((m) => m !== 'lexical');
 // queries whose repository tree is there (prepare.sh leaves out what it could not extract)
@@ -74,8 +73,6 @@ for (const p of opened.values()) await p.close();
 latency.sort((a, b) => a - b);
 const pct = (p: number) => latency[Math.min(latency.length - 1, Math.floor((p / 100) * latency.length))]!;
 
-process.env.QUARRY_STORE_URL = env.QUARRY_STORE_URL ?? '';
-if (!values.store) delete process.env.QUARRY_STORE_URL;
 const result = await runEval(queries, { root: values.trees, modes });
 const f = (n: number) => n.toFixed(3);
 console.log(

@@ -8,8 +8,8 @@ import { ChromaClient } from 'chromadb';
 import pg from 'pg';
 import { indexProject, openProject, searchProject } from '../src/api.ts';
 import { isQuarryError } from '../src/errors.ts';
-import { CLI, copyPolyglot, makeTree, removeTree, runCli, spawnCli } from './helpers.ts';
-import { bigTree, freshRepo, openFor, snapshot, storeEnv } from './store-guarantees.ts';
+import { bigTree, CLI, copyPolyglot, makeTree, removeTree, runCli, spawnCli } from './helpers.ts';
+import { freshRepo, openFor, snapshot, storeEnv } from './store-guarantees.ts';
 import { freePort, startServer, type TestServer } from './store-servers.ts';
 
 const TSX = new URL(import.meta.resolve('tsx')).pathname;

@@ -108,8 +108,6 @@ function update(path: string, text: string, hash: string): FileUpdate {
  * processes, repositories isolated, a kill mid-index leaving no partial file and resuming to exactly a clean build,
  * and the same search results as the SQLite default on a fixture.
  */
-export { bigTree };
-
 export function storeGuarantees(target: DriverTarget, trees: string[]): void {
   it('lets one writer in at a time, across processes, and frees the lock when the holder dies', async () => {
     const root = makeTree({ 'a.ts': 'export const a = 1\n' });

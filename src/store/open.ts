@@ -11,13 +11,11 @@ export interface OpenStoreOptions {
 }
 
 /** The driver and where its data lives, resolved from the `[store]` settings and the project root. */
-export interface StoreTarget {
-  driver: StoreDriver;
-  /** A SQLite file, or the server URL. */
-  url: string;
-  /** The repository's key in a shared store. */
-  repo: string;
-}
+export type StoreTarget =
+  /** A SQLite file holds one repository. */
+  | { driver: 'sqlite'; url: string }
+  /** A server URL, and the repository's key in the store it shares with others. */
+  | { driver: Exclude<StoreDriver, 'sqlite'>; url: string; repo: string };
 
 /** The repository key a project gets by default: `owner/name` of its `origin` remote, else the folder's name. */
 export function defaultRepoKey(root: string): string {
@@ -38,17 +36,17 @@ export function defaultRepoKey(root: string): string {
 export function storeTarget(config: QuarryConfig, root: string): StoreTarget {
   const { url, repo } = config.store;
   const driver = (url ? driverOfUrl(url) : undefined) ?? config.store.driver;
-  const key = repo?.trim() || defaultRepoKey(root);
   if (driver === 'sqlite') {
+    // no repository key: asking git for one would cost every command a process for nothing
     const file = url ? url.replace(/^(sqlite|file):\/\//i, '') : indexPaths(root).db;
-    return { driver, url: isAbsolute(file) ? file : join(root, file), repo: key };
+    return { driver, url: isAbsolute(file) ? file : join(root, file) };
   }
   if (!url)
     throw new QuarryError(
       'BAD_CONFIG',
       `store.driver is "${driver}" but no store URL is set: pass --store ${driver === 'postgres' ? 'postgres://user@host:5432/db' : 'chroma://host:8000'} or set [store] url`,
     );
-  return { driver, url, repo: key };
+  return { driver, url, repo: repo?.trim() || defaultRepoKey(root) };
 }
 
 /**
