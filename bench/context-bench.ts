@@ -8,7 +8,7 @@
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openProject, type Project } from '../src/api.ts';
+import { openProject, type LocalProject as Project } from '../src/api.ts';
 import type { Packing } from '../src/config/config.ts';
 import { assembleContext } from '../src/context/assemble.ts';
 import { readQueries, treeFor } from '../src/eval/eval.ts';

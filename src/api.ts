@@ -1,29 +1,34 @@
-import { resolve } from 'node:path';
-import { type QuarryConfig, resolveConfig, type UserConfig } from './config/config.ts';
+import { lstatSync, readFileSync, realpathSync } from 'node:fs';
+import { basename, join, resolve, sep } from 'node:path';
+import { resolveConfig, type UserConfig } from './config/config.ts';
 import { type Embedder, openEmbedder } from './embed/index.ts';
 import { QuarryError } from './errors.ts';
 import { type IndexOptions, type IndexReport, indexRepository } from './index/indexer.ts';
+import type { IndexStatus, Project } from './project/types.ts';
 import { createHttpReranker } from './rerank/rerank.ts';
 import { type SearchOptions, type SearchResponse, search } from './search/search.ts';
-import { openStore } from './store/open.ts';
-import {
-  type EmbeddingStatus,
-  embeddingStatusOf,
-  type FileRecord,
-  type Store,
-  type StoreStats,
-} from './store/types.ts';
+import { openStore, storeTarget } from './store/open.ts';
+import { embeddingStatusOf, type FileRecord, type RepoInfo, type Store } from './store/types.ts';
+
+export type { IndexStatus, Project } from './project/types.ts';
+
 import { findProjectRoot, isDirectory } from './workspace/root.ts';
 import { walk } from './workspace/walk.ts';
 
-/** An opened project: its root, resolved config and index store. Close it when done. */
-export interface Project {
+/**
+ * A project indexed here: the seam's methods plus what only a local index has (its folder, its store, the query
+ * embedder). Indexing, auto-sync and edits take this; everything that only reads takes `Project`.
+ */
+export interface LocalProject extends Project {
   root: string;
-  config: QuarryConfig;
   store: Store;
   /** The embedder for queries (opened on first use, in this thread); undefined when there is none. */
   queryEmbedder(): Promise<Embedder | undefined>;
-  close(): Promise<void>;
+  /**
+   * The text of indexed files as lines: from the store when it keeps text (what was indexed, even with no checkout
+   * here), else from the folder. A file that cannot be read is absent.
+   */
+  readLines(paths: string[]): Promise<Map<string, string[]>>;
 }
 
 export interface OpenProjectOptions {
@@ -36,9 +41,20 @@ export interface OpenProjectOptions {
   env?: NodeJS.ProcessEnv;
   /** Read the user's `~/.config/quarry/config.toml`. Default true. */
   userConfig?: boolean;
+  /**
+   * Open this repository of a store that holds many (a team server serving repositories it has no checkout of):
+   * `root` is then only where settings are read from, and file text comes from the store.
+   */
+  repo?: string;
 }
 
-export async function openProject(options: OpenProjectOptions = {}): Promise<Project> {
+function splitLines(text: string): string[] {
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}
+
+export async function openProject(options: OpenProjectOptions = {}): Promise<LocalProject> {
   const cwd = resolve(options.cwd ?? process.cwd());
   let root: string;
   if (options.root) {
@@ -47,22 +63,37 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Pro
       throw new QuarryError('BAD_INPUT', `${root} is not a directory: pass the project folder`);
   } else {
     const found = findProjectRoot(cwd);
-    if (!found && !options.create)
+    if (!found && !options.create && !options.repo)
       throw new QuarryError(
         'NO_ROOT',
         `no quarry index or git repository above ${cwd}: run \`quarry index\` here`,
       );
     root = found ?? cwd;
   }
+  const overrides: UserConfig | undefined = options.repo
+    ? { ...options.overrides, store: { ...options.overrides?.store, repo: options.repo } }
+    : options.overrides;
   const config = resolveConfig({
     root,
-    ...(options.overrides ? { overrides: options.overrides } : {}),
+    ...(overrides ? { overrides } : {}),
     ...(options.env ? { env: options.env } : {}),
     ...(options.userConfig === false ? { userConfig: false } : {}),
   });
+  const target = storeTarget(config, root);
+  if (options.repo && target.driver === 'sqlite')
+    throw new QuarryError(
+      'BAD_INPUT',
+      `a SQLite index holds one repository: pass --store postgres://… to open "${options.repo}"`,
+    );
   const store = await openStore(config, root, { create: options.create ?? false });
+  const name = 'repo' in target ? target.repo : basename(root);
+  // a store-only repository (served, not checked out here) is read from the store alone
+  const diskRoot = options.repo ? null : root;
   let embedder: Promise<Embedder | undefined> | undefined;
-  return {
+  const project: LocalProject = {
+    name,
+    location: diskRoot ?? store.location,
+    remote: false,
     root,
     config,
     store,
@@ -71,11 +102,103 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Pro
       embedder ??= openEmbedder({ ...config, embed: { ...config.embed, download: false } }, { threads: 1 });
       return embedder;
     },
+    async readLines(paths) {
+      const out = new Map<string, string[]>();
+      const stored = store.content ? await store.content.read(paths) : new Map<string, string>();
+      for (const p of paths) {
+        const text = stored.get(p) ?? (diskRoot ? readInside(diskRoot, p) : undefined);
+        if (text !== undefined) out.set(p, splitLines(text));
+      }
+      return out;
+    },
+    search: (query, o) => searchProject(project, query, o),
+    context: async (question, o) =>
+      (await import('./context/assemble.ts')).assembleContext(project, question, o),
+    route: async (question) => (await import('./answer/router.ts')).routeQuestion(project, question),
+    definitions: async (n) => (await import('./answer/router.ts')).findDefinitions(project, n),
+    references: async (n) => (await import('./answer/router.ts')).findReferences(project, n),
+    async outline(path) {
+      const rel = indexedPath(path);
+      if (!(await store.getFile(rel)))
+        throw new QuarryError(
+          'BAD_INPUT',
+          `${rel} is not in the index: give the path from the project root (see \`quarry search --files\`)`,
+        );
+      const { fileVariables } = await import('./answer/router.ts');
+      return {
+        path: rel,
+        symbols: (await store.listSymbols([rel])).get(rel) ?? [],
+        variables: await fileVariables(project, rel),
+      };
+    },
+    async readFile(path, range = {}) {
+      const rel = indexedPath(path);
+      // only files the index holds: never an arbitrary path
+      if (!(await store.getFile(rel)))
+        throw new QuarryError(
+          'NOT_FOUND',
+          `${rel} is not an indexed file: use search to find the right path`,
+        );
+      const lines = (await project.readLines([rel])).get(rel);
+      if (!lines) throw new QuarryError('NOT_FOUND', `${rel} is gone from disk: re-index`);
+      const start = Math.max(1, Math.floor(range.start ?? 1) || 1);
+      const end = Math.min(lines.length, Math.floor(range.end ?? lines.length) || lines.length);
+      return { path: rel, start, end, total: lines.length, lines: lines.slice(start - 1, end) };
+    },
+    repoMap: async (o) => (await import('./context/repomap.ts')).buildRepoMap(store, o),
+    status: () => indexStatus(project),
+    async repos() {
+      if (store.repositories) return store.repositories.list();
+      const st = await indexStatus(project);
+      const source = JSON.parse((await store.getMeta('source')) ?? '{}') as {
+        root?: string;
+        host?: string;
+        git?: RepoInfo['git'];
+      };
+      let bytes = 0;
+      for (const f of await store.listFiles()) bytes += f.size;
+      return [
+        {
+          name,
+          files: st.files,
+          chunks: st.chunks,
+          bytes,
+          lastIndexedAt: st.lastIndexedAt,
+          embedder: st.embedding.embedder?.id ?? null,
+          git: source.git ?? null,
+          source: source.root ? { root: source.root, host: source.host ?? '' } : null,
+        },
+      ];
+    },
     async close() {
       await (await embedder)?.close();
       await store.close();
     },
   };
+  return project;
+}
+
+/** A path as the index knows it: relative, POSIX, inside the root (BAD_INPUT otherwise). */
+export function indexedPath(raw: string): string {
+  const rel = raw.replace(/^\.\//, '');
+  if (!rel || rel.includes('\0') || rel.includes('\\') || rel.startsWith('/'))
+    throw new QuarryError('BAD_INPUT', `${raw} is not a path from the project root (for example src/api.ts)`);
+  if (rel.split('/').some((p) => p === '' || p === '.' || p === '..'))
+    throw new QuarryError('BAD_INPUT', `${raw} is not a path from the project root (for example src/api.ts)`);
+  return rel;
+}
+
+/** A file's text under `root`, never through a symbolic link or out of the root; undefined when it cannot be read. */
+function readInside(root: string, rel: string): string | undefined {
+  const abs = join(root, rel);
+  try {
+    if (lstatSync(abs).isSymbolicLink()) return undefined;
+    const real = realpathSync(abs);
+    if (!real.startsWith(realpathSync(root) + sep)) return undefined;
+    return readFileSync(real, 'utf8');
+  } catch {
+    return undefined;
+  }
 }
 
 export type IndexProjectOptions = Omit<IndexOptions, 'root' | 'config' | 'store' | 'embedder'> & {
@@ -87,7 +210,7 @@ export type IndexProjectOptions = Omit<IndexOptions, 'root' | 'config' | 'store'
 
 /** Index (or bring up to date) an opened project: lexical rows first, then vectors when an embedder is there. */
 export async function indexProject(
-  project: Project,
+  project: LocalProject,
   options: IndexProjectOptions = {},
 ): Promise<IndexReport> {
   const { embed = true, onNotice, ...rest } = options;
@@ -115,7 +238,7 @@ export interface SearchProjectOptions extends Omit<SearchOptions, 'queryVector'>
 
 /** Searches a project: hybrid when its index has vectors from the installed model, lexical otherwise. */
 export async function searchProject(
-  project: Project,
+  project: LocalProject,
   query: string,
   options: SearchProjectOptions = {},
 ): Promise<SearchResponse> {
@@ -151,25 +274,13 @@ export async function searchProject(
   });
 }
 
-/** What the index holds and how far it has come; no look at the files on disk. */
-export interface IndexStatus extends StoreStats {
-  root: string;
-  index: string;
-  lastIndexedAt: string | null;
-  /** The index run in progress, or the last one that did not finish. */
-  run: { state: 'idle' | 'running' | 'interrupted'; pid?: number };
-  skippedFiles: number;
-  /** Vectors: which embedder, and how far phase 1 (a vector per file) and phase 2 (per chunk) have come. */
-  embedding: EmbeddingStatus;
-}
-
 export interface StatusReport extends IndexStatus {
   /** Files on disk that differ from the index (a walk and a stat of each file, nothing read). */
   pending: { added: number; modified: number; deleted: number };
 }
 
 /** The index's own state, cheap enough to ask every few seconds (a running watcher knows what is pending). */
-export async function indexStatus(project: Project, files?: FileRecord[]): Promise<IndexStatus> {
+export async function indexStatus(project: LocalProject, files?: FileRecord[]): Promise<IndexStatus> {
   const { store, root } = project;
   const stats = await store.stats();
   const last = await store.getMeta('last_indexed_at');
@@ -183,6 +294,7 @@ export async function indexStatus(project: Project, files?: FileRecord[]): Promi
   for (const f of files ?? (await store.listFiles())) if (f.method === 'skipped') skippedFiles++;
   return {
     ...stats,
+    repo: project.name,
     root,
     index: store.location,
     lastIndexedAt: last ? new Date(Number(last)).toISOString() : null,
@@ -193,7 +305,7 @@ export async function indexStatus(project: Project, files?: FileRecord[]): Promi
 }
 
 /** The index's state and what is pending on disk (a walk that stats every file). */
-export async function projectStatus(project: Project): Promise<StatusReport> {
+export async function projectStatus(project: LocalProject): Promise<StatusReport> {
   const { store, root, config } = project;
   const files = await store.listFiles();
   const known = new Map(files.map((f) => [f.path, f]));

@@ -10,6 +10,12 @@ export type QuarryErrorCode =
   | 'TOO_BIG'
   | 'LLM'
   | 'EDIT'
+  /** An indexed file or repository that is not there (or that this token may not see). */
+  | 'NOT_FOUND'
+  /** A token missing, wrong, or without the right to do this. */
+  | 'AUTH'
+  /** A remote quarry that cannot be reached or answers something that is not quarry's API. */
+  | 'REMOTE'
   | 'INTERNAL';
 
 const EXIT_CODES: Record<QuarryErrorCode, number> = {
@@ -23,6 +29,9 @@ const EXIT_CODES: Record<QuarryErrorCode, number> = {
   TOO_BIG: 7,
   LLM: 8,
   EDIT: 9,
+  NOT_FOUND: 2,
+  AUTH: 10,
+  REMOTE: 11,
   INTERNAL: 70,
 };
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ask } from '../src/answer/ask.ts';
 import { routeQuestion } from '../src/answer/router.ts';
-import { indexProject, type Project } from '../src/api.ts';
+import { indexProject, type LocalProject as Project } from '../src/api.ts';
 import { assembleContext, mergeRanges, renderBlock } from '../src/context/assemble.ts';
 import { buildRepoMap } from '../src/context/repomap.ts';
 import { contextWindow, countTokens, outputBudget, safetyMargin } from '../src/context/tokens.ts';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { indexProject, openProject, type Project } from '../src/api.ts';
+import { indexProject, openProject, type LocalProject as Project } from '../src/api.ts';
 import { DEFAULT_CONFIG, type QuarryConfig } from '../src/config/config.ts';
 
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');

@@ -58,7 +58,7 @@ describe('the web panel in a real browser', () => {
   });
 
   it('shows the index status, live', async () => {
-    const files = (await served.project.store.stats()).files;
+    const files = (await served.project!.store.stats()).files;
     await waitText(page, '#files', new RegExp(`^${files}$`));
     await waitText(page, '#sync', /synced|watching/);
   });

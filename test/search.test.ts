@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { indexProject, openProject, type Project, searchProject } from '../src/api.ts';
+import { indexProject, openProject, type LocalProject as Project, searchProject } from '../src/api.ts';
 import { fileRole } from '../src/search/roles.ts';
 import { makeTree, openLexical, removeTree } from './helpers.ts';
 

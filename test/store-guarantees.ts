@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { cpSync } from 'node:fs';
 import { it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openProject, type Project, searchProject } from '../src/api.ts';
+import { openProject, type LocalProject as Project, searchProject } from '../src/api.ts';
 import { codeTokenText, pathTokenText } from '../src/chunk/tokens.ts';
 import { referenceGraph } from '../src/context/repomap.ts';
 import { isQuarryError } from '../src/errors.ts';

@@ -2,14 +2,13 @@ import type { Project } from '../api.ts';
 import {
   type AssembledContext,
   type AssembleOptions,
-  assembleContext,
   type ChatMessage,
   toMessages,
 } from '../context/assemble.ts';
 import { contextWindow, countTokens, outputBudget } from '../context/tokens.ts';
 import { QuarryError } from '../errors.ts';
 import { type LlmProvider, openLlm } from '../llm/provider.ts';
-import { type RoutedAnswer, routeQuestion } from './router.ts';
+import type { RoutedAnswer } from './router.ts';
 
 export interface AskOptions extends AssembleOptions {
   /** An opened model; otherwise the configured (or `model`) one is opened. */
@@ -40,12 +39,12 @@ export async function ask(project: Project, question: string, options: AskOption
     throw new QuarryError('BAD_INPUT', 'the question is empty: ask something about the code');
   let fallback: string | undefined;
   if (!options.noRouter && !options.all && !options.target) {
-    const routed = await routeQuestion(project, question);
+    const routed = await project.route(question);
     if (routed && 'answer' in routed) return { routed: routed.answer };
     if (routed && 'fallback' in routed) fallback = `${routed.fallback}: answering from retrieval instead`;
   }
   const llm = options.llm ?? (await openLlm(project.config.llm, options.model));
-  const context = await assembleContext(project, question, {
+  const context = await project.context(question, {
     ...options,
     model: llm.id,
     ...(llm.contextWindow ? { window: llm.contextWindow } : {}),

@@ -11,7 +11,7 @@ import {
 } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { createTwoFilesPatch } from 'diff';
-import type { Project } from '../api.ts';
+import type { LocalProject as Project } from '../api.ts';
 import { assembleContext, toMessages } from '../context/assemble.ts';
 import { outputBudget } from '../context/tokens.ts';
 import { QuarryError } from '../errors.ts';

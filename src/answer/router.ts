@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import type { Project } from '../api.ts';
+import type { LocalProject as Project } from '../api.ts';
 import { topLevelVariables } from '../chunk/chunker.ts';
+import { QuarryError } from '../errors.ts';
 import type { RefHit, SymbolHit } from '../store/types.ts';
 import { detectLanguage } from '../workspace/languages.ts';
 
@@ -78,8 +77,9 @@ export async function findReferences(project: Project, name: string): Promise<Re
 }
 
 export async function fileVariables(project: Project, path: string) {
-  const text = readFileSync(join(project.root, path), 'utf8');
-  return topLevelVariables(text, detectLanguage(path).grammar);
+  const lines = (await project.readLines([path])).get(path);
+  if (!lines) throw new QuarryError('NOT_FOUND', `${path} cannot be read: re-index`);
+  return topLevelVariables(lines.join('\n'), detectLanguage(path).grammar);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import type pc from 'picocolors';
-import { openProject, type Project } from '../api.ts';
+import { type LocalProject, openProject, type Project } from '../api.ts';
 import type { Packing } from '../config/config.ts';
 import type { AssembledContext } from '../context/assemble.ts';
 import { QuarryError } from '../errors.ts';
@@ -14,20 +14,66 @@ const lazy = {
   ask: () => import('../answer/ask.ts'),
   edit: () => import('../answer/edit.ts'),
   router: () => import('../answer/router.ts'),
-  context: () => import('../context/assemble.ts'),
-  repomap: () => import('../context/repomap.ts'),
 };
 
 export interface CliContext {
   io: { stdout: NodeJS.WriteStream; stderr: NodeJS.WriteStream };
   colors(stream: NodeJS.WriteStream): ReturnType<typeof pc.createColors>;
   positiveInt(value: string): number;
-  /** Global options (--root, --verbose, --color). */
-  globals(): { root?: string; verbose?: boolean };
+  /** Global options (--root, --remote, --repo, --verbose, --color). */
+  globals(): { root?: string; remote?: string; repo?: string[]; verbose?: boolean };
 }
 
-export async function withProject<T>(root: string | undefined, fn: (p: Project) => Promise<T>): Promise<T> {
-  const project = await openProject({ ...(root ? { root } : {}) });
+/** The remote quarry the command talks to (`--remote`, else `QUARRY_REMOTE`), if any. */
+export function remoteOf(g: { remote?: string }): string | undefined {
+  return g.remote ?? (process.env.QUARRY_REMOTE || undefined);
+}
+
+/**
+ * The project a command reads: a remote quarry's repository (`--remote`), a repository of a shared store named with
+ * `--repo` (read from the store), or the checkout here.
+ */
+export async function openAnyProject(g: ReturnType<CliContext['globals']>): Promise<Project> {
+  const repos = g.repo ?? [];
+  if (repos.length > 1)
+    throw new QuarryError(
+      'BAD_INPUT',
+      'this command reads one repository: pass --repo once (search takes several)',
+    );
+  const remote = remoteOf(g);
+  if (remote) {
+    const { openRemoteProject } = await import('../project/remote.ts');
+    return openRemoteProject({ url: remote, ...(repos[0] ? { repo: repos[0] } : {}) });
+  }
+  const local = await openProject({ ...(g.root ? { root: g.root } : {}) });
+  // a repository other than this checkout's: read it from the store, never from this folder's files
+  if (repos[0] && local.name !== repos[0] && 'repositories' in local.store && local.store.repositories) {
+    await local.close();
+    return openProject({ ...(g.root ? { root: g.root } : {}), repo: repos[0] });
+  }
+  return local;
+}
+
+export async function withProject<T>(
+  g: ReturnType<CliContext['globals']>,
+  fn: (p: Project) => Promise<T>,
+): Promise<T> {
+  const project = await openAnyProject(g);
+  try {
+    return await fn(project);
+  } finally {
+    await project.close();
+  }
+}
+
+/** For commands that change files here (edit, undo, history): the checkout, never a remote. */
+export async function withLocalProject<T>(
+  g: ReturnType<CliContext['globals']>,
+  fn: (p: LocalProject) => Promise<T>,
+): Promise<T> {
+  if (remoteOf(g))
+    throw new QuarryError('BAD_INPUT', 'edits change files here: run this in the checkout, without --remote');
+  const project = await openProject({ ...(g.root ? { root: g.root } : {}) });
   try {
     return await fn(project);
   } finally {
@@ -94,14 +140,13 @@ export function registerAnswerCommands(program: Command, cli: CliContext): void 
     .option('--json', 'print one JSON object (answer, sources, tokens)')
     .action(async (words: string[], opts) => {
       const { ask } = await lazy.ask();
-      const { assembleContext } = await lazy.context();
       const g = cli.globals();
       const question = words.join(' ');
-      await withProject(g.root, async (project) => {
+      await withProject(g, async (project) => {
         const c = cli.colors(io.stdout);
         const e = cli.colors(io.stderr);
         if (opts.dryRun) {
-          const ctx = await assembleContext(project, question, contextOptions(opts));
+          const ctx = await project.context(question, contextOptions(opts));
           if (opts.json) {
             io.stdout.write(
               `${JSON.stringify({ system: ctx.system, user: ctx.user, tokens: ctx.tokens, budget: ctx.budget, sources: sources(ctx) })}\n`,
@@ -156,22 +201,18 @@ export function registerAnswerCommands(program: Command, cli: CliContext): void 
     .option('--variables', 'top-level variables and constants instead')
     .option('--json', 'print JSON')
     .action(async (file: string, opts) => {
-      const { fileVariables, formatSymbols } = await lazy.router();
-      await withProject(cli.globals().root, async (project) => {
-        const path = file.replace(/^\.\//, '');
-        if (!(await project.store.getFile(path)))
-          throw new QuarryError(
-            'BAD_INPUT',
-            `${path} is not in the index: give the path from the project root (see \`quarry search --files\`)`,
-          );
+      const { formatSymbols } = await lazy.router();
+      await withProject(cli.globals(), async (project) => {
+        const outline = await project.outline(file);
+        const path = outline.path;
         if (opts.variables) {
-          const vars = await fileVariables(project, path);
+          const vars = outline.variables;
           if (opts.json) io.stdout.write(`${JSON.stringify({ path, variables: vars })}\n`);
           else
             io.stdout.write(`${path}\n${vars.map((v) => `  ${v.line}  ${v.kind} ${v.name}`).join('\n')}\n`);
           return;
         }
-        const symbols = (await project.store.listSymbols([path])).get(path) ?? [];
+        const symbols = outline.symbols;
         if (opts.json) io.stdout.write(`${JSON.stringify({ path, symbols })}\n`);
         else io.stdout.write(`${formatSymbols(path, symbols)}\n`);
       });
@@ -183,9 +224,9 @@ export function registerAnswerCommands(program: Command, cli: CliContext): void 
     .argument('<name>', 'a symbol (parseConfig, Indexer.run)')
     .option('--json', 'print JSON')
     .action(async (name: string, opts) => {
-      const { findDefinitions, formatDefinitions } = await lazy.router();
-      await withProject(cli.globals().root, async (project) => {
-        const defs = await findDefinitions(project, name);
+      const { formatDefinitions } = await lazy.router();
+      await withProject(cli.globals(), async (project) => {
+        const defs = await project.definitions(name);
         if (opts.json) io.stdout.write(`${JSON.stringify({ name, definitions: defs })}\n`);
         else if (!defs.length)
           io.stdout.write(`no definition named ${name} — try \`quarry search ${name}\`\n`);
@@ -199,9 +240,9 @@ export function registerAnswerCommands(program: Command, cli: CliContext): void 
     .argument('<name>', 'a symbol (parseConfig, Indexer.run)')
     .option('--json', 'print JSON')
     .action(async (name: string, opts) => {
-      const { findReferences, formatReferences } = await lazy.router();
-      await withProject(cli.globals().root, async (project) => {
-        const refs = await findReferences(project, name);
+      const { formatReferences } = await lazy.router();
+      await withProject(cli.globals(), async (project) => {
+        const refs = await project.references(name);
         if (opts.json) io.stdout.write(`${JSON.stringify({ name, references: refs })}\n`);
         else if (!refs.length) io.stdout.write(`nothing in the index uses ${name}\n`);
         else io.stdout.write(`${formatReferences(name, refs)}\n`);
@@ -215,9 +256,8 @@ export function registerAnswerCommands(program: Command, cli: CliContext): void 
     .option('--focus <file...>', 'lean the ranking towards these files')
     .option('--json', 'print JSON')
     .action(async (opts) => {
-      const { buildRepoMap } = await lazy.repomap();
-      await withProject(cli.globals().root, async (project) => {
-        const map = await buildRepoMap(project.store, {
+      await withProject(cli.globals(), async (project) => {
+        const map = await project.repoMap({
           budget: opts.tokens,
           ...(opts.focus ? { focus: opts.focus } : {}),
         });
@@ -244,7 +284,7 @@ export function registerEditCommands(program: Command, cli: CliContext): void {
     .option('--force', 'write even when the file has uncommitted changes')
     .action(async (file: string, words: string[], opts) => {
       const { applyEdit, proposeEdit } = await lazy.edit();
-      await withProject(cli.globals().root, async (project) => {
+      await withLocalProject(cli.globals(), async (project) => {
         const instruction = words.join(' ');
         const edit = await proposeEdit(project, file, instruction, {
           ...(opts.model ? { model: opts.model } : {}),
@@ -274,7 +314,7 @@ export function registerEditCommands(program: Command, cli: CliContext): void {
     .option('--force', 'restore even if the file changed after the edit (those changes are saved first)')
     .action(async (file: string | undefined, opts) => {
       const { undoEdit } = await lazy.edit();
-      await withProject(cli.globals().root, async (project) => {
+      await withLocalProject(cli.globals(), async (project) => {
         const snap = undoEdit(project, file, { force: opts.force });
         io.stdout.write(`restored ${snap.path} as it was before "${snap.instruction}" (${snap.time})\n`);
       });
@@ -286,7 +326,7 @@ export function registerEditCommands(program: Command, cli: CliContext): void {
     .option('--json', 'print JSON')
     .action(async (opts) => {
       const { listHistory } = await lazy.edit();
-      await withProject(cli.globals().root, async (project) => {
+      await withLocalProject(cli.globals(), async (project) => {
         const h = listHistory(project);
         if (opts.json) {
           io.stdout.write(`${JSON.stringify(h)}\n`);

@@ -5,14 +5,13 @@ import { createInterface, type Interface } from 'node:readline';
 import type pc from 'picocolors';
 import { ask } from '../answer/ask.ts';
 import { applyEdit, proposeEdit, undoEdit } from '../answer/edit.ts';
-import { openProject, type Project } from '../api.ts';
+import type { LocalProject, Project } from '../api.ts';
 import type { AssembledContext, ChatMessage } from '../context/assemble.ts';
-import { buildRepoMap } from '../context/repomap.ts';
-import { isQuarryError } from '../errors.ts';
+import { isQuarryError, QuarryError } from '../errors.ts';
 import { type LlmProvider, openLlm } from '../llm/provider.ts';
 import { startAutoSync } from '../watch/autosync.ts';
 import { indexPaths } from '../workspace/root.ts';
-import { type CliContext, colorDiff, formatSources } from './answer-commands.ts';
+import { type CliContext, colorDiff, formatSources, openAnyProject } from './answer-commands.ts';
 
 type Colors = ReturnType<typeof pc.createColors>;
 
@@ -67,13 +66,13 @@ export class MarkdownLines {
   }
 }
 
-function historyFile(root: string): string {
-  return join(indexPaths(root).dir, 'chat-history');
+function historyFile(root: string | null): string | null {
+  return root ? join(indexPaths(root).dir, 'chat-history') : null;
 }
 
-function loadHistory(root: string): string[] {
+function loadHistory(root: string | null): string[] {
   const f = historyFile(root);
-  if (!existsSync(f)) return [];
+  if (!f || !existsSync(f)) return [];
   // readline wants newest first
   return readFileSync(f, 'utf8').split('\n').filter(Boolean).slice(-500).reverse();
 }
@@ -81,7 +80,7 @@ function loadHistory(root: string): string[] {
 /** A status line for the prompt: how far the background embedding has come. */
 async function phaseLine(project: Project): Promise<string> {
   try {
-    const e = await project.store.vectors?.status();
+    const e = (await project.status()).embedding;
     if (!e?.embedder || !e.files) return '';
     if (e.refined >= e.files) return '';
     if (e.coarse < e.files) return `phase 1 ${Math.floor((100 * e.coarse) / e.files)}%`;
@@ -100,12 +99,19 @@ export interface ChatOptions {
 /** The terminal workspace: ask, edit with undo, run commands; auto-sync runs meanwhile and never holds exit. */
 export async function runChat(cli: CliContext, options: ChatOptions): Promise<void> {
   const { io } = cli;
-  const project = await openProject({ ...(cli.globals().root ? { root: cli.globals().root } : {}) });
+  const project = await openAnyProject(cli.globals());
+  // edits, !commands, /diff and history need the checkout; a remote project answers questions only
+  const local = project.remote ? null : (project as LocalProject);
+  const needLocal = (what: string): LocalProject => {
+    if (!local)
+      throw new QuarryError('BAD_INPUT', `${what} needs the checkout: run chat there, without --remote`);
+    return local;
+  };
   const c = cli.colors(io.stdout);
   // auto-sync: saved files are re-indexed as you chat, and embedding runs on low-priority workers meanwhile
   const sync =
-    options.index !== false
-      ? await startAutoSync(project, { onError: () => {} }).catch(() => undefined)
+    options.index !== false && local && local.location === local.root
+      ? await startAutoSync(local, { onError: () => {} }).catch(() => undefined)
       : undefined;
   if (sync) void sync.syncNow().catch(() => undefined);
   let llm: LlmProvider | undefined;
@@ -119,7 +125,7 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
     input: process.stdin,
     output: io.stdout,
     terminal: Boolean(io.stdout.isTTY && process.stdin.isTTY),
-    history: loadHistory(project.root),
+    history: loadHistory(local?.root ?? null),
     historySize: 500,
   });
   const say = (s: string) => io.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
@@ -145,11 +151,12 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
   const handle = async (line: string): Promise<boolean> => {
     const input = line.trim();
     if (!input) return true;
-    appendFileSync(historyFile(project.root), `${input.replace(/\n/g, ' ')}\n`);
+    const hf = historyFile(local?.root ?? null);
+    if (hf) appendFileSync(hf, `${input.replace(/\n/g, ' ')}\n`);
     if (input.startsWith('!')) {
       const r = spawnSync(input.slice(1), {
         shell: true,
-        cwd: project.root,
+        cwd: local?.root ?? process.cwd(),
         stdio: ['ignore', 'pipe', 'pipe'],
         encoding: 'utf8',
       });
@@ -195,12 +202,12 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
           }
           return true;
         case 'map': {
-          const map = await buildRepoMap(project.store, { budget: 1500 });
+          const map = await project.repoMap({ budget: 1500 });
           say(map.text || 'no definitions in the index');
           return true;
         }
         case 'diff': {
-          const r = spawnSync('git', ['diff'], { cwd: project.root, encoding: 'utf8' });
+          const r = spawnSync('git', ['diff'], { cwd: needLocal('/diff').root, encoding: 'utf8' });
           say(
             r.status === 0
               ? colorDiff(r.stdout || '(no changes)\n', c)
@@ -209,7 +216,7 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
           return true;
         }
         case 'undo': {
-          const snap = undoEdit(project);
+          const snap = undoEdit(needLocal('/undo'));
           say(`restored ${snap.path}`);
           return true;
         }
@@ -221,14 +228,14 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
           }
           const instruction = words.join(' ');
           say(c.dim(`editing ${file}…`));
-          const edit = await proposeEdit(project, file, instruction, { llm: await model() });
+          const edit = await proposeEdit(needLocal('/edit'), file, instruction, { llm: await model() });
           if (!edit.changed) {
             say('the model changed nothing');
             return true;
           }
           io.stdout.write(colorDiff(edit.diff, c));
           if (await confirm('write it? [y/N] ')) {
-            const { snapshot } = applyEdit(project, edit, instruction, { force: true });
+            const { snapshot } = applyEdit(needLocal('/edit'), edit, instruction, { force: true });
             say(`wrote ${edit.path} (snapshot ${snapshot.id}; /undo restores it)`);
           } else say(c.dim('not written'));
           return true;
@@ -265,7 +272,7 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
     return true;
   };
 
-  say(c.dim(`quarry chat in ${project.root} — /help for commands, Ctrl-D to leave`));
+  say(c.dim(`quarry chat in ${project.location} — /help for commands, Ctrl-D to leave`));
   await prompt();
   // lines are handled one at a time, in order
   let chain = Promise.resolve(true);

@@ -2,17 +2,30 @@ import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import pc from 'picocolors';
-import { indexProject, openProject, projectStatus, searchProject } from '../api.ts';
+import {
+  indexProject,
+  type LocalProject,
+  openProject,
+  type Project,
+  projectStatus,
+  type StatusReport,
+} from '../api.ts';
 import { driverOfUrl, resolveConfig, type UserConfig } from '../config/config.ts';
 import { verifiedWeights } from '../embed/local.ts';
 import { bundledModelDir, cacheModelDir, findWeights, installWeights } from '../embed/models.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { readQueries, runEval } from '../eval/eval.ts';
-import { resultJson, type SearchMode } from '../search/search.ts';
-import { registerAnswerCommands, registerChatCommand, registerEditCommands } from './answer-commands.ts';
+import { resultJson, type SearchMode, type SearchResponse } from '../search/search.ts';
+import {
+  openAnyProject,
+  registerAnswerCommands,
+  registerChatCommand,
+  registerEditCommands,
+} from './answer-commands.ts';
 import { spawnBackgroundIndex } from './background.ts';
 import { formatBytes, formatDuration, Progress } from './progress.ts';
 import { registerServeCommands } from './serve-commands.ts';
+import { registerTeamCommands } from './team-commands.ts';
 
 const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
@@ -57,7 +70,12 @@ export async function main(
     )
     .option(
       '--repo <name>',
-      "the repository's key in a shared store (default: origin's owner/name, or the folder's name)",
+      "the repository's key in a shared store (default: origin's owner/name, or the folder's name); search takes several",
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
+    .option(
+      '--remote <url>',
+      'ask another quarry (the URL `quarry serve` printed; token as ?token= or QUARRY_TOKEN; env QUARRY_REMOTE)',
     )
     .option('--no-color', 'plain output, even on a terminal')
     .option('--verbose', 'more detail, and stack traces on errors')
@@ -69,12 +87,14 @@ export async function main(
     .showSuggestionAfterError()
     .hook('preAction', (cmd) => {
       // through the environment, so that every command, and the processes they start, open the same store
-      const { store, repo } = cmd.opts() as { store?: string; repo?: string };
+      const { store, repo, remote } = cmd.opts() as { store?: string; repo?: string[]; remote?: string };
       if (store) {
         driverOfUrl(store); // a bad scheme is a one-line error here, before anything starts
         process.env.QUARRY_STORE_URL = store;
       }
-      if (repo) process.env.QUARRY_REPO = repo;
+      if (store && remote)
+        throw new QuarryError('BAD_INPUT', '--store and --remote both name where the index is: pass one');
+      if (repo?.length === 1) process.env.QUARRY_REPO = repo[0];
     });
 
   program
@@ -190,9 +210,13 @@ export async function main(
     .option('--json', 'print as JSON')
     .action(async (opts) => {
       const g = program.opts();
-      const project = await openProject({ root: g.root });
+      const project = await openAnyProject(g);
       try {
-        const s = await projectStatus(project);
+        // the checkout here: what is pending on disk too; elsewhere (a remote, another repository) the index alone
+        const s: StatusReport =
+          !project.remote && project.location === (project as LocalProject).root
+            ? await projectStatus(project as LocalProject)
+            : { ...(await project.status()), pending: { added: 0, modified: 0, deleted: 0 } };
         if (opts.json) {
           io.stdout.write(`${JSON.stringify(s, null, 2)}\n`);
           return;
@@ -204,6 +228,7 @@ export async function main(
           .map(([l, n]) => `${l} ${n}`)
           .join(', ');
         const lines = [
+          `${c.bold('repository')} ${s.repo}`,
           `${c.bold('root')}       ${s.root}`,
           `${c.bold('index')}      ${s.index}${s.bytes !== undefined ? ` (${formatBytes(s.bytes)})` : ''}`,
           `${c.bold('files')}      ${s.files} (${s.skippedFiles} without chunks)`,
@@ -247,21 +272,32 @@ export async function main(
     .addOption(new Option('--mode <mode>', 'retrieval mode').choices(['hybrid', 'lexical', 'dense']))
     .option('--path <prefix...>', 'only files under these path prefixes')
     .option('--lang <language...>', 'only these languages')
+    .option('--all-repos', 'search every repository of the store (or of the --remote server)')
     .option('--json', 'print the JSON contract (see DESIGN.md, "Search output")')
     .action(async (words: string[], opts) => {
       const g = program.opts();
-      const project = await openProject({ root: g.root });
+      const many = opts.allRepos || (g.repo?.length ?? 0) > 1;
+      const project = await openAnyProject(many ? { ...g, repo: [] } : g);
+      const others: Project[] = [];
       try {
         const filter = {
           ...(opts.path ? { pathPrefixes: opts.path as string[] } : {}),
           ...(opts.lang ? { languages: opts.lang as string[] } : {}),
         };
-        const res = await searchProject(project, words.join(' '), {
-          onNotice: (m) => io.stderr.write(`${colorsFor(io.stderr, g.color).yellow('note')}: ${m}\n`),
+        const searchOptions = {
+          onNotice: (m: string) => io.stderr.write(`${colorsFor(io.stderr, g.color).yellow('note')}: ${m}\n`),
           ...(opts.topK ? { topK: opts.topK, topFiles: opts.topK } : {}),
           ...(opts.mode ? { mode: opts.mode as SearchMode } : {}),
           ...(Object.keys(filter).length ? { filter } : {}),
-        });
+        };
+        let res: SearchResponse;
+        if (many) {
+          const { searchMany } = await import('../project/set.ts');
+          const names: string[] = opts.allRepos ? (await project.repos()).map((r) => r.name) : g.repo;
+          for (const name of names)
+            others.push(name === project.name ? project : await openAnyProject({ ...g, repo: [name] }));
+          res = await searchMany(others, words.join(' '), searchOptions);
+        } else res = await project.search(words.join(' '), searchOptions);
         if (opts.json && opts.files) {
           // the file view of the contract: just the ranked files
           io.stdout.write(`${JSON.stringify({ query: res.query, mode: res.mode, files: res.files })}\n`);
@@ -280,7 +316,10 @@ export async function main(
         const c = colorsFor(io.stdout, g.color);
         if (opts.files) {
           if (!res.files.length) io.stdout.write(`${c.dim('no matches')}\n`);
-          for (const f of res.files) io.stdout.write(`${c.dim(f.score.toFixed(3))}  ${c.cyan(f.path)}\n`);
+          for (const f of res.files)
+            io.stdout.write(
+              `${c.dim(f.score.toFixed(3))}  ${f.repo ? c.magenta(`${f.repo}:`) : ''}${c.cyan(f.path)}\n`,
+            );
           return;
         }
         if (!res.results.length) {
@@ -290,13 +329,14 @@ export async function main(
         for (const [i, r] of res.results.entries()) {
           const sym = r.symbol ? ` ${c.green(r.symbol)}${r.kind ? c.dim(` (${r.kind})`) : ''}` : '';
           io.stdout.write(
-            `${c.dim(`${i + 1}.`)} ${c.cyan(r.path)}${c.dim(':')}${c.yellow(`${r.startLine}-${r.endLine}`)}${sym} ${c.dim(r.score.toFixed(3))}\n`,
+            `${c.dim(`${i + 1}.`)} ${r.repo ? c.magenta(`${r.repo}:`) : ''}${c.cyan(r.path)}${c.dim(':')}${c.yellow(`${r.startLine}-${r.endLine}`)}${sym} ${c.dim(r.score.toFixed(3))}\n`,
           );
           for (const line of r.snippet.split('\n')) io.stdout.write(`     ${c.dim('│')} ${line}\n`);
         }
         if (g.verbose)
           io.stdout.write(c.dim(`${res.results.length} results in ${res.tookMs.toFixed(1)} ms\n`));
       } finally {
+        for (const o of others) if (o !== project) await o.close();
         await project.close();
       }
     });
@@ -419,6 +459,7 @@ export async function main(
   registerEditCommands(program, cli);
   registerChatCommand(program, cli);
   registerServeCommands(program, cli);
+  registerTeamCommands(program, cli);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

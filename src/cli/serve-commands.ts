@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { openProject } from '../api.ts';
-import type { CliContext } from './answer-commands.ts';
+import { type CliContext, remoteOf } from './answer-commands.ts';
 
 /** Resolves on Ctrl-C or SIGTERM. */
 function untilSignal(): Promise<void> {
@@ -22,12 +22,19 @@ export function registerServeCommands(program: Command, cli: CliContext): void {
     .option('--no-watch', 'do not keep the index fresh while running')
     .action(async (opts) => {
       const root = cli.globals().root;
+      const url = remoteOf(cli.globals());
+      const remote = url ? { remote: { url } } : {};
       const { serveMcpHttp, serveMcpStdio } = await import('../mcp/server.ts');
       if (!opts.http) {
-        await serveMcpStdio({ ...(root ? { root } : {}), watch: opts.watch });
+        await serveMcpStdio({ ...(root ? { root } : {}), watch: opts.watch, ...remote });
         return;
       }
-      const served = await serveMcpHttp({ ...(root ? { root } : {}), port: opts.port, watch: opts.watch });
+      const served = await serveMcpHttp({
+        ...(root ? { root } : {}),
+        port: opts.port,
+        watch: opts.watch,
+        ...remote,
+      });
       io.stdout.write(`quarry mcp listening on ${served.url}\n`);
       await untilSignal();
       await served.close();
@@ -40,13 +47,23 @@ export function registerServeCommands(program: Command, cli: CliContext): void {
     )
     .option('--port <n>', 'port (default: 7411; 0 picks a free one)', (v) => Number(v), 7411)
     .option('--host <addr>', 'bind address; anything but loopback requires a token (printed)')
-    .option('--token <secret>', 'the token to require (default: generated when --host is not loopback)')
+    .option(
+      '--token <secret>',
+      'a token that may do everything (default: generated when --host is not loopback)',
+    )
+    .option(
+      '--tokens <file>',
+      'require a token from this file on every request (`quarry token add`); each sees only its repositories',
+    )
     .option('--no-watch', 'do not keep the index fresh while running')
     .action(async (opts) => {
       const root = cli.globals().root;
+      const url = remoteOf(cli.globals());
       const { startServer } = await import('../server/http.ts');
       const served = await startServer({
         ...(root ? { root } : {}),
+        ...(url ? { remote: { url } } : {}),
+        ...(opts.tokens ? { tokensFile: opts.tokens } : {}),
         port: opts.port,
         ...(opts.host ? { host: opts.host } : {}),
         ...(opts.token ? { token: opts.token } : {}),

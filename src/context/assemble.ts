@@ -1,7 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import ignore from 'ignore';
-import type { Project } from '../api.ts';
+import type { LocalProject as Project } from '../api.ts';
 import { searchProject } from '../api.ts';
 import type { Packing } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
@@ -92,24 +90,12 @@ export function renderBlock(b: Pick<ContextBlock, 'n' | 'path' | 'startLine' | '
   return `[${b.n}] ${b.path}:${b.startLine}-${b.endLine}\n${fence}${fenceLanguage(b.path)}\n${body}${fence}\n`;
 }
 
-function readLines(root: string, path: string): string[] | null {
-  try {
-    const text = readFileSync(join(root, path), 'utf8');
-    const lines = text.split('\n');
-    if (lines[lines.length - 1] === '') lines.pop();
-    return lines;
-  } catch {
-    return null;
-  }
-}
-
 /** A whole file as a block (not yet numbered), or null when it cannot be read. */
 function wholeFile(
-  root: string,
+  lines: string[] | undefined,
   path: string,
   reason: ContextBlock['reason'],
 ): Omit<ContextBlock, 'n' | 'tokens'> | null {
-  const lines = readLines(root, path);
   if (!lines) return null;
   return { path, startLine: 1, endLine: Math.max(1, lines.length), text: lines.join('\n'), reason };
 }
@@ -218,8 +204,9 @@ export async function assembleContext(
       );
     const pending: Array<Omit<ContextBlock, 'n' | 'tokens'>> = [];
     let total = used;
+    const texts = await project.readLines(chosen.map((f) => f.path));
     for (const f of chosen) {
-      const b = wholeFile(project.root, f.path, 'all');
+      const b = wholeFile(texts.get(f.path), f.path, 'all');
       if (!b) continue;
       total += countTokens(renderBlock({ ...b, n: 0 }));
       pending.push(b);
@@ -240,9 +227,11 @@ export async function assembleContext(
 
   // files named in the question, each capped at its share of the budget
   const cap = Math.floor(hard * project.config.context.namedFileShare);
-  for (const path of await namedFiles(project, question)) {
+  const named = await namedFiles(project, question);
+  const namedTexts = await project.readLines(named);
+  for (const path of named) {
     if (taken.has(path)) continue;
-    const lines = readLines(project.root, path);
+    const lines = namedTexts.get(path);
     if (!lines) continue;
     taken.add(path);
     let end = lines.length;
@@ -282,16 +271,18 @@ export async function assembleContext(
   if (packing === 'files') {
     // Aye Chat: whole files in rank order; a file that would cross the hard limit is skipped and the next tried;
     // once the soft limit is reached, no more files
+    const texts = await project.readLines(search.files.map((f) => f.path).filter((p) => !taken.has(p)));
     for (const f of search.files) {
       if (used >= soft) break;
       if (taken.has(f.path)) continue;
-      const b = wholeFile(project.root, f.path, 'retrieved');
+      const b = wholeFile(texts.get(f.path), f.path, 'retrieved');
       if (!b) continue;
       if (!add(b)) skipped.push({ path: f.path, tokens: countTokens(renderBlock({ ...b, n: 0 })) });
       else taken.add(f.path);
     }
   } else {
-    packChunks(project, search, taken, hard - used, blocks, skipped);
+    const paths = [...new Set(search.results.map((r) => r.path))].filter((p) => !taken.has(p));
+    packChunks(project, await project.readLines(paths), search, taken, hard - used, blocks, skipped);
   }
   return finish(project, question, options, { packing, total, reserve, soft, blocks, skipped, search });
 }
@@ -302,6 +293,7 @@ export async function assembleContext(
  */
 function packChunks(
   project: Project,
+  texts: Map<string, string[]>,
   search: SearchResponse,
   taken: Set<string>,
   room: number,
@@ -326,7 +318,7 @@ function packChunks(
     if (taken.has(r.path)) continue;
     let lines = fileLines.get(r.path);
     if (lines === undefined) {
-      lines = readLines(project.root, r.path);
+      lines = texts.get(r.path) ?? null;
       fileLines.set(r.path, lines);
     }
     if (!lines) continue;

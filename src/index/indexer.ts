@@ -1,9 +1,10 @@
+import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { QuarryConfig } from '../config/config.ts';
 import type { Embedder } from '../embed/types.ts';
 import { QuarryError } from '../errors.ts';
 import type { FileUpdate, Store } from '../store/types.ts';
-import { isDirectory } from '../workspace/root.ts';
+import { gitHead, isDirectory } from '../workspace/root.ts';
 import { statPaths, type WalkEntry, type WalkSkip, walk } from '../workspace/walk.ts';
 import { type EmbedReport, embedPending } from './embedding.ts';
 import { createFilePool } from './pool.ts';
@@ -135,10 +136,14 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
     for (const f of walked.files) {
       const k = known.get(f.path);
       if (k && k.size === f.size && k.mtimeMs === f.mtimeMs) continue;
-      tasks.push(k ? { ...f, knownHash: k.hash } : f);
+      const t: FileTask = k ? { ...f, knownHash: k.hash } : { ...f };
+      if (store.content) t.keepText = true;
+      tasks.push(t);
     }
     const upToDate = report.files - tasks.length;
     await store.setMeta('run', JSON.stringify({ startedAt: Date.now(), pending: tasks.length }));
+    // where this index comes from: `quarry repos` shows it, and a team server knows whether it has the checkout
+    await store.setMeta('source', JSON.stringify({ root, host: hostname(), git: gitHead(root) }));
 
     let done = 0;
     let batch: FileUpdate[] = [];

@@ -14,6 +14,8 @@ export interface FileTask {
   mtimeMs: number;
   /** The hash the index holds for this path; when the content still has it, chunking is skipped. */
   knownHash?: string;
+  /** Keep the file's text in the update (for stores that serve files: `Store.content`). */
+  keepText?: boolean;
 }
 
 export type FileOutcome =
@@ -113,6 +115,7 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
       chunks,
       symbols: chunked.symbols,
       ...(chunked.refs.length ? { refs: encodeRefs(chunked.refs)! } : {}),
+      ...(task.keepText ? { text } : {}),
       tokens: {
         path: pathTokens,
         symbols: codeTokenText(chunked.symbols.map((s) => s.name).join(' ')),

@@ -4,10 +4,8 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
-import { fileVariables, findDefinitions, findReferences } from '../answer/router.ts';
-import { searchProject } from '../api.ts';
-import { assembleContext } from '../context/assemble.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
+import { openServedSet, type ProjectSet, searchMany } from '../project/set.ts';
 import { resultJson } from '../search/search.ts';
 import { type LiveProject, openLiveProject } from '../watch/live.ts';
 
@@ -30,243 +28,302 @@ function failure(err: unknown): ToolResult {
 }
 
 export interface QuarryMcp {
-  live: LiveProject;
-  /** A fresh MCP server over the shared project (one per HTTP request in stateless mode). */
+  /** The checkout kept fresh, when serving one (not when relaying another quarry). */
+  live: LiveProject | null;
+  set: ProjectSet;
+  /** A fresh MCP server over the shared project set (one per HTTP request in stateless mode). */
   makeServer(): McpServer;
   close(): Promise<void>;
 }
 
-/** Opens the project, keeps its index fresh, and builds MCP servers whose tools call the core. */
+const repoArg = z
+  .string()
+  .optional()
+  .describe('Which repository, when the server holds several (see list_repos); default: its own');
+
+/** The MCP tools over a set of repositories (one, or what a token may see): each tool calls the Project seam. */
+export function createMcpServer(set: ProjectSet): McpServer {
+  const server = new McpServer({ name: 'quarry', version: VERSION });
+  const run = async (fn: () => Promise<unknown>): Promise<ToolResult> => {
+    try {
+      return text(await fn());
+    } catch (err) {
+      return failure(err);
+    }
+  };
+
+  server.registerTool(
+    'search_code',
+    {
+      title: 'Search the code',
+      description:
+        'Search this repository for code relevant to a question or identifier (hybrid: keywords, file and symbol names, and meaning). Returns chunks with path, line range, enclosing symbol, score and a short snippet. Use it to find where something is implemented before reading files; ask in plain words or with identifiers.',
+      inputSchema: {
+        query: z.string().min(1).describe('What to look for: a question, identifiers, an error message'),
+        top_k: z.number().int().min(1).max(50).default(10).describe('Chunks to return (1-50)'),
+        mode: z
+          .enum(['hybrid', 'lexical', 'dense'])
+          .optional()
+          .describe('Retrieval mode; default hybrid when vectors exist'),
+        path: z
+          .array(z.string())
+          .optional()
+          .describe('Only files under these path prefixes, e.g. ["src/server"]'),
+        language: z
+          .array(z.string())
+          .optional()
+          .describe('Only these languages, e.g. ["typescript", "python"]'),
+        repo: z
+          .string()
+          .optional()
+          .describe('Which repository (see list_repos); "*" searches every one; default: the server\'s own'),
+      },
+    },
+    ({ query, top_k, mode, path, language, repo }) =>
+      run(async () => {
+        const options = {
+          topK: top_k,
+          ...(mode ? { mode } : {}),
+          filter: { ...(path ? { pathPrefixes: path } : {}), ...(language ? { languages: language } : {}) },
+        };
+        const res =
+          repo === '*'
+            ? await searchMany(
+                await Promise.all((await set.list()).map((r) => set.get(r.name))),
+                query,
+                options,
+              )
+            : await (await set.get(repo)).search(query, options);
+        return {
+          query,
+          mode: res.mode,
+          results: res.results.map(resultJson),
+          files: res.files.slice(0, 10),
+        };
+      }),
+  );
+
+  server.registerTool(
+    'get_context',
+    {
+      title: 'Get context for a question',
+      description:
+        'Assemble the code context that answers a question, within a token budget: files the question names, then the most relevant code (whole files or chunks with surrounding lines), a repository map, each block labelled [n] path:start-end for citation. The same prompt `quarry ask --dry-run` prints; use it when you need to read the relevant code itself.',
+      inputSchema: {
+        question: z.string().min(1).describe('The question or task'),
+        budget: z.number().int().min(500).max(200_000).default(8000).describe('Token budget for the context'),
+        packing: z.enum(['chunks', 'files']).optional().describe('chunks (default) or whole files'),
+        mode: z.enum(['hybrid', 'lexical', 'dense']).optional(),
+        all: z
+          .string()
+          .optional()
+          .describe(
+            'Send every indexed file matching this mask (e.g. "src/**/*.ts") instead of retrieving; refused if over budget',
+          ),
+        repo: repoArg,
+      },
+    },
+    ({ question, budget, packing, mode, all, repo }) =>
+      run(async () => {
+        const ctx = await (await set.get(repo)).context(question, {
+          budget,
+          ...(packing ? { packing } : {}),
+          ...(mode ? { mode } : {}),
+          ...(all ? { all } : {}),
+        });
+        const sources = ctx.blocks.map(
+          (b) => `[${b.n}] ${b.path}:${b.startLine}-${b.endLine} (${b.tokens} tokens)`,
+        );
+        return `${ctx.user}\n\n---\nsources:\n${sources.join('\n')}\n${ctx.tokens.prompt} prompt tokens, budget ${ctx.budget.hard}`;
+      }),
+  );
+
+  server.registerTool(
+    'find_symbol',
+    {
+      title: 'Find a symbol',
+      description:
+        'Where a function, class, method or variable is defined, and where its name is used (identifier occurrences with line numbers). Accepts qualified names like Indexer.run. References are paginated: pass offset to see more.',
+      inputSchema: {
+        name: z.string().min(1).describe('The symbol, e.g. parseConfig or Indexer.run'),
+        references: z.boolean().default(true).describe('Also list where the name is used'),
+        offset: z.number().int().min(0).default(0).describe('First reference file to return'),
+        limit: z.number().int().min(1).max(200).default(50).describe('Reference files per call'),
+        repo: repoArg,
+      },
+    },
+    ({ name, references, offset, limit, repo }) =>
+      run(async () => {
+        const project = await set.get(repo);
+        const definitions = await project.definitions(name);
+        const out: Record<string, unknown> = {
+          name,
+          definitions: definitions.map(({ path, startLine, endLine, kind, container, name: n }) => ({
+            name: n,
+            kind,
+            container,
+            path,
+            startLine,
+            endLine,
+          })),
+        };
+        if (references) {
+          const refs = await project.references(name);
+          out.references = refs.slice(offset, offset + limit).map(({ path, lines }) => ({ path, lines }));
+          out.referenceFiles = refs.length;
+          if (offset + limit < refs.length) out.next = `call again with offset ${offset + limit} for more`;
+        }
+        if (!definitions.length && !(out.referenceFiles as number))
+          out.note = `nothing named ${name} in the index: try search_code`;
+        return out;
+      }),
+  );
+
+  server.registerTool(
+    'list_symbols',
+    {
+      title: 'List the symbols of a file',
+      description:
+        "The definitions in one file (functions, classes, methods, types, with line ranges and enclosing symbol), and its top-level variables and constants. Use it to see a file's outline before reading it.",
+      inputSchema: {
+        path: z.string().min(1).describe('A path from the repository root, e.g. src/api.ts'),
+        repo: repoArg,
+      },
+    },
+    ({ path, repo }) =>
+      run(async () => {
+        const o = await (await set.get(repo)).outline(path);
+        return {
+          path: o.path,
+          symbols: o.symbols.map(({ name, kind, container, startLine, endLine }) => ({
+            name,
+            kind,
+            container,
+            startLine,
+            endLine,
+          })),
+          variables: o.variables,
+        };
+      }),
+  );
+
+  server.registerTool(
+    'read_file',
+    {
+      title: 'Read an indexed file',
+      description:
+        'Lines of a file as the index holds it, numbered, from start to end (at most 2,000 lines per call). Only indexed files can be read.',
+      inputSchema: {
+        path: z.string().min(1).describe('A path from the repository root, e.g. src/api.ts'),
+        start: z.number().int().min(1).default(1).describe('First line (1-based)'),
+        end: z.number().int().min(1).optional().describe('Last line (default: start + 1999)'),
+        repo: repoArg,
+      },
+    },
+    ({ path, start, end, repo }) =>
+      run(async () => {
+        const slice = await (await set.get(repo)).readFile(path, {
+          start,
+          end: Math.min(end ?? start + 1999, start + 1999),
+        });
+        const width = String(slice.end).length;
+        const body = slice.lines.map((l, i) => `${String(slice.start + i).padStart(width)}  ${l}`).join('\n');
+        const more =
+          slice.end < slice.total
+            ? `\n… lines ${slice.end + 1}-${slice.total} remain: call again with start ${slice.end + 1}`
+            : '';
+        return `${slice.path}:${slice.start}-${slice.end} of ${slice.total}\n${body}${more}`;
+      }),
+  );
+
+  server.registerTool(
+    'list_repos',
+    {
+      title: 'List repositories',
+      description:
+        'The repositories this server holds (name, files, chunks, last indexed, branch and commit). Pass a name as `repo` to the other tools.',
+      inputSchema: {},
+    },
+    () => run(async () => ({ repos: await set.list() })),
+  );
+
+  server.registerTool(
+    'index_status',
+    {
+      title: 'Index status',
+      description:
+        'How complete and fresh the index is: files and chunks indexed, files changed on disk but not yet indexed, embedding progress (phase 1: a vector per file, phase 2: per chunk), the last sync, and whether a re-index is running.',
+      inputSchema: { repo: repoArg },
+    },
+    ({ repo }) =>
+      run(async () => {
+        const project = await set.get(repo);
+        return set.live && project === set.live.project ? set.live.status() : project.status();
+      }),
+  );
+
+  server.registerTool(
+    'reindex',
+    {
+      title: 'Re-index',
+      description:
+        'Bring the index up to date with the files on disk (incremental: only changed files are read). If a re-index is already running, reports that one instead of starting another. Usually unnecessary: the index follows file saves by itself.',
+      inputSchema: { wait: z.boolean().default(true).describe('Wait for the lexical update to finish') },
+    },
+    ({ wait }) =>
+      run(async () => {
+        const live = set.live;
+        if (!live)
+          throw new QuarryError(
+            'LOCKED',
+            'this server has no checkout to re-index: the repositories are indexed where they are checked out',
+          );
+        const r = live.reindex();
+        if (!r.started)
+          return {
+            status: 'already running',
+            startedAt: r.startedAt,
+            note: 'call index_status to follow it',
+          };
+        if (wait) await r.done;
+        const stats = await live.project.store.stats();
+        return {
+          status: wait ? 'done' : 'started',
+          startedAt: r.startedAt,
+          files: stats.files,
+          chunks: stats.chunks,
+        };
+      }),
+  );
+  return server;
+}
+
+/** Opens the project (or relays a remote one), keeps it fresh, and builds MCP servers whose tools call the core. */
 export async function createQuarryMcp(options: {
   root?: string;
   watch?: boolean;
+  remote?: { url: string; token?: string };
   log?: (m: string) => void;
 }): Promise<QuarryMcp> {
-  const live = await openLiveProject(options);
-  const { project } = live;
-  const makeServer = () => {
-    const server = new McpServer({ name: 'quarry', version: VERSION });
-
-    server.registerTool(
-      'search_code',
-      {
-        title: 'Search the code',
-        description:
-          'Search this repository for code relevant to a question or identifier (hybrid: keywords, file and symbol names, and meaning). Returns chunks with path, line range, enclosing symbol, score and a short snippet. Use it to find where something is implemented before reading files; ask in plain words or with identifiers.',
-        inputSchema: {
-          query: z.string().min(1).describe('What to look for: a question, identifiers, an error message'),
-          top_k: z.number().int().min(1).max(50).default(10).describe('Chunks to return (1-50)'),
-          mode: z
-            .enum(['hybrid', 'lexical', 'dense'])
-            .optional()
-            .describe('Retrieval mode; default hybrid when vectors exist'),
-          path: z
-            .array(z.string())
-            .optional()
-            .describe('Only files under these path prefixes, e.g. ["src/server"]'),
-          language: z
-            .array(z.string())
-            .optional()
-            .describe('Only these languages, e.g. ["typescript", "python"]'),
-        },
-      },
-      async ({ query, top_k, mode, path, language }) => {
-        try {
-          const res = await searchProject(project, query, {
-            topK: top_k,
-            ...(mode ? { mode } : {}),
-            filter: { ...(path ? { pathPrefixes: path } : {}), ...(language ? { languages: language } : {}) },
-          });
-          return text({
-            query,
-            mode: res.mode,
-            results: res.results.map(resultJson),
-            files: res.files.slice(0, 10),
-          });
-        } catch (err) {
-          return failure(err);
-        }
-      },
-    );
-
-    server.registerTool(
-      'get_context',
-      {
-        title: 'Get context for a question',
-        description:
-          'Assemble the code context that answers a question, within a token budget: files the question names, then the most relevant code (whole files or chunks with surrounding lines), a repository map, each block labelled [n] path:start-end for citation. The same prompt `quarry ask --dry-run` prints; use it when you need to read the relevant code itself.',
-        inputSchema: {
-          question: z.string().min(1).describe('The question or task'),
-          budget: z
-            .number()
-            .int()
-            .min(500)
-            .max(200_000)
-            .default(8000)
-            .describe('Token budget for the context'),
-          packing: z.enum(['chunks', 'files']).optional().describe('chunks (default) or whole files'),
-          mode: z.enum(['hybrid', 'lexical', 'dense']).optional(),
-          all: z
-            .string()
-            .optional()
-            .describe(
-              'Send every indexed file matching this mask (e.g. "src/**/*.ts") instead of retrieving; refused if over budget',
-            ),
-        },
-      },
-      async ({ question, budget, packing, mode, all }) => {
-        try {
-          const ctx = await assembleContext(project, question, {
-            budget,
-            ...(packing ? { packing } : {}),
-            ...(mode ? { mode } : {}),
-            ...(all ? { all } : {}),
-          });
-          const sources = ctx.blocks.map(
-            (b) => `[${b.n}] ${b.path}:${b.startLine}-${b.endLine} (${b.tokens} tokens)`,
-          );
-          return text(
-            `${ctx.user}\n\n---\nsources:\n${sources.join('\n')}\n${ctx.tokens.prompt} prompt tokens, budget ${ctx.budget.hard}`,
-          );
-        } catch (err) {
-          return failure(err);
-        }
-      },
-    );
-
-    server.registerTool(
-      'find_symbol',
-      {
-        title: 'Find a symbol',
-        description:
-          'Where a function, class, method or variable is defined, and where its name is used (identifier occurrences with line numbers). Accepts qualified names like Indexer.run. References are paginated: pass offset to see more.',
-        inputSchema: {
-          name: z.string().min(1).describe('The symbol, e.g. parseConfig or Indexer.run'),
-          references: z.boolean().default(true).describe('Also list where the name is used'),
-          offset: z.number().int().min(0).default(0).describe('First reference file to return'),
-          limit: z.number().int().min(1).max(200).default(50).describe('Reference files per call'),
-        },
-      },
-      async ({ name, references, offset, limit }) => {
-        try {
-          const definitions = await findDefinitions(project, name);
-          const out: Record<string, unknown> = {
-            name,
-            definitions: definitions.map(({ path, startLine, endLine, kind, container, name: n }) => ({
-              name: n,
-              kind,
-              container,
-              path,
-              startLine,
-              endLine,
-            })),
-          };
-          if (references) {
-            const refs = await findReferences(project, name);
-            out.references = refs.slice(offset, offset + limit).map(({ path, lines }) => ({ path, lines }));
-            out.referenceFiles = refs.length;
-            if (offset + limit < refs.length) out.next = `call again with offset ${offset + limit} for more`;
-          }
-          if (!definitions.length && !(out.referenceFiles as number))
-            out.note = `nothing named ${name} in the index: try search_code`;
-          return text(out);
-        } catch (err) {
-          return failure(err);
-        }
-      },
-    );
-
-    server.registerTool(
-      'list_symbols',
-      {
-        title: 'List the symbols of a file',
-        description:
-          "The definitions in one file (functions, classes, methods, types, with line ranges and enclosing symbol), and its top-level variables and constants. Use it to see a file's outline before reading it.",
-        inputSchema: { path: z.string().min(1).describe('A path from the repository root, e.g. src/api.ts') },
-      },
-      async ({ path }) => {
-        try {
-          const rel = path.replace(/^\.\//, '');
-          if (!(await project.store.getFile(rel)))
-            return failure(
-              new QuarryError(
-                'BAD_INPUT',
-                `${rel} is not in the index: use search_code to find the right path`,
-              ),
-            );
-          const symbols = (await project.store.listSymbols([rel])).get(rel) ?? [];
-          return text({
-            path: rel,
-            symbols: symbols.map(({ name, kind, container, startLine, endLine }) => ({
-              name,
-              kind,
-              container,
-              startLine,
-              endLine,
-            })),
-            variables: await fileVariables(project, rel),
-          });
-        } catch (err) {
-          return failure(err);
-        }
-      },
-    );
-
-    server.registerTool(
-      'index_status',
-      {
-        title: 'Index status',
-        description:
-          'How complete and fresh the index is: files and chunks indexed, files changed on disk but not yet indexed, embedding progress (phase 1: a vector per file, phase 2: per chunk), the last sync, and whether a re-index is running.',
-        inputSchema: {},
-      },
-      async () => {
-        try {
-          return text(await live.status());
-        } catch (err) {
-          return failure(err);
-        }
-      },
-    );
-
-    server.registerTool(
-      'reindex',
-      {
-        title: 'Re-index',
-        description:
-          'Bring the index up to date with the files on disk (incremental: only changed files are read). If a re-index is already running, reports that one instead of starting another. Usually unnecessary: the index follows file saves by itself.',
-        inputSchema: { wait: z.boolean().default(true).describe('Wait for the lexical update to finish') },
-      },
-      async ({ wait }) => {
-        try {
-          const r = live.reindex();
-          if (!r.started)
-            return text({
-              status: 'already running',
-              startedAt: r.startedAt,
-              note: 'call index_status to follow it',
-            });
-          if (wait) await r.done;
-          const stats = await project.store.stats();
-          return text({
-            status: wait ? 'done' : 'started',
-            startedAt: r.startedAt,
-            files: stats.files,
-            chunks: stats.chunks,
-          });
-        } catch (err) {
-          return failure(err);
-        }
-      },
-    );
-    return server;
+  const live = options.remote ? null : await openLiveProject(options);
+  const set = await openServedSet(options.remote ? { remote: options.remote } : { live });
+  return {
+    live,
+    set,
+    makeServer: () => createMcpServer(set),
+    async close() {
+      await set.close();
+      await live?.close();
+    },
   };
-
-  return { live, makeServer, close: () => live.close() };
 }
 
 /** `quarry mcp`: the MCP server over stdio. Nothing but the protocol goes to stdout. */
-export async function serveMcpStdio(options: { root?: string; watch?: boolean }): Promise<void> {
+export async function serveMcpStdio(options: {
+  root?: string;
+  watch?: boolean;
+  remote?: { url: string; token?: string };
+}): Promise<void> {
   const log = (m: string) => process.stderr.write(`quarry mcp: ${m}\n`);
   const mcp = await createQuarryMcp({ ...options, log });
   const server = mcp.makeServer();
@@ -287,6 +344,7 @@ export async function serveMcpHttp(options: {
   root?: string;
   port?: number;
   watch?: boolean;
+  remote?: { url: string; token?: string };
 }): Promise<{ url: string; server: Server; close(): Promise<void> }> {
   const log = (m: string) => process.stderr.write(`quarry mcp: ${m}\n`);
   const mcp = await createQuarryMcp({ ...options, log });

@@ -41,16 +41,19 @@ export interface SearchResult {
   /** Why it ranked: which signals contributed. */
   signals: { lexical: number; fileLexical: number; fileHint: number; symbolHint: number; dense: number };
   chunkId: number;
+  /** The repository, when results come from several. */
+  repo?: string;
 }
 
 /** A result as the JSON contract prints it (`quarry search --json`, the HTTP API, MCP `search_code`). */
-export function resultJson({ path, startLine, endLine, symbol, kind, score, snippet }: SearchResult) {
-  return { path, startLine, endLine, symbol, kind, score, snippet };
+export function resultJson({ repo, path, startLine, endLine, symbol, kind, score, snippet }: SearchResult) {
+  return { ...(repo ? { repo } : {}), path, startLine, endLine, symbol, kind, score, snippet };
 }
 
 export interface FileResult {
   path: string;
   score: number;
+  repo?: string;
 }
 
 export interface SearchResponse {

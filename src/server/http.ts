@@ -1,35 +1,59 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { lstatSync, readFileSync, realpathSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { join, sep } from 'node:path';
 import { serve } from '@hono/node-server';
 import { type Context, Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { ask } from '../answer/ask.ts';
-import { type Project, searchProject } from '../api.ts';
+import type { LocalProject } from '../api.ts';
 import { readProjectSettings, resolveConfig, writeProjectSettings } from '../config/config.ts';
-import { assembleContext } from '../context/assemble.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
+import { openServedSet, type ProjectSet, scopedSet, searchMany } from '../project/set.ts';
+import type { Project } from '../project/types.ts';
 import { resultJson, type SearchMode } from '../search/search.ts';
+import { storeTarget } from '../store/open.ts';
 import type { AutoSync, SyncStatus } from '../watch/autosync.ts';
-import { openLiveProject } from '../watch/live.ts';
+import { type LiveProject, openLiveProject } from '../watch/live.ts';
+import { findProjectRoot } from '../workspace/root.ts';
 import { PANEL_HTML } from './panel.ts';
+import {
+  adHocToken,
+  checkToken,
+  defaultTokensFile,
+  FULL_GRANT,
+  type Grant,
+  mayRead,
+  readTokens,
+  type TokenEntry,
+} from './tokens.ts';
 
 export interface ServeOptions {
   root?: string;
+  /** Where to look for a project (and settings) when `root` is not given. Default: the process's cwd. */
+  cwd?: string;
   /** Default 127.0.0.1. Anything else needs a token (generated unless given). */
   host?: string;
   port?: number;
+  /** A token that may do everything (kept in memory only). */
   token?: string;
+  /**
+   * A tokens file (`quarry token add`): every request must then carry one of its tokens, and sees only the
+   * repositories that token names. Off loopback the user's default tokens file is used when it has tokens.
+   */
+  tokensFile?: string;
   watch?: boolean;
+  /** Relay another quarry (its HTTP API) instead of serving a store. */
+  remote?: { url: string; token?: string };
   log?: (m: string) => void;
 }
 
 export interface Served {
   url: string;
-  /** Set when the server needs one (a non-loopback bind). */
+  /** Set when the server generated one (a non-loopback bind with no tokens given). */
   token: string | null;
-  project: Project;
+  /** The checkout this server keeps fresh, when it has one. */
+  project: LocalProject | null;
+  set: ProjectSet;
   sync: AutoSync | null;
   close(): Promise<void>;
 }
@@ -43,55 +67,101 @@ function httpStatus(err: unknown): number {
     case 'BAD_INPUT':
     case 'BAD_CONFIG':
       return 400;
+    case 'AUTH':
+      return 403;
     case 'TOO_BIG':
       return 413;
     case 'LOCKED':
       return 409;
     case 'NO_INDEX':
+    case 'NOT_FOUND':
       return 404;
     case 'LLM':
+    case 'REMOTE':
       return 502;
     default:
       return 500;
   }
 }
 
-/** A path as the index knows it: relative, POSIX, no `..`, no empty or dot segments. */
-function cleanRelPath(raw: string | undefined): string | null {
-  if (!raw || raw.includes('\0') || raw.includes('\\')) return null;
-  if (raw.startsWith('/')) return null;
-  const parts = raw.split('/');
-  if (parts.some((p) => p === '' || p === '.' || p === '..')) return null;
-  return raw;
+type Env = { Variables: { grant: Grant; set: ProjectSet } };
+
+/** The tokens a server accepts: re-read when the file changes, so `quarry token add` works without a restart. */
+function tokenSource(file: string | undefined, extra: TokenEntry[]): () => TokenEntry[] {
+  let seen = -1;
+  let cached: TokenEntry[] = [];
+  return () => {
+    if (!file) return extra;
+    let m = 0;
+    try {
+      m = statSync(file).mtimeMs;
+    } catch {
+      m = 0;
+    }
+    if (m !== seen) {
+      cached = m ? readTokens(file) : [];
+      seen = m;
+    }
+    return [...extra, ...cached];
+  };
 }
 
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
 /**
- * `quarry serve`: the JSON API and the web panel over the one core, on 127.0.0.1. Requests must name this server in
- * their Host header (DNS rebinding), state-changing ones must come from its own origin, and a non-loopback bind
- * requires a token on every API call.
+ * `quarry serve`: the JSON API, the MCP endpoint and the web panel over the one core, on 127.0.0.1. It serves its
+ * own checkout (kept fresh) and every other repository of its store. Requests must name this server in their Host
+ * header (DNS rebinding), state-changing ones must come from its own origin or no browser at all, and with tokens
+ * (always off loopback) each request sees only its token's repositories.
  */
 export async function startServer(options: ServeOptions = {}): Promise<Served> {
   const host = options.host ?? '127.0.0.1';
   const loopback = LOOPBACK.has(host);
-  const token = loopback ? (options.token ?? null) : (options.token ?? randomBytes(18).toString('base64url'));
   const log = options.log ?? (() => {});
+  const cwd = options.cwd ?? process.cwd();
+
+  // tokens: given ones, a tokens file, or (off loopback, with neither) the user's file, else one generated
+  let generated: string | null = null;
+  const extra: TokenEntry[] = options.token ? [adHocToken(options.token)] : [];
+  let file = options.tokensFile;
+  if (!loopback && !file && !extra.length && readTokens(defaultTokensFile()).length)
+    file = defaultTokensFile();
+  if (file) readTokens(file); // a broken file is a start-up error, not a 500 per request
+  if (!loopback && !file && !extra.length) {
+    generated = randomBytes(18).toString('base64url');
+    extra.push(adHocToken(generated));
+  }
+  const tokens = tokenSource(file, extra);
+  const tokensRequired = Boolean(file) || extra.length > 0;
+
   const listeners = new Set<(s: SyncStatus) => void>();
-  const live = await openLiveProject({
-    ...(options.root ? { root: options.root } : {}),
-    ...(options.watch === false ? { watch: false } : {}),
-    onStatus: (s) => {
-      for (const l of listeners) l(s);
-    },
-    log,
-  });
-  const { project } = live;
+  const onStatus = (s: SyncStatus) => {
+    for (const l of listeners) l(s);
+  };
+  let live: LiveProject | null = null;
+  let set: ProjectSet;
+  if (options.remote) set = await openServedSet({ remote: options.remote });
+  else {
+    const root = options.root ?? findProjectRoot(cwd);
+    const config = resolveConfig({ root: root ?? cwd });
+    if (!root && storeTarget(config, cwd).driver === 'postgres') set = await openServedSet({ cwd });
+    else {
+      live = await openLiveProject({
+        ...(options.root ? { root: options.root } : {}),
+        ...(options.watch === false ? { watch: false } : {}),
+        onStatus,
+        log,
+      });
+      set = await openServedSet({ live });
+    }
+  }
 
   let port = 0;
   const allowedHosts = () => {
     const names = loopback ? ['127.0.0.1', 'localhost', '[::1]'] : [host.includes(':') ? `[${host}]` : host];
     return new Set(names.map((n) => `${n}:${port}`));
   };
-  const app = new Hono();
+  const app = new Hono<Env>();
 
   app.onError((err, c) => {
     if (!isQuarryError(err)) log(String(err.stack ?? err));
@@ -108,78 +178,188 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
     if (loopback && !allowedHosts().has(h)) return c.text('quarry: wrong Host header\n', 403);
     await next();
   });
-  // API: a token when one is set; state changes only from this origin, as JSON
-  app.use('/api/*', async (c, next) => {
-    if (token) {
-      const given = c.req.header('x-quarry-token') ?? c.req.query('token') ?? '';
-      const a = Buffer.from(given);
-      const b = Buffer.from(token);
-      if (a.length !== b.length || !timingSafeEqual(a, b))
-        return c.json({ error: 'a token is required: open the URL quarry serve printed' }, 401);
+  // API and MCP: a token when tokens are on (its grant decides which repositories exist for the request); state
+  // changes only from this origin (or from no browser), as JSON
+  const guard = async (c: Context<Env>, next: () => Promise<void>) => {
+    let grant: Grant = FULL_GRANT;
+    if (tokensRequired) {
+      const bearer = /^Bearer\s+(.+)$/i.exec(c.req.header('authorization') ?? '')?.[1];
+      const given = bearer ?? c.req.header('x-quarry-token') ?? c.req.query('token') ?? '';
+      const found = checkToken(tokens(), given.trim());
+      if (!found)
+        return c.json(
+          {
+            error: given
+              ? 'this token is not valid here: ask for a new one (quarry token add)'
+              : 'a token is required: open the URL quarry serve printed, or send Authorization: Bearer <token>',
+          },
+          401,
+        );
+      grant = found;
     }
-    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
+    c.set('grant', grant);
+    c.set('set', grant.repos === '*' ? set : scopedSet(set, (r) => mayRead(grant, r)));
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && c.req.method !== 'DELETE') {
       const origin = c.req.header('origin');
       const self = new URL(c.req.url).origin;
       if (origin && origin !== self) return c.json({ error: 'cross-origin request refused' }, 403);
-      if (!(c.req.header('content-type') ?? '').startsWith('application/json'))
+      if (
+        !c.req.path.startsWith('/mcp') &&
+        !(c.req.header('content-type') ?? '').startsWith('application/json')
+      )
         return c.json({ error: 'send JSON (Content-Type: application/json)' }, 415);
     }
     await next();
-  });
+  };
+  app.use('/api/*', guard);
+  app.use('/mcp', guard);
+  app.use('/mcp/*', guard);
 
   const body = async (c: Context): Promise<Record<string, unknown>> => {
+    let b: unknown;
     try {
-      return ((await c.req.json()) ?? {}) as Record<string, unknown>;
+      b = (await c.req.json()) ?? {};
     } catch {
       throw new QuarryError('BAD_INPUT', 'the request body is not valid JSON');
     }
+    if (typeof b !== 'object' || Array.isArray(b)) throw new QuarryError('BAD_INPUT', 'send a JSON object');
+    return b as Record<string, unknown>;
   };
-
-  const statusJson = () => live.status();
-
+  const repoOf = (v: unknown): string | undefined => {
+    if (v === undefined || v === null || v === '') return undefined;
+    if (typeof v !== 'string') throw new QuarryError('BAD_INPUT', 'repo must be a repository name');
+    return v;
+  };
+  const projectFor = (c: Context<Env>, repo?: unknown) => c.get('set').get(repoOf(repo));
+  const isLive = (p: Project) => live !== null && p === live.project;
+  const statusOf = async (p: Project) => (isLive(p) ? live!.status() : p.status());
   app.get('/', (c) => c.html(PANEL_HTML));
-  app.get('/api/status', async (c) => c.json(await statusJson()));
+  app.get('/api/repos', async (c) => {
+    const repos = await c.get('set').list();
+    return c.json({
+      repos,
+      default:
+        live && repos.some((r) => r.name === live!.project.name)
+          ? live.project.name
+          : repos.length === 1
+            ? repos[0]!.name
+            : null,
+    });
+  });
+  app.get('/api/status', async (c) => c.json(await statusOf(await projectFor(c, c.req.query('repo')))));
 
   app.get('/api/search', async (c) => {
     const q = c.req.query('q') ?? '';
     if (!q.trim()) throw new QuarryError('BAD_INPUT', 'q is empty: pass ?q=what to look for');
-    const k = Number(c.req.query('k') ?? project.config.search.topK);
-    if (!Number.isInteger(k) || k < 1 || k > 100)
-      throw new QuarryError('BAD_INPUT', 'k must be a whole number from 1 to 100');
+    const k = Number(c.req.query('k') ?? 10);
+    if (!Number.isInteger(k) || k < 1 || k > 400)
+      throw new QuarryError('BAD_INPUT', 'k must be a whole number from 1 to 400');
+    const files = c.req.query('files') === undefined ? undefined : Number(c.req.query('files'));
+    if (files !== undefined && (!Number.isInteger(files) || files < 1 || files > 400))
+      throw new QuarryError('BAD_INPUT', 'files must be a whole number from 1 to 400');
     const mode = c.req.query('mode');
     if (mode && !['hybrid', 'lexical', 'dense'].includes(mode))
       throw new QuarryError('BAD_INPUT', 'mode must be hybrid, lexical or dense');
-    const res = await searchProject(project, q, { topK: k, ...(mode ? { mode: mode as SearchMode } : {}) });
+    const filter = {
+      ...(c.req.queries('path') ? { pathPrefixes: c.req.queries('path')! } : {}),
+      ...(c.req.queries('lang') ? { languages: c.req.queries('lang')! } : {}),
+      ...(c.req.queries('only') ? { paths: c.req.queries('only')! } : {}),
+      ...(c.req.queries('exclude') ? { excludePaths: c.req.queries('exclude')! } : {}),
+    };
+    const opts = {
+      topK: k,
+      ...(files ? { topFiles: files } : {}),
+      ...(mode ? { mode: mode as SearchMode } : {}),
+      ...(Object.keys(filter).length ? { filter } : {}),
+    };
+    // several repositories (repo=a&repo=b, or repo=* for all this token may see), or one
+    let names = (c.req.queries('repo') ?? []).filter(Boolean);
+    if (names.includes('*')) names = (await c.get('set').list()).map((r) => r.name);
+    const res =
+      names.length > 1
+        ? await searchMany(await Promise.all(names.map((n) => c.get('set').get(n))), q, opts)
+        : await (await projectFor(c, names[0])).search(q, opts);
+    const full = c.req.query('full') === '1';
     return c.json({
       query: res.query,
       mode: res.mode,
       tookMs: res.tookMs,
-      results: res.results.map(resultJson),
+      // `full`: every field, for another quarry to use as its own (--remote)
+      results: full ? res.results : res.results.map(resultJson),
       files: res.files,
+      ...('repos' in res ? { repos: res.repos } : {}),
     });
   });
 
   app.post('/api/context', async (c) => {
     const b = await body(c);
-    const question = String(b.question ?? '');
-    if (!question.trim()) throw new QuarryError('BAD_INPUT', 'question is empty');
-    const ctx = await assembleContext(project, question, {
-      ...(typeof b.budget === 'number' ? { budget: b.budget } : {}),
+    const question = str(b.question) ?? '';
+    if (!question.trim()) throw new QuarryError('BAD_INPUT', 'question is empty: send {"question": "…"}');
+    const project = await projectFor(c, b.repo);
+    const num = (k: string) =>
+      typeof b[k] === 'number' && Number.isFinite(b[k]) ? (b[k] as number) : undefined;
+    const target =
+      b.target && typeof b.target === 'object' ? (b.target as { path?: unknown; text?: unknown }) : undefined;
+    const ctx = await project.context(question, {
+      ...(num('budget') ? { budget: num('budget')! } : {}),
+      ...(num('window') ? { window: num('window')! } : {}),
+      ...(num('topK') ? { topK: num('topK')! } : {}),
       ...(b.packing === 'files' || b.packing === 'chunks' ? { packing: b.packing } : {}),
+      ...(b.mode === 'hybrid' || b.mode === 'lexical' || b.mode === 'dense' ? { mode: b.mode } : {}),
+      ...(str(b.model) ? { model: str(b.model)! } : {}),
+      ...(str(b.system) ? { system: str(b.system)! } : {}),
+      ...(b.all === true || str(b.all) ? { all: b.all as boolean | string } : {}),
+      ...(Array.isArray(b.exclude)
+        ? { exclude: b.exclude.filter((x): x is string => typeof x === 'string') }
+        : {}),
+      ...(b.noMap === true ? { noMap: true } : {}),
+      ...(target && typeof target.path === 'string' && typeof target.text === 'string'
+        ? { target: { path: target.path, text: target.text } }
+        : {}),
     });
-    return c.json({
-      system: ctx.system,
-      user: ctx.user,
-      tokens: ctx.tokens,
-      budget: ctx.budget,
-      blocks: ctx.blocks,
-    });
+    // the retrieval behind it stays here: the blocks carry the text
+    return c.json({ ...ctx, search: null });
+  });
+
+  app.post('/api/route', async (c) => {
+    const b = await body(c);
+    const question = str(b.question) ?? '';
+    if (!question.trim()) throw new QuarryError('BAD_INPUT', 'question is empty: send {"question": "…"}');
+    return c.json(await (await projectFor(c, b.repo)).route(question));
+  });
+
+  const named = (c: Context) => {
+    const name = c.req.query('name') ?? '';
+    if (!name.trim()) throw new QuarryError('BAD_INPUT', 'name is empty: pass ?name=parseConfig');
+    return name;
+  };
+  app.get('/api/definitions', async (c) =>
+    c.json({ definitions: await (await projectFor(c, c.req.query('repo'))).definitions(named(c)) }),
+  );
+  app.get('/api/references', async (c) =>
+    c.json({ references: await (await projectFor(c, c.req.query('repo'))).references(named(c)) }),
+  );
+  app.get('/api/outline', async (c) =>
+    c.json(await (await projectFor(c, c.req.query('repo'))).outline(c.req.query('path') ?? '')),
+  );
+  app.get('/api/map', async (c) => {
+    const tokens = Number(c.req.query('tokens') ?? 2048);
+    if (!Number.isInteger(tokens) || tokens < 64 || tokens > 100_000)
+      throw new QuarryError('BAD_INPUT', 'tokens must be a whole number from 64 to 100000');
+    const focus = c.req.queries('focus');
+    return c.json(
+      await (await projectFor(c, c.req.query('repo'))).repoMap({
+        budget: tokens,
+        ...(focus ? { focus } : {}),
+      }),
+    );
   });
 
   app.post('/api/ask', async (c) => {
     const b = await body(c);
-    const question = String(b.question ?? '');
+    const question = str(b.question) ?? '';
     if (!question.trim()) throw new QuarryError('BAD_INPUT', 'question is empty');
+    const project = await projectFor(c, b.repo);
     return streamSSE(c, async (stream) => {
       const abort = new AbortController();
       stream.onAbort(() => abort.abort());
@@ -218,13 +398,32 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
     });
   });
 
-  app.post('/api/reindex', (c) => {
-    const { started, startedAt } = live.reindex();
+  app.post('/api/reindex', async (c) => {
+    const b = await body(c).catch(() => ({}) as Record<string, unknown>);
+    const project = await projectFor(c, b.repo);
+    if (!c.get('grant').reindex)
+      throw new QuarryError('AUTH', `this token may read ${project.name} but not re-index it`);
+    if (!isLive(project))
+      throw new QuarryError(
+        'LOCKED',
+        `${project.name} is indexed where it is checked out: run \`quarry index\` there (or in CI)`,
+      );
+    const { started, startedAt } = live!.reindex();
     return c.json({ started, startedAt }, 202);
   });
 
-  app.get('/api/settings', (c) =>
-    c.json({
+  // settings are the checkout's own file: only for a grant that sees everything and may re-index
+  const settingsProject = (c: Context<Env>): LocalProject => {
+    const g = c.get('grant');
+    if (!live)
+      throw new QuarryError('NOT_FOUND', 'this server has no checkout of its own: no settings to show');
+    if (g.repos !== '*' || !g.reindex)
+      throw new QuarryError('AUTH', "this token may not read or change the server's settings");
+    return live.project;
+  };
+  app.get('/api/settings', (c) => {
+    const project = settingsProject(c);
+    return c.json({
       file: readProjectSettings(project.root),
       effective: {
         search: { top_k: project.config.search.topK },
@@ -232,13 +431,12 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
         llm: { model: project.config.llm.model ?? '' },
         embed: { provider: project.config.embed.provider },
       },
-    }),
-  );
+    });
+  });
 
   app.put('/api/settings', async (c) => {
+    const project = settingsProject(c);
     const b = await body(c);
-    if (typeof b !== 'object' || Array.isArray(b))
-      throw new QuarryError('BAD_INPUT', 'send an object of settings');
     const file = writeProjectSettings(project.root, b);
     // the running server follows the file from now on
     Object.assign(project.config, resolveConfig({ root: project.root }));
@@ -246,40 +444,26 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
   });
 
   app.get('/api/file', async (c) => {
-    const rel = cleanRelPath(c.req.query('path'));
-    if (!rel) return c.json({ error: 'path must be a file path from the project root' }, 400);
-    // only files the index holds: never an arbitrary path, never through a symlink
-    if (!(await project.store.getFile(rel))) return c.json({ error: `${rel} is not an indexed file` }, 404);
-    const abs = join(project.root, rel);
-    let real: string;
-    try {
-      if (lstatSync(abs).isSymbolicLink()) return c.json({ error: `${rel} is a symbolic link` }, 403);
-      real = realpathSync(abs);
-    } catch {
-      return c.json({ error: `${rel} is gone from disk: re-index` }, 404);
-    }
-    if (!real.startsWith(realpathSync(project.root) + sep))
-      return c.json({ error: 'outside the project' }, 403);
-    const lines = readFileSync(real, 'utf8').split('\n');
-    if (lines[lines.length - 1] === '') lines.pop();
+    const project = await projectFor(c, c.req.query('repo'));
     const start = Math.max(1, Number(c.req.query('start') ?? 1) || 1);
-    const end = Math.min(
-      lines.length,
-      Number(c.req.query('end') ?? lines.length) || lines.length,
-      start + MAX_FILE_LINES - 1,
-    );
-    return c.json({ path: rel, start, end, total: lines.length, lines: lines.slice(start - 1, end) });
+    const endAsked = Number(c.req.query('end') ?? 0) || Number.MAX_SAFE_INTEGER;
+    const slice = await project.readFile(c.req.query('path') ?? '', {
+      start,
+      end: Math.min(endAsked, start + MAX_FILE_LINES - 1),
+    });
+    return c.json(slice);
   });
 
   // live updates: the status whenever the auto-sync changes state, and every few seconds
-  app.get('/api/events', (c) =>
-    streamSSE(c, async (stream) => {
+  app.get('/api/events', async (c) => {
+    const project = await projectFor(c, c.req.query('repo'));
+    return streamSSE(c, async (stream) => {
       let open = true;
       const push = async () => {
-        if (open) await stream.writeSSE({ event: 'status', data: JSON.stringify(await statusJson()) });
+        if (open) await stream.writeSSE({ event: 'status', data: JSON.stringify(await statusOf(project)) });
       };
       const listener = () => void push().catch(() => undefined);
-      listeners.add(listener);
+      if (isLive(project)) listeners.add(listener);
       stream.onAbort(() => {
         open = false;
         listeners.delete(listener);
@@ -292,8 +476,25 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
         });
       }
       listeners.delete(listener);
-    }),
-  );
+    });
+  });
+
+  // MCP over streamable HTTP on the same port and tokens: the tools take `repo`, within the token's repositories
+  app.all('/mcp', async (c) => {
+    const { createMcpServer } = await import('../mcp/server.ts');
+    const { WebStandardStreamableHTTPServerTransport } = await import(
+      '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
+    );
+    const server = createMcpServer(c.get('set'));
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    await server.connect(transport);
+    const res = await transport.handleRequest(c.req.raw);
+    void server.close();
+    return res;
+  });
 
   const server = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 0 });
   await new Promise<void>((resolve, reject) => {
@@ -309,16 +510,18 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
   port = (server.address() as AddressInfo).port;
   const shown = host.includes(':') ? `[${host}]` : host;
   return {
-    url: `http://${shown}:${port}/${token ? `?token=${token}` : ''}`,
-    token,
-    project,
-    sync: live.sync,
+    url: `http://${shown}:${port}/${generated ? `?token=${generated}` : ''}`,
+    token: generated,
+    project: live?.project ?? null,
+    set,
+    sync: live?.sync ?? null,
     async close() {
       await new Promise<void>((r) => {
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
         server.close(() => r());
       });
-      await live.close();
+      await set.close();
+      await live?.close();
     },
   };
 }

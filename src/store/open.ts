@@ -3,7 +3,7 @@ import { basename, isAbsolute, join, resolve } from 'node:path';
 import { driverOfUrl, type QuarryConfig, type StoreDriver } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
 import { ensureIndexDir, indexPaths } from '../workspace/root.ts';
-import type { Store } from './types.ts';
+import type { RepositoryRegistry, Store } from './types.ts';
 
 export interface OpenStoreOptions {
   /** Create the index when there is none (indexing). Default false: a missing index is NO_INDEX. */
@@ -84,4 +84,18 @@ export async function openStore(
       });
     }
   }
+}
+
+/**
+ * The repositories of the configured store, without opening one: a server store lists what it holds; a SQLite or
+ * Chroma index holds one repository, so there is nothing to list without its folder (undefined).
+ */
+export async function openRegistry(
+  config: QuarryConfig,
+  root: string,
+): Promise<(RepositoryRegistry & { location: string; close(): Promise<void> }) | undefined> {
+  const target = storeTarget(config, root);
+  if (target.driver !== 'postgres') return undefined;
+  const { openPostgresRegistry } = await import('./postgres.ts');
+  return openPostgresRegistry(target.url);
 }

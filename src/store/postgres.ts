@@ -6,6 +6,7 @@ import { QuarryError } from '../errors.ts';
 import { fileNameParts, fragmentMatches, groupByPath, toChunk, toFile, toHit, toSymbol } from './rows.ts';
 import type {
   ChunkHit,
+  ContentStore,
   EmbeddingCache,
   EmbeddingStatus,
   FileHit,
@@ -19,6 +20,8 @@ import type {
   ReferenceGraph,
   ReferenceIndex,
   RefHit,
+  RepoInfo,
+  RepositoryRegistry,
   SearchFilter,
   Store,
   StoredChunk,
@@ -133,6 +136,13 @@ const MIGRATIONS: string[] = [
     key TEXT PRIMARY KEY,
     id TEXT NOT NULL,
     dimension INT NOT NULL
+  );
+  `,
+  // 2: the text of each file, so that a server with no checkout can serve files and build context
+  `
+  CREATE TABLE quarry_file_text (
+    file_id BIGINT PRIMARY KEY REFERENCES quarry_files (id) ON DELETE CASCADE,
+    text TEXT NOT NULL
   );
   `,
 ];
@@ -313,6 +323,8 @@ export class PostgresStore implements Store {
   readonly vectors: VectorIndex;
   readonly cache: EmbeddingCache;
   readonly references: ReferenceIndex;
+  readonly content: ContentStore;
+  readonly repositories: RepositoryRegistry;
   private readonly pool: pg.Pool;
   private readonly url: string;
   private readonly repoName: string;
@@ -353,6 +365,8 @@ export class PostgresStore implements Store {
       find: (name, options) => this.findReferences(name, options),
       useCounts: (names) => this.useCounts(names),
     };
+    this.content = { read: (paths) => this.readTexts(paths) };
+    this.repositories = { list: () => this.listRepos(), remove: (name) => this.removeRepo(name) };
     this.vectors = {
       embedder: async () => {
         const t = await this.vectorTables();
@@ -414,7 +428,8 @@ export class PostgresStore implements Store {
         `the database at ${redactUrl(this.url)} was written by a newer quarry (schema ${version}): upgrade quarry`,
       );
     if (version < PG_SCHEMA_VERSION) {
-      if (!create)
+      // an older schema is brought up to date by any quarry that opens it; no schema at all needs an index run
+      if (!create && version === 0)
         throw new QuarryError(
           'NO_INDEX',
           `no quarry index in ${redactUrl(this.url)}: run \`quarry index --store ${redactUrl(this.url)}\` first`,
@@ -445,6 +460,21 @@ export class PostgresStore implements Store {
       );
       this.repoId = Number(made[0]!.id);
     }
+  }
+
+  /** Fails with NO_INDEX when the database holds no quarry schema, SCHEMA_TOO_NEW when a newer quarry wrote it. */
+  async checkSchema(): Promise<void> {
+    const version = await this.schemaVersion();
+    if (version === 0)
+      throw new QuarryError(
+        'NO_INDEX',
+        `no quarry index in ${redactUrl(this.url)}: run \`quarry index --store ${redactUrl(this.url)}\` first`,
+      );
+    if (version > PG_SCHEMA_VERSION)
+      throw new QuarryError(
+        'SCHEMA_TOO_NEW',
+        `the database at ${redactUrl(this.url)} was written by a newer quarry (schema ${version}): upgrade quarry`,
+      );
   }
 
   private async schemaVersion(): Promise<number> {
@@ -738,6 +768,17 @@ export class PostgresStore implements Store {
            FROM unnest($2::bigint[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[])
              AS t(file_id, name, kind, start_line, end_line, container)`,
           [this.repoId, sy.file, sy.name, sy.kind, sy.start, sy.end, sy.container],
+        );
+      // the text as indexed (a file without text, skipped or from an older quarry, is read from disk if at all)
+      const texts = list.filter((u) => u.text !== undefined);
+      await c.query(`DELETE FROM quarry_file_text WHERE file_id = ANY($1::bigint[])`, [
+        list.filter((u) => u.text === undefined).map((u) => idOf.get(u.file.path)!),
+      ]);
+      if (texts.length)
+        await c.query(
+          `INSERT INTO quarry_file_text (file_id, text) SELECT * FROM unnest($1::bigint[], $2::text[])
+           ON CONFLICT (file_id) DO UPDATE SET text = EXCLUDED.text`,
+          [texts.map((u) => idOf.get(u.file.path)!), texts.map((u) => clean(u.text!))],
         );
       const fileDocs = docs.filter((d) => d !== undefined);
       await c.query(
@@ -1275,13 +1316,50 @@ export class PostgresStore implements Store {
 
   /** Removes this repository and every row of it. */
   async dropRepository(): Promise<void> {
-    await this.tx('removing the repository', async (c) => {
-      const t = await this.vectorTables(c);
-      if (t) {
-        await c.query(`DELETE FROM ${t.chunks} WHERE repo = $1`, [this.repoId]);
-        await c.query(`DELETE FROM ${t.files} WHERE repo = $1`, [this.repoId]);
+    await this.removeRepo(this.repoName);
+  }
+
+  private async readTexts(paths: string[]): Promise<Map<string, string>> {
+    if (!paths.length) return new Map();
+    const rows = await this.q(
+      `SELECT f.path, t.text FROM quarry_files f JOIN quarry_file_text t ON t.file_id = f.id
+       WHERE f.repo = $1 AND f.path = ANY($2::text[])`,
+      [this.repoId, paths],
+      'reading file text',
+    );
+    return new Map(rows.map((r) => [r.path as string, r.text as string]));
+  }
+
+  private async listRepos(): Promise<RepoInfo[]> {
+    const rows = await this.q(
+      `SELECT r.name,
+              (SELECT count(*) FROM quarry_files f WHERE f.repo = r.id) AS files,
+              (SELECT coalesce(sum(size), 0) FROM quarry_files f WHERE f.repo = r.id) AS bytes,
+              r.chunk_docs AS chunks,
+              (SELECT value FROM quarry_meta m WHERE m.repo = r.id AND m.key = 'last_indexed_at') AS last,
+              (SELECT value FROM quarry_meta m WHERE m.repo = r.id AND m.key = 'source') AS source,
+              (SELECT e.id FROM quarry_meta m JOIN quarry_embedders e ON e.key = m.value
+                WHERE m.repo = r.id AND m.key = 'embedder') AS embedder
+       FROM quarry_repos r ORDER BY r.name`,
+      [],
+      'listing repositories',
+    );
+    return rows.map((r) => repoInfo(r));
+  }
+
+  private async removeRepo(name: string): Promise<boolean> {
+    return this.tx('removing the repository', async (c) => {
+      const found = await c.query(`SELECT id FROM quarry_repos WHERE name = $1`, [name]);
+      if (!found.rows.length) return false;
+      const id = Number(found.rows[0].id);
+      // the postings carry no foreign key (they are written in bulk); everything else cascades from the repository
+      await c.query(`DELETE FROM quarry_postings WHERE repo = $1`, [id]);
+      for (const t of (await c.query(`SELECT key FROM quarry_embedders`)).rows) {
+        await c.query(`DELETE FROM quarry_vec_chunks_${t.key} WHERE repo = $1`, [id]);
+        await c.query(`DELETE FROM quarry_vec_files_${t.key} WHERE repo = $1`, [id]);
       }
-      await c.query(`DELETE FROM quarry_repos WHERE id = $1`, [this.repoId]);
+      await c.query(`DELETE FROM quarry_repos WHERE id = $1`, [id]);
+      return true;
     });
   }
 
@@ -1292,6 +1370,40 @@ export class PostgresStore implements Store {
       await this.q(`ANALYZE quarry_postings, quarry_chunks, quarry_files, quarry_symbols`).catch(() => {});
     await this.pool.end().catch(() => {});
   }
+}
+
+/** A `quarry repos` row from the registry's query (the meta values as stored). */
+function repoInfo(r: Row): RepoInfo {
+  let source: { root?: string; host?: string; git?: RepoInfo['git'] } = {};
+  try {
+    source = JSON.parse((r.source as string | null) ?? '{}');
+  } catch {
+    // an older index wrote none
+  }
+  return {
+    name: r.name as string,
+    files: Number(r.files),
+    chunks: Number(r.chunks),
+    bytes: Number(r.bytes),
+    lastIndexedAt: r.last ? new Date(Number(r.last)).toISOString() : null,
+    embedder: (r.embedder as string | null) ?? null,
+    git: source.git ?? null,
+    source: source.root ? { root: source.root, host: source.host ?? '' } : null,
+  };
+}
+
+/** The repositories of a database, without opening one of them (`quarry repos`, a team server). */
+export async function openPostgresRegistry(
+  url: string,
+): Promise<RepositoryRegistry & { location: string; close(): Promise<void> }> {
+  const store = new PostgresStore({ url, repo: '', create: false });
+  try {
+    await store.checkSchema();
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  return { ...store.repositories, location: redactUrl(url), close: () => store.close() };
 }
 
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {

@@ -46,6 +46,8 @@ export interface FileUpdate {
    * worker) so that the indexing thread neither copies nor serialises thousands of small objects per file.
    */
   refs?: EncodedRefs;
+  /** The file's text, for stores that keep it (`Store.content`): a server serves files it has no checkout of. */
+  text?: string;
 }
 
 /** A file's references: `json` maps each name to its lines (`{"parseConfig":[3,17]}`), `names` lists them, space-separated. */
@@ -293,6 +295,34 @@ export interface ReferenceIndex {
   useCounts(names: string[]): Promise<ReferenceGraph['refs']>;
 }
 
+/** The text of indexed files, kept by stores that serve repositories from machines with no checkout of them. */
+export interface ContentStore {
+  /** Each file's text as it was indexed (files without text, such as skipped ones, are absent). */
+  read(paths: string[]): Promise<Map<string, string>>;
+}
+
+/** One repository in a store that holds many (`quarry repos`). */
+export interface RepoInfo {
+  name: string;
+  files: number;
+  chunks: number;
+  /** Bytes of source indexed (the files' sizes). */
+  bytes: number;
+  lastIndexedAt: string | null;
+  embedder: string | null;
+  /** The checkout it was last indexed from: branch and commit, when it was a git checkout. */
+  git: { branch: string | null; commit: string | null } | null;
+  /** The folder and machine it was last indexed from. */
+  source: { root: string; host: string } | null;
+}
+
+/** Stores that hold many repositories: list them, remove one with all of its rows. */
+export interface RepositoryRegistry {
+  list(): Promise<RepoInfo[]>;
+  /** Removes a repository and every row of it; false when there is none of that name. */
+  remove(name: string): Promise<boolean>;
+}
+
 /**
  * The storage seam: a required core plus optional capabilities, each present or not (the flags). A composite
  * driver pairs one engine's capability with another's core: the Chroma driver keeps files, lexical rows and
@@ -305,6 +335,8 @@ export interface Store extends StoreCore {
   readonly vectors?: VectorIndex;
   readonly cache?: EmbeddingCache;
   readonly references?: ReferenceIndex;
+  readonly content?: ContentStore;
+  readonly repositories?: RepositoryRegistry;
 }
 
 /** Which capabilities a store has. */
@@ -314,6 +346,8 @@ export function capabilities(store: Store) {
     vectors: Boolean(store.vectors),
     embeddingCache: Boolean(store.cache),
     references: Boolean(store.references),
+    content: Boolean(store.content),
+    repositories: Boolean(store.repositories),
   };
 }
 

@@ -1,7 +1,7 @@
 import { lstatSync } from 'node:fs';
 import { relative, sep } from 'node:path';
 import watcher from '@parcel/watcher';
-import type { Project } from '../api.ts';
+import type { LocalProject as Project } from '../api.ts';
 import { openEmbedder } from '../embed/index.ts';
 import type { Embedder } from '../embed/types.ts';
 import { isQuarryError } from '../errors.ts';

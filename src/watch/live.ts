@@ -2,8 +2,8 @@ import {
   type IndexStatus,
   indexProject,
   indexStatus,
+  type LocalProject,
   openProject,
-  type Project,
   projectStatus,
 } from '../api.ts';
 import { type AutoSync, type SyncStatus, startAutoSync } from './autosync.ts';
@@ -18,7 +18,7 @@ export interface LiveStatus extends Omit<IndexStatus, 'index' | 'bytes'> {
 
 /** A project that a server keeps open: auto-sync running, and one re-index at a time. */
 export interface LiveProject {
-  project: Project;
+  project: LocalProject;
   sync: AutoSync | null;
   /** Starts a re-index, or reports the one running (`started: false`, its start time). */
   reindex(): { started: boolean; startedAt: string; done: Promise<void> };

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
 export const QUARRY_DIR = '.quarry';
@@ -39,4 +39,39 @@ export function ensureIndexDir(root: string): void {
   const gitignore = join(dir, '.gitignore');
   if (!existsSync(gitignore))
     writeFileSync(gitignore, '# written by quarry: the index is local to this machine\n*\n');
+}
+
+/**
+ * The branch and commit a checkout is at, read from `.git` without running git (a worktree's `.git` file, a loose
+ * ref or `packed-refs`); null when `root` is no git checkout.
+ */
+export function gitHead(root: string): { branch: string | null; commit: string | null } | null {
+  try {
+    let gitDir = join(root, '.git');
+    if (!statSync(gitDir).isDirectory()) {
+      const m = /^gitdir:\s*(.+)$/m.exec(readFileSync(gitDir, 'utf8'));
+      if (!m) return null;
+      gitDir = resolve(root, m[1]!.trim());
+    }
+    const head = readFileSync(join(gitDir, 'HEAD'), 'utf8').trim();
+    const ref = /^ref:\s*(.+)$/.exec(head)?.[1];
+    if (!ref) return { branch: null, commit: /^[0-9a-f]{40,64}$/.test(head) ? head : null };
+    const branch = ref.replace(/^refs\/heads\//, '');
+    // a linked worktree keeps its refs in the common dir
+    const common = existsSync(join(gitDir, 'commondir'))
+      ? resolve(gitDir, readFileSync(join(gitDir, 'commondir'), 'utf8').trim())
+      : gitDir;
+    for (const dir of [gitDir, common]) {
+      try {
+        return { branch, commit: readFileSync(join(dir, ref), 'utf8').trim() };
+      } catch {
+        // packed, or not there
+      }
+    }
+    const packed = readFileSync(join(common, 'packed-refs'), 'utf8');
+    const line = packed.split('\n').find((l) => l.endsWith(` ${ref}`));
+    return { branch, commit: line ? line.slice(0, line.indexOf(' ')) : null };
+  } catch {
+    return null;
+  }
 }

@@ -1,0 +1,169 @@
+import type { RouteResult } from '../answer/router.ts';
+import { type QuarryConfig, resolveConfig } from '../config/config.ts';
+import type { AssembledContext, AssembleOptions } from '../context/assemble.ts';
+import type { RepoMap } from '../context/repomap.ts';
+import { QuarryError, type QuarryErrorCode } from '../errors.ts';
+import type { SearchResponse } from '../search/search.ts';
+import type { RefHit, RepoInfo, SymbolHit } from '../store/types.ts';
+import type { FileSlice, IndexStatus, Outline, Project, ProjectSearchOptions } from './types.ts';
+
+export interface RemoteOptions {
+  /** `http://host:7411/` (the URL `quarry serve` prints, `?token=` included or not). */
+  url: string;
+  /** Default: the URL's `token` parameter, else `QUARRY_TOKEN`. */
+  token?: string;
+  /** The repository to open. Default: the server's default (its own checkout, or its only repository). */
+  repo?: string;
+  /** This machine's settings (the model and context preferences); default: resolved from `cwd`. */
+  config?: QuarryConfig;
+  /** Per request, ms. Default 60 s (a context for a large budget takes a while on a busy server). */
+  timeoutMs?: number;
+  env?: NodeJS.ProcessEnv;
+}
+
+const STATUS_CODES: Record<number, QuarryErrorCode> = {
+  400: 'BAD_INPUT',
+  401: 'AUTH',
+  403: 'AUTH',
+  404: 'NOT_FOUND',
+  409: 'LOCKED',
+  413: 'TOO_BIG',
+  502: 'LLM',
+};
+
+/** A client of another quarry's HTTP API: what `quarry serve` offers, one request per call, no state between. */
+export class RemoteClient {
+  readonly base: URL;
+  readonly shown: string;
+  private readonly token: string | undefined;
+  private readonly timeoutMs: number;
+
+  constructor(url: string, token?: string, timeoutMs = 60_000, env: NodeJS.ProcessEnv = process.env) {
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      throw new QuarryError('BAD_INPUT', `${url} is not a URL: pass --remote http://host:7411/`);
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      throw new QuarryError('BAD_INPUT', `--remote takes an http(s) URL, not ${u.protocol}`);
+    this.token = token ?? u.searchParams.get('token') ?? env.QUARRY_TOKEN ?? undefined;
+    u.search = '';
+    u.hash = '';
+    if (!u.pathname.endsWith('/')) u.pathname += '/';
+    this.base = u;
+    this.shown = u.toString();
+    this.timeoutMs = timeoutMs;
+  }
+
+  /** Calls `api/<path>`; a non-2xx answer becomes a QuarryError with the server's one-line message. */
+  async call<T>(
+    path: string,
+    init: { query?: Record<string, string | string[] | undefined>; body?: unknown } = {},
+  ): Promise<T> {
+    const url = new URL(`api/${path}`, this.base);
+    for (const [k, v] of Object.entries(init.query ?? {}))
+      for (const one of Array.isArray(v) ? v : v === undefined ? [] : [v]) url.searchParams.append(k, one);
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.token) headers.authorization = `Bearer ${this.token}`;
+    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: init.body === undefined ? 'GET' : 'POST',
+        headers,
+        ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+      throw new QuarryError(
+        'REMOTE',
+        cause === 'TimeoutError'
+          ? `quarry at ${this.shown} did not answer within ${Math.round(this.timeoutMs / 1000)} s: try again, or check the server`
+          : `cannot reach quarry at ${this.shown} (${cause}): is \`quarry serve\` running there?`,
+        { cause: err },
+      );
+    }
+    const text = await res.text();
+    let body: unknown;
+    try {
+      body = text ? JSON.parse(text) : {};
+    } catch {
+      throw new QuarryError(
+        'REMOTE',
+        `${this.shown} answered ${res.status} with something that is not quarry's API: check the URL`,
+      );
+    }
+    if (!res.ok) {
+      const message = (body as { error?: string }).error ?? `HTTP ${res.status}`;
+      throw new QuarryError(STATUS_CODES[res.status] ?? 'REMOTE', `${this.shown}: ${message}`);
+    }
+    return body as T;
+  }
+}
+
+/** A repository behind another quarry's HTTP API, as a Project: the same calls, answered there. */
+export async function openRemoteProject(options: RemoteOptions): Promise<Project> {
+  const client = new RemoteClient(options.url, options.token, options.timeoutMs, options.env);
+  const config =
+    options.config ?? resolveConfig({ root: process.cwd(), ...(options.env ? { env: options.env } : {}) });
+  // one call up front: the server is there, the token works, the repository exists (one-line errors if not)
+  const status = await client.call<IndexStatus>('status', { query: { repo: options.repo } });
+  const repo = status.repo;
+  const q = { repo };
+  return {
+    name: repo,
+    location: `${client.shown}#${repo}`,
+    remote: true,
+    config,
+    search: (query: string, o: ProjectSearchOptions = {}) =>
+      client.call<SearchResponse>('search', {
+        query: {
+          ...q,
+          q: query,
+          full: '1',
+          ...(o.topK ? { k: String(o.topK) } : {}),
+          ...(o.topFiles ? { files: String(o.topFiles) } : {}),
+          ...(o.mode ? { mode: o.mode } : {}),
+          path: o.filter?.pathPrefixes,
+          lang: o.filter?.languages,
+          only: o.filter?.paths,
+          exclude: o.filter?.excludePaths,
+        },
+      }),
+    context: (question: string, o: AssembleOptions = {}) =>
+      client.call<AssembledContext>('context', {
+        body: {
+          ...o,
+          repo,
+          question,
+          // the budget follows this machine's settings and model, as it would for a local index
+          ...(o.packing ? {} : { packing: config.context.packing }),
+          ...(o.system ? {} : config.context.systemPrompt ? { system: config.context.systemPrompt } : {}),
+          ...(o.budget || !(config.context.budget > 0) ? {} : { budget: config.context.budget }),
+          ...(o.model ? {} : config.llm.model ? { model: config.llm.model } : {}),
+        },
+      }),
+    route: (question: string) => client.call<RouteResult>('route', { body: { repo, question } }),
+    definitions: async (name: string) =>
+      (await client.call<{ definitions: SymbolHit[] }>('definitions', { query: { ...q, name } })).definitions,
+    references: async (name: string) =>
+      (await client.call<{ references: RefHit[] }>('references', { query: { ...q, name } })).references,
+    outline: (path: string) => client.call<Outline>('outline', { query: { ...q, path } }),
+    readFile: (path: string, range: { start?: number; end?: number } = {}) =>
+      client.call<FileSlice>('file', {
+        query: {
+          ...q,
+          path,
+          ...(range.start ? { start: String(range.start) } : {}),
+          ...(range.end ? { end: String(range.end) } : {}),
+        },
+      }),
+    repoMap: (o: { budget: number; focus?: string[] }) =>
+      client.call<RepoMap>('map', { query: { ...q, tokens: String(o.budget), focus: o.focus } }),
+    status: () => client.call<IndexStatus>('status', { query: q }),
+    repos: async () => (await client.call<{ repos: RepoInfo[] }>('repos')).repos,
+    close: async () => {},
+  };
+}

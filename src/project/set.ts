@@ -1,0 +1,157 @@
+import { openProject } from '../api.ts';
+import { resolveConfig } from '../config/config.ts';
+import { QuarryError } from '../errors.ts';
+import type { SearchResponse } from '../search/search.ts';
+import { openRegistry } from '../store/open.ts';
+import type { RepoInfo } from '../store/types.ts';
+import type { LiveProject } from '../watch/live.ts';
+import { openRemoteProject } from './remote.ts';
+import type { Project, ProjectSearchOptions } from './types.ts';
+
+/**
+ * The repositories a server offers: its own checkout (kept fresh, re-indexable), every other repository of its
+ * store (read from the store, no checkout needed), or those of another quarry it relays. A grant narrows it to
+ * what one token may see.
+ */
+export interface ProjectSet {
+  list(): Promise<RepoInfo[]>;
+  /** One repository by name, or the default one. Unknown and not-allowed names are the same NOT_FOUND. */
+  get(name?: string): Promise<Project>;
+  /** The checkout this server keeps fresh, if any. */
+  readonly live: LiveProject | null;
+  close(): Promise<void>;
+}
+
+function notHere(name: string): QuarryError {
+  return new QuarryError('NOT_FOUND', `no repository "${name}" here: list them with \`quarry repos\``);
+}
+
+function chooseDefault(names: string[], live: string | undefined): string {
+  if (live && names.includes(live)) return live;
+  if (names.length === 1) return names[0]!;
+  if (!names.length)
+    throw new QuarryError('NOT_FOUND', 'no repository is indexed here yet: run `quarry index`');
+  throw new QuarryError(
+    'BAD_INPUT',
+    `this server holds ${names.length} repositories: name one with repo (${names.slice(0, 5).join(', ')}${names.length > 5 ? ', …' : ''})`,
+  );
+}
+
+export interface ServedSetOptions {
+  live?: LiveProject | null;
+  /** Where settings come from when there is no checkout. */
+  cwd?: string;
+  /** Relay another quarry (its HTTP API) instead of a store. */
+  remote?: { url: string; token?: string };
+}
+
+/** The set a server (or `quarry mcp`) serves. */
+export async function openServedSet(options: ServedSetOptions): Promise<ProjectSet> {
+  const live = options.live ?? null;
+  const opened = new Map<string, Promise<Project>>();
+  const cwd = options.cwd ?? process.cwd();
+
+  if (options.remote) {
+    const { url, token } = options.remote;
+    const first = await openRemoteProject({ url, ...(token ? { token } : {}) });
+    opened.set(first.name, Promise.resolve(first));
+    return {
+      live: null,
+      list: () => first.repos(),
+      async get(name) {
+        const key = name ?? first.name;
+        let p = opened.get(key);
+        if (!p) {
+          p = openRemoteProject({ url, repo: key, ...(token ? { token } : {}) });
+          opened.set(key, p);
+          p.catch(() => opened.delete(key));
+        }
+        return p;
+      },
+      close: async () => {},
+    };
+  }
+
+  const registry = live ? undefined : await openRegistry(resolveConfig({ root: cwd }), cwd);
+  if (!live && !registry)
+    throw new QuarryError(
+      'NO_ROOT',
+      `no quarry project in ${cwd} and no server store to serve: run it in a project, or pass --store postgres://…`,
+    );
+  const list = async (): Promise<RepoInfo[]> =>
+    live ? live.project.repos() : (registry as NonNullable<typeof registry>).list();
+  return {
+    live,
+    list,
+    async get(name) {
+      const names = (await list()).map((r) => r.name);
+      const key = name ?? chooseDefault(names, live?.project.name);
+      if (live && key === live.project.name) return live.project;
+      if (!names.includes(key)) throw notHere(key);
+      let p = opened.get(key);
+      if (!p) {
+        p = openProject({ ...(live ? { root: live.project.root } : { cwd }), repo: key }) as Promise<Project>;
+        opened.set(key, p);
+        p.catch(() => opened.delete(key));
+      }
+      return p;
+    },
+    async close() {
+      for (const p of opened.values()) await (await p.catch(() => null))?.close();
+      await registry?.close();
+    },
+  };
+}
+
+/** The part of a set one token may see: others are NOT_FOUND, as if they did not exist. */
+export function scopedSet(set: ProjectSet, allowed: (repo: string) => boolean): ProjectSet {
+  return {
+    live: set.live && allowed(set.live.project.name) ? set.live : null,
+    list: async () => (await set.list()).filter((r) => allowed(r.name)),
+    async get(name) {
+      if (name !== undefined) {
+        if (!allowed(name)) throw notHere(name);
+        return set.get(name);
+      }
+      const names = (await set.list()).map((r) => r.name).filter(allowed);
+      return set.get(chooseDefault(names, set.live?.project.name));
+    },
+    close: () => set.close(),
+  };
+}
+
+/**
+ * One search over several repositories: each searched on its own, then interleaved by rank (every repository's
+ * first result before any second one; among equal ranks, the higher score first), each result labelled with its
+ * repository. Scores are not comparable across indexes (their BM25 statistics differ), ranks are.
+ */
+export async function searchMany(
+  projects: Project[],
+  query: string,
+  options: ProjectSearchOptions = {},
+): Promise<SearchResponse & { repos: string[] }> {
+  const started = performance.now();
+  const responses = await Promise.all(projects.map((p) => p.search(query, options)));
+  const k = options.topK ?? projects[0]?.config.search.topK ?? 10;
+  const interleave = <T extends { score: number }>(lists: Array<{ repo: string; items: T[] }>) =>
+    lists
+      .flatMap(({ repo, items }) => items.map((item, rank) => ({ ...item, repo, rank })))
+      .sort((a, b) => a.rank - b.rank || b.score - a.score)
+      .map(({ rank: _rank, ...item }) => item);
+  const results = interleave(responses.map((r, i) => ({ repo: projects[i]!.name, items: r.results }))).slice(
+    0,
+    k,
+  );
+  const files = interleave(responses.map((r, i) => ({ repo: projects[i]!.name, items: r.files }))).slice(
+    0,
+    options.topFiles ?? Math.max(k, 10),
+  );
+  return {
+    query,
+    mode: responses[0]?.mode ?? 'lexical',
+    results,
+    files,
+    tookMs: performance.now() - started,
+    repos: projects.map((p) => p.name),
+  };
+}
