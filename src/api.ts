@@ -107,7 +107,7 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
       const stored = store.content ? await store.content.read(paths) : new Map<string, string>();
       for (const p of paths) {
         const text = stored.get(p) ?? (diskRoot ? readInside(diskRoot, p) : undefined);
-        if (text !== undefined) out.set(p, splitLines(text));
+        if (typeof text === 'string') out.set(p, splitLines(text));
       }
       return out;
     },
@@ -140,7 +140,11 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
           `${rel} is not an indexed file: use search to find the right path`,
         );
       const lines = (await project.readLines([rel])).get(rel);
-      if (!lines) throw new QuarryError('NOT_FOUND', `${rel} is gone from disk: re-index`);
+      if (!lines) {
+        if (diskRoot && readInside(diskRoot, rel) === null)
+          throw new QuarryError('AUTH', `${rel} is a symbolic link or leads out of the project: not served`);
+        throw new QuarryError('NOT_FOUND', `${rel} is gone from disk: re-index`);
+      }
       const start = Math.max(1, Math.floor(range.start ?? 1) || 1);
       const end = Math.min(lines.length, Math.floor(range.end ?? lines.length) || lines.length);
       return { path: rel, start, end, total: lines.length, lines: lines.slice(start - 1, end) };
@@ -188,13 +192,16 @@ export function indexedPath(raw: string): string {
   return rel;
 }
 
-/** A file's text under `root`, never through a symbolic link or out of the root; undefined when it cannot be read. */
-function readInside(root: string, rel: string): string | undefined {
+/**
+ * A file's text under `root`, never through a symbolic link or out of the root: null when the path is a link or
+ * leads out, undefined when it cannot be read.
+ */
+function readInside(root: string, rel: string): string | null | undefined {
   const abs = join(root, rel);
   try {
-    if (lstatSync(abs).isSymbolicLink()) return undefined;
+    if (lstatSync(abs).isSymbolicLink()) return null;
     const real = realpathSync(abs);
-    if (!real.startsWith(realpathSync(root) + sep)) return undefined;
+    if (!real.startsWith(realpathSync(root) + sep)) return null;
     return readFileSync(real, 'utf8');
   } catch {
     return undefined;

@@ -5,6 +5,7 @@ export {
   type IndexStatus,
   indexProject,
   indexStatus,
+  type LocalProject,
   type OpenProjectOptions,
   openProject,
   type Project,
@@ -24,6 +25,9 @@ export {
 } from './config/config.ts';
 export { isQuarryError, QuarryError, type QuarryErrorCode } from './errors.ts';
 export { type IndexOptions, type IndexProgress, type IndexReport, indexRepository } from './index/indexer.ts';
+export { openRemoteProject, RemoteClient, type RemoteOptions } from './project/remote.ts';
+export { openServedSet, type ProjectSet, scopedSet, searchMany } from './project/set.ts';
+export type { FileSlice, Outline, ProjectSearchOptions } from './project/types.ts';
 export { analyzeQuery } from './search/query.ts';
 export {
   type FileResult,

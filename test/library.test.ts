@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 // the package's own entries, as a library user imports them (the built dist/, made by scripts/setup.sh)
-import { indexProject, openProject, type Project, searchProject } from 'quarry';
+import { indexProject, type LocalProject, openProject, searchProject } from 'quarry';
 import { ask, assembleContext, openLlm } from 'quarry/answers';
 import { startAutoSync } from 'quarry/interfaces';
 import { copyPolyglot, removeTree } from './helpers.ts';
@@ -9,7 +9,7 @@ import { type LlmServer, startLlmServer } from './llm-server.ts';
 
 describe('the library entries: quarry, quarry/answers, quarry/interfaces (the README example)', () => {
   const trees: string[] = [];
-  let project: Project;
+  let project: LocalProject;
   let llm: LlmServer;
   before(async () => {
     llm = await startLlmServer();

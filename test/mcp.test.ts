@@ -53,7 +53,9 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
       'find_symbol',
       'get_context',
       'index_status',
+      'list_repos',
       'list_symbols',
+      'read_file',
       'reindex',
       'search_code',
     ]);
@@ -102,7 +104,7 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
     assert.ok(list.symbols.some((s: { name: string }) => s.name === 'checksum'));
     const missing = (await client.callTool({ name: 'list_symbols', arguments: { path: 'nope.rs' } })) as Text;
     assert.equal(missing.isError, true);
-    assert.match(textOf(missing), /not in the index: use search_code/);
+    assert.match(textOf(missing), /nope\.rs is not in the index/);
   });
 
   it('rejects arguments that break the schema, with a message', async () => {
@@ -180,7 +182,7 @@ describe('quarry mcp --http', () => {
     const client = new Client({ name: 'quarry-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     const { tools } = await client.listTools();
-    assert.equal(tools.length, 6);
+    assert.equal(tools.length, 8);
     const s = JSON.parse(textOf(await client.callTool({ name: 'index_status', arguments: {} })));
     assert.ok('files' in s);
     await client.close();
