@@ -7,6 +7,10 @@ import Database from 'better-sqlite3';
 import { indexProject, openProject, type LocalProject as Project } from '../src/api.ts';
 import { DEFAULT_CONFIG, type QuarryConfig } from '../src/config/config.ts';
 
+// tests count what they embed: the user's shared embedding cache would answer from earlier runs (its own test turns
+// it on, in a folder of its own)
+process.env.QUARRY_SHARED_CACHE ??= 'off';
+
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const FIXTURES = join(REPO, 'test', 'fixtures');
 export const CLI = join(REPO, 'src', 'cli', 'run.ts');

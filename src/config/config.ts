@@ -47,6 +47,11 @@ export interface EmbedOptions {
   workers: number;
   /** onnxruntime threads per worker; 0 picks one. */
   threads: number;
+  /**
+   * Look vectors up in the user's cache (`~/.cache/quarry/embeddings.db`) before embedding, and keep new ones there:
+   * a second clone of a repository re-embeds only what differs. Default true (`shared_cache`, QUARRY_SHARED_CACHE).
+   */
+  sharedCache?: boolean;
 }
 
 export type Packing = 'files' | 'chunks';
@@ -149,7 +154,7 @@ export const DEFAULT_CONFIG: QuarryConfig = {
   ignore: [],
   chunk: { maxChars: 2000, targetChars: 1000, windowLines: 60, overlapLines: 8 },
   workers: 0,
-  embed: { provider: 'local', download: true, workers: 0, threads: 0 },
+  embed: { provider: 'local', download: true, workers: 0, threads: 0, sharedCache: true },
   store: { driver: 'sqlite' },
   search: {
     topK: 10,
@@ -266,6 +271,11 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
     });
     copyFields(embed, 'embed', out.embed, num, { workers: 'workers', threads: 'threads' });
     if (embed.download !== undefined) out.embed.download = Boolean(embed.download);
+    if (embed.shared_cache !== undefined) {
+      if (typeof embed.shared_cache !== 'boolean')
+        throw new QuarryError('BAD_CONFIG', `${source}: embed.shared_cache must be true or false`);
+      out.embed.sharedCache = embed.shared_cache;
+    }
   }
   const search = raw.search as Record<string, unknown> | undefined;
   if (search) {
@@ -386,6 +396,8 @@ function fromEnv(env: NodeJS.ProcessEnv): UserConfig {
       );
     out.embed = { provider: env.QUARRY_EMBED as EmbedProvider };
   }
+  if (env.QUARRY_SHARED_CACHE)
+    out.embed = { ...out.embed, sharedCache: !/^(0|false|no|off)$/i.test(env.QUARRY_SHARED_CACHE) };
   if (env.QUARRY_EMBED_MODEL) out.embed = { ...out.embed, model: env.QUARRY_EMBED_MODEL };
   if (env.QUARRY_EMBED_URL) out.embed = { ...out.embed, baseUrl: env.QUARRY_EMBED_URL };
   if (env.QUARRY_OFFLINE && /^(1|true|yes)$/i.test(env.QUARRY_OFFLINE))

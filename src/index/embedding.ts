@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Embedder } from '../embed/types.ts';
-import type { Store, StoredChunk, VectorIndex } from '../store/types.ts';
+import type { EmbeddingCache, Store, StoredChunk, VectorIndex } from '../store/types.ts';
 
 export interface EmbedProgress {
   phase: 1 | 2;
@@ -30,6 +30,8 @@ export interface EmbedOptions {
   onProgress?: (p: EmbedProgress) => void;
   /** Files per commit. Default 16: a kill loses at most that much work. */
   batchFiles?: number;
+  /** Where vectors are looked up before embedding. Default: the store's own cache. */
+  cache?: EmbeddingCache;
 }
 
 /** Characters of a file's head that go into its coarse (phase 1) text. */
@@ -73,6 +75,7 @@ export async function embedPending(
   if (!vectors) throw new Error(`the ${store.kind} store keeps no vectors`);
   const { reset } = await vectors.useEmbedder(embedder.id, embedder.dimension);
   const batchFiles = options.batchFiles ?? 16;
+  const cache = options.cache ?? store.cache;
   const report: EmbedReport = {
     embedder: embedder.id,
     reset,
@@ -85,8 +88,8 @@ export async function embedPending(
   };
   const vectorsFor = async (texts: string[]): Promise<Float32Array[]> => {
     const hashes = texts.map(textHash);
-    const cached = store.cache
-      ? await store.cache.get(embedder.id, [...new Set(hashes)])
+    const cached = cache
+      ? await cache.get(embedder.id, [...new Set(hashes)])
       : new Map<string, Float32Array>();
     const missing = [...new Set(hashes.filter((h) => !cached.has(h)))];
     if (missing.length) {
@@ -96,7 +99,7 @@ export async function embedPending(
         'document',
       );
       const entries = missing.map((hash, i) => ({ hash, vector: fresh[i]! }));
-      await store.cache?.put(embedder.id, entries);
+      await cache?.put(embedder.id, entries);
       for (const e of entries) cached.set(e.hash, e.vector);
       report.embedded += missing.length;
     }

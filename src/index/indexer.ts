@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { QuarryConfig } from '../config/config.ts';
+import { cacheFor } from '../embed/shared-cache.ts';
 import type { Embedder } from '../embed/types.ts';
 import { QuarryError } from '../errors.ts';
 import type { FileUpdate, Store } from '../store/types.ts';
@@ -225,19 +226,25 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
     }
     report.interrupted = options.signal?.aborted ?? false;
     if (!report.interrupted && options.embedder && store.vectors) {
-      report.embedding = await embedPending(store, options.embedder, {
-        ...(options.signal ? { signal: options.signal } : {}),
-        onProgress: (p) =>
-          options.onProgress?.({
-            phase: p.phase === 1 ? 'coarse' : 'refine',
-            total: p.total,
-            done: p.done,
-            upToDate: 0,
-            filesPerSec: 0,
-            textsPerSec: p.textsPerSec,
-            ...(p.etaMs !== undefined ? { etaMs: p.etaMs } : {}),
-          }),
-      });
+      const shared = cacheFor(store, config);
+      try {
+        report.embedding = await embedPending(store, options.embedder, {
+          ...(shared.cache ? { cache: shared.cache } : {}),
+          ...(options.signal ? { signal: options.signal } : {}),
+          onProgress: (p) =>
+            options.onProgress?.({
+              phase: p.phase === 1 ? 'coarse' : 'refine',
+              total: p.total,
+              done: p.done,
+              upToDate: 0,
+              filesPerSec: 0,
+              textsPerSec: p.textsPerSec,
+              ...(p.etaMs !== undefined ? { etaMs: p.etaMs } : {}),
+            }),
+        });
+      } finally {
+        shared.close();
+      }
       report.interrupted = report.embedding.interrupted;
     }
     if (!report.interrupted) {

@@ -3,6 +3,7 @@ import { relative, sep } from 'node:path';
 import watcher from '@parcel/watcher';
 import type { LocalProject as Project } from '../api.ts';
 import { openEmbedder } from '../embed/index.ts';
+import { cacheFor } from '../embed/shared-cache.ts';
 import type { Embedder } from '../embed/types.ts';
 import { isQuarryError } from '../errors.ts';
 import { embedPending } from '../index/embedding.ts';
@@ -95,7 +96,15 @@ export async function startAutoSync(project: Project, options: AutoSyncOptions =
       lock = await project.store.acquireWriter({ waitMs: 0 });
       st.state = 'embedding';
       notify();
-      await embedPending(project.store, e, { signal: embedAbort.signal });
+      const shared = cacheFor(project.store, project.config);
+      try {
+        await embedPending(project.store, e, {
+          signal: embedAbort.signal,
+          ...(shared.cache ? { cache: shared.cache } : {}),
+        });
+      } finally {
+        shared.close();
+      }
     } catch (err) {
       // another writer (a `quarry index` run) is embedding: it will finish the job
       if (!(isQuarryError(err) && err.code === 'LOCKED')) fail(err);
