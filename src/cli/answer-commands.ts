@@ -5,6 +5,7 @@ import type { Packing } from '../config/config.ts';
 import type { AssembledContext } from '../context/assemble.ts';
 import { QuarryError } from '../errors.ts';
 import type { SearchMode } from '../search/search.ts';
+import { findProjectRoot } from '../workspace/root.ts';
 
 /**
  * Heavy modules (the AI SDK, the tokenizer's tables, tree-sitter) load when a command needs them, not every time
@@ -45,13 +46,49 @@ export async function openAnyProject(g: ReturnType<CliContext['globals']>): Prom
     const { openRemoteProject } = await import('../project/remote.ts');
     return openRemoteProject({ url: remote, ...(repos[0] ? { repo: repos[0] } : {}) });
   }
-  const local = await openProject({ ...(g.root ? { root: g.root } : {}) });
-  // a repository other than this checkout's: read it from the store, never from this folder's files
-  if (repos[0] && local.name !== repos[0] && 'repositories' in local.store && local.store.repositories) {
-    await local.close();
-    return openProject({ ...(g.root ? { root: g.root } : {}), repo: repos[0] });
+  if (repos[0]) {
+    // a named repository: this checkout when it is the one, else read from the store alone (no checkout needed)
+    const here = g.root ?? findProjectRoot(process.cwd());
+    if (here) {
+      const local = await openProject({ root: here });
+      if (local.name === repos[0]) return local;
+      await local.close();
+    }
+    return openProject({ ...(here ? { root: here } : {}), repo: repos[0] });
   }
-  return local;
+  return openProject({ ...(g.root ? { root: g.root } : {}) });
+}
+
+/** The names of the repositories next to this one: the remote's, or the store's (no checkout needed). */
+export async function repoNames(g: ReturnType<CliContext['globals']>): Promise<string[]> {
+  const remote = remoteOf(g);
+  if (remote) {
+    const { RemoteClient } = await import('../project/remote.ts');
+    const { repos } = await new RemoteClient(remote).call<{ repos: Array<{ name: string }> }>('repos');
+    return repos.map((r) => r.name);
+  }
+  const here = g.root ?? findProjectRoot(process.cwd());
+  if (here) {
+    const project = await openProject({ root: here });
+    try {
+      return (await project.repos()).map((r) => r.name);
+    } finally {
+      await project.close();
+    }
+  }
+  const { openRegistry } = await import('../store/open.ts');
+  const { resolveConfig } = await import('../config/config.ts');
+  const registry = await openRegistry(resolveConfig({ root: process.cwd() }), process.cwd());
+  if (!registry)
+    throw new QuarryError(
+      'NO_ROOT',
+      `no quarry project in ${process.cwd()}: run this in one, or pass --store postgres://… or --remote URL`,
+    );
+  try {
+    return (await registry.list()).map((r) => r.name);
+  } finally {
+    await registry.close();
+  }
 }
 
 export async function withProject<T>(

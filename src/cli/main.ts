@@ -21,6 +21,7 @@ import {
   registerAnswerCommands,
   registerChatCommand,
   registerEditCommands,
+  repoNames,
 } from './answer-commands.ts';
 import { spawnBackgroundIndex } from './background.ts';
 import { formatBytes, formatDuration, Progress } from './progress.ts';
@@ -277,7 +278,8 @@ export async function main(
     .action(async (words: string[], opts) => {
       const g = program.opts();
       const many = opts.allRepos || (g.repo?.length ?? 0) > 1;
-      const project = await openAnyProject(many ? { ...g, repo: [] } : g);
+      const names: string[] = many ? (opts.allRepos ? await repoNames(g) : g.repo) : [];
+      const project = await openAnyProject(many ? { ...g, repo: names.slice(0, 1) } : g);
       const others: Project[] = [];
       try {
         const filter = {
@@ -293,7 +295,6 @@ export async function main(
         let res: SearchResponse;
         if (many) {
           const { searchMany } = await import('../project/set.ts');
-          const names: string[] = opts.allRepos ? (await project.repos()).map((r) => r.name) : g.repo;
           for (const name of names)
             others.push(name === project.name ? project : await openAnyProject({ ...g, repo: [name] }));
           res = await searchMany(others, words.join(' '), searchOptions);

@@ -12,7 +12,11 @@ import { formatBytes } from './progress.ts';
 async function listRepos(cli: CliContext): Promise<RepoInfo[]> {
   const g = cli.globals();
   const cwd = process.cwd();
-  if (remoteOf(g) || g.root || findProjectRoot(cwd)) {
+  if (remoteOf(g)) {
+    const { RemoteClient } = await import('../project/remote.ts');
+    return (await new RemoteClient(remoteOf(g)!).call<{ repos: RepoInfo[] }>('repos')).repos;
+  }
+  if (g.root || findProjectRoot(cwd)) {
     const project = await openAnyProject({ ...g, repo: [] });
     try {
       return await project.repos();

@@ -67,23 +67,28 @@ export class RemoteClient {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (init.body !== undefined) headers['content-type'] = 'application/json';
-    let res: Response;
-    try {
-      res = await fetch(url, {
-        method: init.body === undefined ? 'GET' : 'POST',
-        headers,
-        ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-    } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
-      throw new QuarryError(
-        'REMOTE',
-        cause === 'TimeoutError'
-          ? `quarry at ${this.shown} did not answer within ${Math.round(this.timeoutMs / 1000)} s: try again, or check the server`
-          : `cannot reach quarry at ${this.shown} (${cause}): is \`quarry serve\` running there?`,
-        { cause: err },
-      );
+    let res: Response | undefined;
+    // every call reads (nothing here changes the server's state), so a kept-alive socket that the server closed
+    // as it was reused is retried once on a fresh one
+    for (let attempt = 0; !res; attempt++) {
+      try {
+        res = await fetch(url, {
+          method: init.body === undefined ? 'GET' : 'POST',
+          headers,
+          ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+          signal: AbortSignal.timeout(this.timeoutMs),
+        });
+      } catch (err) {
+        const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+        if (attempt === 0 && (cause === 'UND_ERR_SOCKET' || cause === 'ECONNRESET')) continue;
+        throw new QuarryError(
+          'REMOTE',
+          cause === 'TimeoutError'
+            ? `quarry at ${this.shown} did not answer within ${Math.round(this.timeoutMs / 1000)} s: try again, or check the server`
+            : `cannot reach quarry at ${this.shown} (${cause}): is \`quarry serve\` running there?`,
+          { cause: err },
+        );
+      }
     }
     const text = await res.text();
     let body: unknown;
