@@ -261,6 +261,33 @@ describe('a team index: two repositories in one PostgreSQL, served with per-repo
     assert.match(unknown.stderr, /no repository "acme\/nope"/);
   });
 
+  it('a second quarry with --remote over MCP (the same /mcp endpoint) gives the same prompt and results', () => {
+    const question = 'how does the registry register names?';
+    const local = runCli(['ask', '--dry-run', '--store', store, '--repo', 'acme/a', question], {
+      cwd: rootA,
+    });
+    const viaMcp = runCli(
+      ['--remote', `${base()}/mcp?token=${tokenAll}`, '--repo', 'acme/a', 'ask', '--dry-run', question],
+      {
+        cwd,
+      },
+    );
+    assert.equal(viaMcp.code, 0, viaMcp.stderr);
+    assert.equal(viaMcp.stdout, local.stdout);
+    const search = runCli(
+      ['--remote', `${base()}/mcp?token=${tokenA}`, 'search', '--json', 'registry register'],
+      { cwd },
+    );
+    assert.equal(search.code, 0, search.stderr);
+    assert.equal(JSON.parse(search.stdout).results[0].path, 'lib.rs');
+    const hidden = runCli(
+      ['--remote', `${base()}/mcp?token=${tokenA}`, '--repo', 'acme/b', 'search', 'invoice'],
+      { cwd },
+    );
+    assert.equal(hidden.code, 2, hidden.stderr);
+    assert.ok(oneLine(hidden.stderr), hidden.stderr);
+  });
+
   it('the remote project survives the server restarting, and says so in one line while it is down', async () => {
     const project: Project = await openRemoteProject({ url: base(), token: tokenAll, repo: 'acme/b' });
     assert.equal((await project.search('refund')).results[0]?.path, 'billing/refund.py');

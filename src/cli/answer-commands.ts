@@ -63,9 +63,8 @@ export async function openAnyProject(g: ReturnType<CliContext['globals']>): Prom
 export async function repoNames(g: ReturnType<CliContext['globals']>): Promise<string[]> {
   const remote = remoteOf(g);
   if (remote) {
-    const { RemoteClient } = await import('../project/remote.ts');
-    const { repos } = await new RemoteClient(remote).call<{ repos: Array<{ name: string }> }>('repos');
-    return repos.map((r) => r.name);
+    const { remoteRepos } = await import('../project/remote.ts');
+    return (await remoteRepos(remote)).map((r) => r.name);
   }
   const here = g.root ?? findProjectRoot(process.cwd());
   if (here) {

@@ -13,8 +13,8 @@ async function listRepos(cli: CliContext): Promise<RepoInfo[]> {
   const g = cli.globals();
   const cwd = process.cwd();
   if (remoteOf(g)) {
-    const { RemoteClient } = await import('../project/remote.ts');
-    return (await new RemoteClient(remoteOf(g)!).call<{ repos: RepoInfo[] }>('repos')).repos;
+    const { remoteRepos } = await import('../project/remote.ts');
+    return remoteRepos(remoteOf(g)!);
   }
   if (g.root || findProjectRoot(cwd)) {
     const project = await openAnyProject({ ...g, repo: [] });

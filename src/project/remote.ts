@@ -110,6 +110,10 @@ export class RemoteClient {
 
 /** A repository behind another quarry's HTTP API, as a Project: the same calls, answered there. */
 export async function openRemoteProject(options: RemoteOptions): Promise<Project> {
+  if (isMcpUrl(options.url)) {
+    const { openMcpProject } = await import('./mcp-remote.ts');
+    return openMcpProject(options);
+  }
   const client = new RemoteClient(options.url, options.token, options.timeoutMs, options.env);
   const config =
     options.config ?? resolveConfig({ root: process.cwd(), ...(options.env ? { env: options.env } : {}) });
@@ -171,4 +175,27 @@ export async function openRemoteProject(options: RemoteOptions): Promise<Project
     repos: async () => (await client.call<{ repos: RepoInfo[] }>('repos')).repos,
     close: async () => {},
   };
+}
+
+/** A URL whose path ends in `/mcp` names an MCP server (streamable HTTP); any other, quarry's HTTP API. */
+export function isMcpUrl(url: string): boolean {
+  try {
+    return /\/mcp\/?$/.test(new URL(url).pathname);
+  } catch {
+    return false;
+  }
+}
+
+/** The repositories a remote quarry (HTTP API or MCP) offers, without opening one. */
+export async function remoteRepos(url: string, token?: string): Promise<RepoInfo[]> {
+  if (isMcpUrl(url)) {
+    const { openMcpProject } = await import('./mcp-remote.ts');
+    const p = await openMcpProject({ url, ...(token ? { token } : {}) });
+    try {
+      return await p.repos();
+    } finally {
+      await p.close();
+    }
+  }
+  return (await new RemoteClient(url, token).call<{ repos: RepoInfo[] }>('repos')).repos;
 }

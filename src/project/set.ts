@@ -5,7 +5,7 @@ import type { SearchResponse } from '../search/search.ts';
 import { openRegistry } from '../store/open.ts';
 import type { RepoInfo } from '../store/types.ts';
 import type { LiveProject } from '../watch/live.ts';
-import { openRemoteProject } from './remote.ts';
+import { openRemoteProject, remoteRepos } from './remote.ts';
 import type { Project, ProjectSearchOptions } from './types.ts';
 
 /**
@@ -53,22 +53,25 @@ export async function openServedSet(options: ServedSetOptions): Promise<ProjectS
 
   if (options.remote) {
     const { url, token } = options.remote;
-    const first = await openRemoteProject({ url, ...(token ? { token } : {}) });
-    opened.set(first.name, Promise.resolve(first));
+    const tok = token ? { token } : {};
+    // the remote answers now or the server does not start: a wrong URL or token is a start-up error
+    const names = (await remoteRepos(url, token)).map((r) => r.name);
     return {
       live: null,
-      list: () => first.repos(),
+      list: () => remoteRepos(url, token),
       async get(name) {
-        const key = name ?? first.name;
+        const key = name ?? chooseDefault(names, undefined);
         let p = opened.get(key);
         if (!p) {
-          p = openRemoteProject({ url, repo: key, ...(token ? { token } : {}) });
+          p = openRemoteProject({ url, repo: key, ...tok });
           opened.set(key, p);
           p.catch(() => opened.delete(key));
         }
         return p;
       },
-      close: async () => {},
+      async close() {
+        for (const p of opened.values()) await (await p.catch(() => null))?.close();
+      },
     };
   }
 

@@ -1,0 +1,312 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { type QuarryConfig, resolveConfig } from '../config/config.ts';
+import {
+  type AssembledContext,
+  type AssembleOptions,
+  type ContextBlock,
+  contextBudget,
+  DEFAULT_SYSTEM_PROMPT,
+  renderBlock,
+} from '../context/assemble.ts';
+import { countTokens } from '../context/tokens.ts';
+import { QuarryError } from '../errors.ts';
+import type { SearchResponse, SearchResult } from '../search/search.ts';
+import type { RefHit, RepoInfo, SymbolHit } from '../store/types.ts';
+import type { FileSlice, IndexStatus, Outline, Project, ProjectSearchOptions } from './types.ts';
+
+export interface McpRemoteOptions {
+  /** The server's streamable HTTP endpoint (`http://host:port/mcp`). */
+  url: string;
+  token?: string;
+  repo?: string;
+  config?: QuarryConfig;
+  env?: NodeJS.ProcessEnv;
+}
+
+type ToolResult = { content?: Array<{ type: string; text?: string }>; isError?: boolean };
+
+const NO_SIGNALS = { lexical: 0, fileLexical: 0, fileHint: 0, symbolHint: 0, dense: 0 };
+
+/**
+ * A repository behind an MCP server, as a Project. Against another quarry (`quarry mcp --http`, `quarry serve`'s
+ * `/mcp`) every call maps onto a tool of the same meaning and answers exactly as the HTTP API does. Against any other
+ * server that offers `search_code`, search returns what it says (its text, when it is not quarry's JSON) and the
+ * context is built from those results; what it lacks (definitions, a map) is refused in one line.
+ */
+export async function openMcpProject(options: McpRemoteOptions): Promise<Project> {
+  const env = options.env ?? process.env;
+  const u = new URL(options.url);
+  const token = options.token ?? u.searchParams.get('token') ?? env.QUARRY_TOKEN ?? undefined;
+  u.searchParams.delete('token');
+  const shown = `${u.origin}${u.pathname}`;
+  const config = options.config ?? resolveConfig({ root: process.cwd(), env });
+  const client = new Client({ name: 'quarry', version: '0.1.0' });
+  const fail = (err: unknown, doing: string): QuarryError => {
+    const m = String((err as Error)?.message ?? err);
+    if (/\b401\b|\b403\b/.test(m))
+      return new QuarryError(
+        'AUTH',
+        `${shown} refused the token while ${doing}: pass a valid one (?token= or QUARRY_TOKEN)`,
+      );
+    return new QuarryError(
+      'REMOTE',
+      `cannot reach the MCP server at ${shown} while ${doing}: ${m.split('\n')[0]}`,
+      {
+        cause: err,
+      },
+    );
+  };
+  try {
+    await client.connect(
+      new StreamableHTTPClientTransport(u, {
+        requestInit: { headers: token ? { authorization: `Bearer ${token}` } : {} },
+      }),
+    );
+  } catch (err) {
+    throw fail(err, 'connecting');
+  }
+  const tools = new Map(
+    (await client.listTools().catch((e) => Promise.reject(fail(e, 'listing tools')))).tools.map((t) => [
+      t.name,
+      t,
+    ]),
+  );
+  if (!tools.has('search_code')) {
+    await client.close();
+    throw new QuarryError(
+      'REMOTE',
+      `${shown} offers no search_code tool: it is not a code-search MCP server`,
+    );
+  }
+  const takesRepo = (tool: string) =>
+    Boolean((tools.get(tool)?.inputSchema as { properties?: Record<string, unknown> })?.properties?.repo);
+
+  const call = async (tool: string, args: Record<string, unknown>): Promise<string> => {
+    if (!tools.has(tool))
+      throw new QuarryError(
+        'BAD_INPUT',
+        `the MCP server at ${shown} offers no ${tool} tool: ask it another way`,
+      );
+    let res: ToolResult;
+    try {
+      res = (await client.callTool({
+        name: tool,
+        arguments: { ...args, ...(options.repo && takesRepo(tool) ? { repo: options.repo } : {}) },
+      })) as ToolResult;
+    } catch (err) {
+      throw fail(err, `calling ${tool}`);
+    }
+    const text = (res.content ?? []).map((c) => c.text ?? '').join('\n');
+    if (res.isError) {
+      const firstLine = text.split('\n')[0] ?? '';
+      throw new QuarryError(
+        /no repository|not in the index|not an indexed file/.test(firstLine) ? 'NOT_FOUND' : 'REMOTE',
+        `${shown}: ${firstLine}`,
+      );
+    }
+    return text;
+  };
+  const json = <T>(text: string): T | undefined => {
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      return undefined;
+    }
+  };
+
+  const search = async (query: string, o: ProjectSearchOptions = {}): Promise<SearchResponse> => {
+    const started = performance.now();
+    const text = await call('search_code', {
+      query,
+      top_k: Math.min(50, o.topK ?? config.search.topK),
+      ...(o.mode ? { mode: o.mode } : {}),
+      ...(o.filter?.pathPrefixes ? { path: o.filter.pathPrefixes } : {}),
+      ...(o.filter?.languages ? { language: o.filter.languages } : {}),
+    });
+    const parsed = json<{
+      mode?: SearchResponse['mode'];
+      results?: SearchResult[];
+      files?: SearchResponse['files'];
+    }>(text);
+    if (parsed?.results)
+      return {
+        query,
+        mode: parsed.mode ?? 'hybrid',
+        results: parsed.results.map((r) => ({ ...r, signals: NO_SIGNALS, chunkId: -1 })),
+        files: parsed.files ?? [],
+        tookMs: performance.now() - started,
+      };
+    // another server's own format: its answer as one result
+    const lines = text.split('\n');
+    return {
+      query,
+      mode: 'hybrid',
+      results: text.trim()
+        ? [
+            {
+              path: shown,
+              startLine: 1,
+              endLine: lines.length,
+              symbol: null,
+              kind: null,
+              score: 1,
+              snippet: text,
+              signals: NO_SIGNALS,
+              chunkId: -1,
+            },
+          ]
+        : [],
+      files: [],
+      tookMs: performance.now() - started,
+    };
+  };
+
+  const project: Project = {
+    name: options.repo ?? shown,
+    location: `${shown}${options.repo ? `#${options.repo}` : ''}`,
+    remote: true,
+    config,
+    search,
+    async context(question: string, o: AssembleOptions = {}): Promise<AssembledContext> {
+      const system = o.system ?? config.context.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;
+      const hard = contextBudget({ config } as Parameters<typeof contextBudget>[0], o);
+      const packing = o.packing ?? config.context.packing;
+      if (tools.has('get_context')) {
+        const text = await call('get_context', {
+          question,
+          budget: Math.max(500, hard),
+          packing,
+          ...(o.mode ? { mode: o.mode } : {}),
+          ...(typeof o.all === 'string' ? { all: o.all } : o.all ? { all: '**' } : {}),
+        });
+        const at = text.lastIndexOf('\n\n---\nsources:\n');
+        const user = at >= 0 ? text.slice(0, at) : text;
+        const tail = at >= 0 ? text.slice(at) : '';
+        const blocks: ContextBlock[] = [];
+        for (const m of tail.matchAll(/^\[(\d+)\] (.+):(\d+)-(\d+) \((\d+) tokens\)$/gm))
+          blocks.push({
+            n: Number(m[1]),
+            path: m[2]!,
+            startLine: Number(m[3]),
+            endLine: Number(m[4]),
+            tokens: Number(m[5]),
+            text: '',
+            reason: 'retrieved',
+          });
+        const budget = Number(/budget (\d+)\s*$/.exec(tail)?.[1] ?? hard);
+        const blockTokens = blocks.reduce((t, b) => t + b.tokens, 0);
+        return {
+          question,
+          packing,
+          budget: { hard: budget, soft: Math.floor(budget * config.context.softRatio), map: 0 },
+          blocks,
+          map: null,
+          skipped: [],
+          tokens: { blocks: blockTokens, map: 0, prompt: countTokens(system) + countTokens(user) },
+          system,
+          user,
+          search: null,
+        };
+      }
+      // a server without get_context: its search results, in rank order, while they fit
+      const res = await search(question, { topK: 50, ...(o.mode ? { mode: o.mode } : {}) });
+      const blocks: ContextBlock[] = [];
+      let used = 0;
+      for (const r of res.results) {
+        const b = {
+          n: blocks.length + 1,
+          path: r.path,
+          startLine: r.startLine,
+          endLine: r.endLine,
+          text: r.snippet,
+        };
+        const tokens = countTokens(renderBlock(b));
+        if (used + tokens > hard) continue;
+        blocks.push({ ...b, tokens, reason: 'retrieved' });
+        used += tokens;
+      }
+      const user = `${blocks.length ? `Context:\n${blocks.map(renderBlock).join('\n')}` : 'Context: (nothing in the index matched the question)'}\nQuestion: ${question}`;
+      return {
+        question,
+        packing: 'chunks',
+        budget: { hard, soft: hard, map: 0 },
+        blocks,
+        map: null,
+        skipped: [],
+        tokens: { blocks: used, map: 0, prompt: countTokens(system) + countTokens(user) },
+        system,
+        user,
+        search: res,
+      };
+    },
+    // structure questions go to retrieval over MCP: find_symbol and list_symbols answer them when asked directly
+    route: async () => null,
+    async definitions(name: string) {
+      const out = json<{ definitions?: SymbolHit[] }>(await call('find_symbol', { name, references: false }));
+      return (out?.definitions ?? []).map((d) => ({ ...d, chunkId: null }));
+    },
+    async references(name: string) {
+      const out = json<{ references?: Array<Omit<RefHit, 'name'>> }>(
+        await call('find_symbol', { name, references: true, limit: 200 }),
+      );
+      return (out?.references ?? []).map((r) => ({ ...r, name }));
+    },
+    async outline(path: string): Promise<Outline> {
+      const out = json<{
+        path: string;
+        symbols: Array<Omit<SymbolHit, 'path' | 'chunkId'>>;
+        variables: Outline['variables'];
+      }>(await call('list_symbols', { path }));
+      if (!out) throw new QuarryError('REMOTE', `${shown}: list_symbols did not answer in quarry's format`);
+      return {
+        path: out.path,
+        symbols: out.symbols.map((s) => ({ ...s, path: out.path, chunkId: null })),
+        variables: out.variables ?? [],
+      };
+    },
+    async readFile(path: string, range: { start?: number; end?: number } = {}): Promise<FileSlice> {
+      const text = await call('read_file', {
+        path,
+        start: range.start ?? 1,
+        ...(range.end ? { end: range.end } : {}),
+      });
+      const [head, ...rest] = text.split('\n');
+      const m = /^(.+):(\d+)-(\d+) of (\d+)$/.exec(head ?? '');
+      if (!m) throw new QuarryError('REMOTE', `${shown}: read_file did not answer in quarry's format`);
+      const lines = rest.filter((l) => !l.startsWith('… lines ')).map((l) => l.replace(/^\s*\d+ {2}/, ''));
+      return { path: m[1]!, start: Number(m[2]), end: Number(m[3]), total: Number(m[4]), lines };
+    },
+    repoMap: async () => {
+      throw new QuarryError(
+        'BAD_INPUT',
+        `the MCP server at ${shown} offers no repository map: use --remote with its HTTP URL`,
+      );
+    },
+    async status() {
+      const out = json<IndexStatus>(await call('index_status', {}));
+      if (!out) throw new QuarryError('REMOTE', `${shown}: index_status did not answer in quarry's format`);
+      return out;
+    },
+    async repos(): Promise<RepoInfo[]> {
+      if (!tools.has('list_repos')) {
+        const st = await project.status().catch(() => null);
+        return [
+          {
+            name: project.name,
+            files: st?.files ?? 0,
+            chunks: st?.chunks ?? 0,
+            bytes: 0,
+            lastIndexedAt: st?.lastIndexedAt ?? null,
+            embedder: st?.embedding?.embedder?.id ?? null,
+            git: null,
+            source: null,
+          },
+        ];
+      }
+      return json<{ repos: RepoInfo[] }>(await call('list_repos', {}))?.repos ?? [];
+    },
+    close: () => client.close(),
+  };
+  return project;
+}
