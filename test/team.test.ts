@@ -288,6 +288,48 @@ describe('a team index: two repositories in one PostgreSQL, served with per-repo
     assert.ok(oneLine(hidden.stderr), hidden.stderr);
   });
 
+  it('the panel picks a repository and searches across them, within the token', async () => {
+    const { chromium } = await import('playwright-core');
+    const browser = await chromium.launch({
+      executablePath: process.env.QUARRY_CHROMIUM ?? '/usr/bin/chromium',
+      args: ['--no-sandbox'],
+    });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      await page.goto(`${base()}/?token=${tokenAll}`);
+      await page.waitForSelector('#repo:not([hidden])');
+      const options = await page.evaluate(
+        `[...document.querySelectorAll('#repo option')].map((o) => o.value)`,
+      );
+      assert.deepEqual(options, ['acme/a', 'acme/b', '*']);
+      await page.selectOption('#repo', 'acme/b');
+      await page.waitForFunction(`document.getElementById('files').textContent === '2'`);
+      await page.selectOption('#repo', '*');
+      await page.fill('#q', 'invoice registry');
+      await page.click('#search-form button');
+      await page.waitForSelector('#results .result');
+      const links = (await page.evaluate(
+        `[...document.querySelectorAll('#results a')].map((a) => a.textContent)`,
+      )) as string[];
+      assert.ok(
+        links.some((l) => l.startsWith('acme/a: ')) && links.some((l) => l.startsWith('acme/b: ')),
+        links.join('|'),
+      );
+      // a result of B opens B's file, from the store
+      await page.click('#results a[data-repo="acme/b"]');
+      await page.waitForFunction(`/total_due/.test(document.getElementById('file').textContent)`);
+      await page.screenshot({ path: join(tmpdir(), 'quarry-team-panel.png') });
+
+      // with A's token the picker is gone: one repository
+      const pageA = await browser.newPage();
+      await pageA.goto(`${base()}/?token=${tokenA}`);
+      await pageA.waitForFunction(`document.getElementById('files').textContent === '17'`);
+      assert.equal(await pageA.evaluate(`document.getElementById('repo').hidden`), true);
+    } finally {
+      await browser.close();
+    }
+  });
+
   it('the remote project survives the server restarting, and says so in one line while it is down', async () => {
     const project: Project = await openRemoteProject({ url: base(), token: tokenAll, repo: 'acme/b' });
     assert.equal((await project.search('refund')).results[0]?.path, 'billing/refund.py');

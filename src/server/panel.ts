@@ -41,6 +41,7 @@ export const PANEL_HTML = `<!doctype html>
 <body>
 <header>
   <h1>quarry</h1>
+  <select id="repo" title="repository" hidden></select>
   <span class="pill" id="root">…</span>
   <span class="pill">files <b id="files">–</b></span>
   <span class="pill">chunks <b id="chunks">–</b></span>
@@ -91,6 +92,10 @@ async function api(path, opts = {}) {
   if (!r.ok) throw new Error(j.error || r.statusText);
   return j;
 }
+// the repository picker: hidden when the server holds one; "every repository" applies to search only
+let repo = '';
+const rq = (name) => name && name !== '*' ? '&repo=' + encodeURIComponent(name) : '';
+const one = () => repo === '*' ? '' : repo;
 function showStatus(s) {
   $('root').textContent = s.root;
   $('files').textContent = s.files;
@@ -103,8 +108,27 @@ function showStatus(s) {
   if (s.reindexing) $('reindex-msg').textContent = 're-indexing…';
   else if ($('reindex-msg').textContent === 're-indexing…') $('reindex-msg').textContent = 'up to date ' + new Date().toLocaleTimeString();
 }
-const events = new EventSource('/api/events' + (token ? '?token=' + encodeURIComponent(token) : ''));
-events.addEventListener('status', (ev) => showStatus(JSON.parse(ev.data)));
+let events = null;
+function follow() {
+  if (events) events.close();
+  events = new EventSource('/api/events?' + (token ? 'token=' + encodeURIComponent(token) : '') + rq(one()));
+  events.addEventListener('status', (ev) => showStatus(JSON.parse(ev.data)));
+}
+api('/api/repos').then((r) => {
+  repo = r.default || (r.repos[0] && r.repos[0].name) || '';
+  if (r.repos.length > 1) {
+    $('repo').innerHTML = r.repos.map((x) => '<option value="' + esc(x.name) + '">' + esc(x.name) + '</option>').join('') + '<option value="*">every repository (search)</option>';
+    $('repo').value = repo;
+    $('repo').hidden = false;
+  }
+  follow();
+  api('/api/status?' + rq(one()).slice(1)).then(showStatus).catch(() => {});
+}).catch(() => follow());
+$('repo').addEventListener('change', () => {
+  repo = $('repo').value;
+  follow();
+  if (one()) api('/api/status?' + rq(one()).slice(1)).then(showStatus).catch(() => {});
+});
 
 function highlight(text, terms) {
   let html = esc(text);
@@ -118,12 +142,12 @@ $('search-form').addEventListener('submit', async (ev) => {
   $('search-msg').className = 'msg';
   $('search-msg').textContent = 'searching…';
   try {
-    const r = await api('/api/search?q=' + encodeURIComponent(q));
+    const r = await api('/api/search?q=' + encodeURIComponent(q) + (repo === '*' ? '&repo=*' : rq(repo)));
     const stop = new Set(['the', 'and', 'for', 'where', 'what', 'how', 'does', 'with', 'from', 'that', 'this', 'are', 'was', 'which', 'when', 'who', 'why']);
     const terms = q.split(/[^A-Za-z0-9_]+/).filter((t) => t && !stop.has(t.toLowerCase()));
     $('search-msg').textContent = r.results.length + ' results, ' + r.mode + ', ' + Math.round(r.tookMs) + ' ms';
     $('results').innerHTML = r.results.map((x) =>
-      '<div class="result"><a href="#" data-path="' + esc(x.path) + '" data-start="' + x.startLine + '" data-end="' + x.endLine + '">' + esc(x.path) + ':' + x.startLine + '-' + x.endLine + '</a>' +
+      '<div class="result"><a href="#" data-repo="' + esc(x.repo || one()) + '" data-path="' + esc(x.path) + '" data-start="' + x.startLine + '" data-end="' + x.endLine + '">' + (x.repo ? esc(x.repo) + ': ' : '') + esc(x.path) + ':' + x.startLine + '-' + x.endLine + '</a>' +
       (x.symbol ? '<span class="sym">' + esc(x.symbol) + '</span>' : '') + '<span class="score">' + x.score.toFixed(3) + '</span>' +
       '<pre>' + highlight(x.snippet, terms) + '</pre></div>').join('') || '<div class="msg">no matches</div>';
   } catch (e) { $('search-msg').className = 'msg bad'; $('search-msg').textContent = e.message; }
@@ -132,18 +156,18 @@ $('results').addEventListener('click', (ev) => {
   const a = ev.target.closest('a[data-path]');
   if (!a) return;
   ev.preventDefault();
-  openFile(a.dataset.path, Number(a.dataset.start), Number(a.dataset.end));
+  openFile(a.dataset.path, Number(a.dataset.start), Number(a.dataset.end), a.dataset.repo);
 });
-async function openFile(path, start, end) {
+async function openFile(path, start, end, inRepo) {
   try {
-    const f = await api('/api/file?path=' + encodeURIComponent(path));
+    const f = await api('/api/file?path=' + encodeURIComponent(path) + rq(inRepo || one()));
     $('file-title').textContent = path + ' (' + f.total + ' lines)';
     $('file').innerHTML = f.lines.map((l, i) => { const n = f.start + i; const cls = n >= start && n <= end ? ' class="hl"' : ''; return '<span' + cls + ' id="L' + n + '"><span class="ln">' + n + '</span>' + esc(l) + '</span>'; }).join('');
     const t = document.getElementById('L' + start); if (t) t.scrollIntoView({ block: 'center' });
   } catch (e) { $('file-title').textContent = e.message; $('file').textContent = ''; }
 }
 $('reindex').addEventListener('click', async () => {
-  try { const r = await api('/api/reindex', { method: 'POST', body: '{}' }); $('reindex-msg').textContent = r.started ? 're-indexing…' : 'already running since ' + new Date(r.startedAt).toLocaleTimeString(); }
+  try { const r = await api('/api/reindex', { method: 'POST', body: JSON.stringify(one() ? { repo: one() } : {}) }); $('reindex-msg').textContent = r.started ? 're-indexing…' : 'already running since ' + new Date(r.startedAt).toLocaleTimeString(); }
   catch (e) { $('reindex-msg').textContent = e.message; }
 });
 async function loadSettings() {
@@ -172,7 +196,7 @@ $('ask-form').addEventListener('submit', async (ev) => {
   const question = $('question').value.trim();
   if (!question) return;
   $('answer').textContent = ''; $('sources').innerHTML = ''; $('ask-msg').className = 'msg'; $('ask-msg').textContent = 'thinking…';
-  const r = await fetch('/api/ask', { method: 'POST', headers: { ...H, 'content-type': 'application/json' }, body: JSON.stringify({ question }) });
+  const r = await fetch('/api/ask', { method: 'POST', headers: { ...H, 'content-type': 'application/json' }, body: JSON.stringify({ question, ...(one() ? { repo: one() } : {}) }) });
   if (!r.ok) { const j = await r.json().catch(() => ({})); $('ask-msg').className = 'msg bad'; $('ask-msg').textContent = j.error || r.statusText; return; }
   const reader = r.body.getReader(); const dec = new TextDecoder(); let buf = '';
   for (;;) {
@@ -193,7 +217,6 @@ $('ask-form').addEventListener('submit', async (ev) => {
   }
 });
 $('sources').addEventListener('click', (ev) => { const a = ev.target.closest('a[data-path]'); if (!a) return; ev.preventDefault(); openFile(a.dataset.path, Number(a.dataset.start), Number(a.dataset.end)); });
-api('/api/status').then(showStatus).catch(() => {});
 loadSettings().catch(() => {});
 </script>
 </body>
