@@ -97,7 +97,8 @@ let repo = '';
 const rq = (name) => name && name !== '*' ? '&repo=' + encodeURIComponent(name) : '';
 const one = () => repo === '*' ? '' : repo;
 function showStatus(s) {
-  $('root').textContent = s.root;
+  $('root').textContent = s.repo || s.root;
+  $('root').title = s.root;
   $('files').textContent = s.files;
   $('chunks').textContent = s.chunks;
   const e = s.embedding;
