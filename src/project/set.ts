@@ -81,15 +81,27 @@ export async function openServedSet(options: ServedSetOptions): Promise<ProjectS
       'NO_ROOT',
       `no quarry project in ${cwd} and no server store to serve: run it in a project, or pass --store postgres://…`,
     );
-  const list = async (): Promise<RepoInfo[]> =>
-    live ? live.project.repos() : (registry as NonNullable<typeof registry>).list();
+  // the list is asked on most requests that name a repository: a few seconds old is fresh enough (a repository
+  // indexed meanwhile shows up on the next look)
+  let listed: { at: number; repos: Promise<RepoInfo[]> } | undefined;
+  const list = async (): Promise<RepoInfo[]> => {
+    if (!listed || performance.now() - listed.at > 2000) {
+      const repos = live ? live.project.repos() : (registry as NonNullable<typeof registry>).list();
+      listed = { at: performance.now(), repos };
+      repos.catch(() => {
+        listed = undefined;
+      });
+    }
+    return listed.repos;
+  };
   return {
     live,
     list,
     async get(name) {
+      // the server's own checkout needs no look at the list
+      if (live && (name === undefined || name === live.project.name)) return live.project;
       const names = (await list()).map((r) => r.name);
       const key = name ?? chooseDefault(names, live?.project.name);
-      if (live && key === live.project.name) return live.project;
       if (!names.includes(key)) throw notHere(key);
       let p = opened.get(key);
       if (!p) {
@@ -116,6 +128,7 @@ export function scopedSet(set: ProjectSet, allowed: (repo: string) => boolean): 
         if (!allowed(name)) throw notHere(name);
         return set.get(name);
       }
+      if (set.live && allowed(set.live.project.name)) return set.live.project;
       const names = (await set.list()).map((r) => r.name).filter(allowed);
       return set.get(chooseDefault(names, set.live?.project.name));
     },
