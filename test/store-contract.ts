@@ -352,6 +352,30 @@ export function storeContract(open: () => Promise<Store>): void {
     assert.equal((await cache.get('e2', ['h1'])).size, 0);
     await s.close();
   });
+
+  it('keeps file text as indexed, when it keeps text at all, and lists its repositories', async () => {
+    const s = await open();
+    if (s.content) {
+      await s.replaceFiles([
+        { ...update('a.ts', [['alpha', null]]), text: 'const alpha = 1;\n' },
+        { ...update('b.ts', [['beta', null]]), text: 'beta\n' },
+      ]);
+      assert.deepEqual([...(await s.content.read(['a.ts', 'b.ts', 'none.ts'])).entries()].sort(), [
+        ['a.ts', 'const alpha = 1;\n'],
+        ['b.ts', 'beta\n'],
+      ]);
+      // replaced without text (skipped, say): the old text goes; deleted: it goes with the file
+      await s.replaceFiles([update('a.ts', [['alpha two', null]], 'h2')]);
+      await s.deleteFiles(['b.ts']);
+      assert.equal((await s.content.read(['a.ts', 'b.ts'])).size, 0);
+    }
+    if (s.repositories) {
+      const mine = (await s.repositories.list()).filter((r) => r.files > 0);
+      assert.ok(mine.length >= 1);
+      assert.ok(mine.every((r) => typeof r.name === 'string' && r.chunks >= 0 && r.bytes >= 0));
+    }
+    await s.close();
+  });
 }
 
 function vec(xs: number[]): Float32Array {
