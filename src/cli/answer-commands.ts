@@ -5,6 +5,7 @@ import type { Packing } from '../config/config.ts';
 import type { AssembledContext } from '../context/assemble.ts';
 import { QuarryError } from '../errors.ts';
 import type { SearchMode } from '../search/search.ts';
+import type { RepoInfo } from '../store/types.ts';
 import { findProjectRoot } from '../workspace/root.ts';
 
 /**
@@ -59,18 +60,18 @@ export async function openAnyProject(g: ReturnType<CliContext['globals']>): Prom
   return openProject({ ...(g.root ? { root: g.root } : {}) });
 }
 
-/** The names of the repositories next to this one: the remote's, or the store's (no checkout needed). */
-export async function repoNames(g: ReturnType<CliContext['globals']>): Promise<string[]> {
+/** The repositories next to this one: the remote's, this checkout's store's, or the configured store's. */
+export async function repoList(g: ReturnType<CliContext['globals']>): Promise<RepoInfo[]> {
   const remote = remoteOf(g);
   if (remote) {
     const { remoteRepos } = await import('../project/remote.ts');
-    return (await remoteRepos(remote)).map((r) => r.name);
+    return remoteRepos(remote);
   }
   const here = g.root ?? findProjectRoot(process.cwd());
   if (here) {
     const project = await openProject({ root: here });
     try {
-      return (await project.repos()).map((r) => r.name);
+      return await project.repos();
     } finally {
       await project.close();
     }
@@ -84,7 +85,7 @@ export async function repoNames(g: ReturnType<CliContext['globals']>): Promise<s
       `no quarry project in ${process.cwd()}: run this in one, or pass --store postgres://… or --remote URL`,
     );
   try {
-    return (await registry.list()).map((r) => r.name);
+    return await registry.list();
   } finally {
     await registry.close();
   }

@@ -21,7 +21,7 @@ import {
   registerAnswerCommands,
   registerChatCommand,
   registerEditCommands,
-  repoNames,
+  repoList,
 } from './answer-commands.ts';
 import { spawnBackgroundIndex } from './background.ts';
 import { formatBytes, formatDuration, Progress } from './progress.ts';
@@ -278,7 +278,7 @@ export async function main(
     .action(async (words: string[], opts) => {
       const g = program.opts();
       const many = opts.allRepos || (g.repo?.length ?? 0) > 1;
-      const names: string[] = many ? (opts.allRepos ? await repoNames(g) : g.repo) : [];
+      const names: string[] = many ? (opts.allRepos ? (await repoList(g)).map((r) => r.name) : g.repo) : [];
       const project = await openAnyProject(many ? { ...g, repo: names.slice(0, 1) } : g);
       const others: Project[] = [];
       try {

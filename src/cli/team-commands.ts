@@ -3,39 +3,9 @@ import { resolveConfig } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
 import { addToken, defaultTokensFile, readTokens, removeToken } from '../server/tokens.ts';
 import { openRegistry } from '../store/open.ts';
-import type { RepoInfo } from '../store/types.ts';
 import { findProjectRoot } from '../workspace/root.ts';
-import { type CliContext, openAnyProject, remoteOf } from './answer-commands.ts';
+import { type CliContext, remoteOf, repoList } from './answer-commands.ts';
 import { formatBytes } from './progress.ts';
-
-/** The repositories of the configured store (or of the --remote server), without needing a checkout of one. */
-async function listRepos(cli: CliContext): Promise<RepoInfo[]> {
-  const g = cli.globals();
-  const cwd = process.cwd();
-  if (remoteOf(g)) {
-    const { remoteRepos } = await import('../project/remote.ts');
-    return remoteRepos(remoteOf(g)!);
-  }
-  if (g.root || findProjectRoot(cwd)) {
-    const project = await openAnyProject({ ...g, repo: [] });
-    try {
-      return await project.repos();
-    } finally {
-      await project.close();
-    }
-  }
-  const registry = await openRegistry(resolveConfig({ root: cwd }), cwd);
-  if (!registry)
-    throw new QuarryError(
-      'NO_ROOT',
-      `no quarry project in ${cwd}: run this in one, or pass --store postgres://… or --remote URL`,
-    );
-  try {
-    return await registry.list();
-  } finally {
-    await registry.close();
-  }
-}
 
 export function registerTeamCommands(program: Command, cli: CliContext): void {
   const { io } = cli;
@@ -46,7 +16,7 @@ export function registerTeamCommands(program: Command, cli: CliContext): void {
     )
     .option('--json', 'print JSON')
     .action(async (opts) => {
-      const list = await listRepos(cli);
+      const list = await repoList(cli.globals());
       if (opts.json) {
         io.stdout.write(`${JSON.stringify({ repos: list })}\n`);
         return;
