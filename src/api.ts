@@ -153,14 +153,16 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
     status: () => indexStatus(project),
     async repos() {
       if (store.repositories) return store.repositories.list();
-      const st = await indexStatus(project);
+      // one listing of the files for both the status and the size
+      const files = await store.listFiles();
+      const st = await indexStatus(project, files);
       const source = JSON.parse((await store.getMeta('source')) ?? '{}') as {
         root?: string;
         host?: string;
         git?: RepoInfo['git'];
       };
       let bytes = 0;
-      for (const f of await store.listFiles()) bytes += f.size;
+      for (const f of files) bytes += f.size;
       return [
         {
           name,

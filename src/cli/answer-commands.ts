@@ -48,14 +48,19 @@ export async function openAnyProject(g: ReturnType<CliContext['globals']>): Prom
     return openRemoteProject({ url: remote, ...(repos[0] ? { repo: repos[0] } : {}) });
   }
   if (repos[0]) {
-    // a named repository: this checkout when it is the one, else read from the store alone (no checkout needed)
+    // a named repository: through this checkout's settings when there is one (a store that keeps file text serves
+    // it from there), else from the store alone
     const here = g.root ?? findProjectRoot(process.cwd());
-    if (here) {
-      const local = await openProject({ root: here });
-      if (local.name === repos[0]) return local;
-      await local.close();
+    if (!here) return openProject({ repo: repos[0] });
+    const project = await openProject({ root: here, overrides: { store: { repo: repos[0] } } });
+    if (project.store.kind === 'sqlite' && project.name !== repos[0]) {
+      await project.close();
+      throw new QuarryError(
+        'BAD_INPUT',
+        `a SQLite index holds one repository: pass --store postgres://… to open "${repos[0]}"`,
+      );
     }
-    return openProject({ ...(here ? { root: here } : {}), repo: repos[0] });
+    return project;
   }
   return openProject({ ...(g.root ? { root: g.root } : {}) });
 }

@@ -26,9 +26,16 @@ function notHere(name: string): QuarryError {
   return new QuarryError('NOT_FOUND', `no repository "${name}" here: list them with \`quarry repos\``);
 }
 
-function chooseDefault(names: string[], live: string | undefined): string {
+/** The repository a request that names none gets: the server's own checkout, else the only one; else none. */
+export function defaultRepo(names: string[], live: string | undefined): string | undefined {
   if (live && names.includes(live)) return live;
   if (names.length === 1) return names[0]!;
+  return undefined;
+}
+
+function chooseDefault(names: string[], live: string | undefined): string {
+  const chosen = defaultRepo(names, live);
+  if (chosen) return chosen;
   if (!names.length)
     throw new QuarryError('NOT_FOUND', 'no repository is indexed here yet: run `quarry index`');
   throw new QuarryError(
@@ -45,33 +52,40 @@ export interface ServedSetOptions {
   remote?: { url: string; token?: string };
 }
 
+/** Opens each repository once, on first use; a failed open is forgotten, so the next request tries again. */
+function openOnce(open: (name: string) => Promise<Project>) {
+  const opened = new Map<string, Promise<Project>>();
+  return {
+    get(name: string): Promise<Project> {
+      let p = opened.get(name);
+      if (!p) {
+        p = open(name);
+        opened.set(name, p);
+        p.catch(() => opened.delete(name));
+      }
+      return p;
+    },
+    async closeAll(): Promise<void> {
+      for (const p of opened.values()) await (await p.catch(() => null))?.close();
+    },
+  };
+}
+
 /** The set a server (or `quarry mcp`) serves. */
 export async function openServedSet(options: ServedSetOptions): Promise<ProjectSet> {
   const live = options.live ?? null;
-  const opened = new Map<string, Promise<Project>>();
   const cwd = options.cwd ?? process.cwd();
 
   if (options.remote) {
     const { url, token } = options.remote;
-    const tok = token ? { token } : {};
+    const opened = openOnce((repo) => openRemoteProject({ url, repo, ...(token ? { token } : {}) }));
     // the remote answers now or the server does not start: a wrong URL or token is a start-up error
     const names = (await remoteRepos(url, token)).map((r) => r.name);
     return {
       live: null,
       list: () => remoteRepos(url, token),
-      async get(name) {
-        const key = name ?? chooseDefault(names, undefined);
-        let p = opened.get(key);
-        if (!p) {
-          p = openRemoteProject({ url, repo: key, ...tok });
-          opened.set(key, p);
-          p.catch(() => opened.delete(key));
-        }
-        return p;
-      },
-      async close() {
-        for (const p of opened.values()) await (await p.catch(() => null))?.close();
-      },
+      get: (name) => opened.get(name ?? chooseDefault(names, undefined)),
+      close: () => opened.closeAll(),
     };
   }
 
@@ -81,6 +95,9 @@ export async function openServedSet(options: ServedSetOptions): Promise<ProjectS
       'NO_ROOT',
       `no quarry project in ${cwd} and no server store to serve: run it in a project, or pass --store postgres://…`,
     );
+  const opened = openOnce(
+    (repo) => openProject({ ...(live ? { root: live.project.root } : { cwd }), repo }) as Promise<Project>,
+  );
   // the list is asked on most requests that name a repository: a few seconds old is fresh enough (a repository
   // indexed meanwhile shows up on the next look)
   let listed: { at: number; repos: Promise<RepoInfo[]> } | undefined;
@@ -103,16 +120,10 @@ export async function openServedSet(options: ServedSetOptions): Promise<ProjectS
       const names = (await list()).map((r) => r.name);
       const key = name ?? chooseDefault(names, live?.project.name);
       if (!names.includes(key)) throw notHere(key);
-      let p = opened.get(key);
-      if (!p) {
-        p = openProject({ ...(live ? { root: live.project.root } : { cwd }), repo: key }) as Promise<Project>;
-        opened.set(key, p);
-        p.catch(() => opened.delete(key));
-      }
-      return p;
+      return opened.get(key);
     },
     async close() {
-      for (const p of opened.values()) await (await p.catch(() => null))?.close();
+      await opened.closeAll();
       await registry?.close();
     },
   };

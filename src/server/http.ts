@@ -8,7 +8,7 @@ import { ask } from '../answer/ask.ts';
 import type { LocalProject } from '../api.ts';
 import { readProjectSettings, resolveConfig, writeProjectSettings } from '../config/config.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
-import { openServedSet, type ProjectSet, scopedSet, searchMany } from '../project/set.ts';
+import { defaultRepo, openServedSet, type ProjectSet, scopedSet, searchMany } from '../project/set.ts';
 import type { Project } from '../project/types.ts';
 import { resultJson, type SearchMode } from '../search/search.ts';
 import { storeTarget } from '../store/open.ts';
@@ -225,6 +225,11 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
     if (typeof b !== 'object' || Array.isArray(b)) throw new QuarryError('BAD_INPUT', 'send a JSON object');
     return b as Record<string, unknown>;
   };
+  const questionOf = (b: Record<string, unknown>): string => {
+    const question = str(b.question) ?? '';
+    if (!question.trim()) throw new QuarryError('BAD_INPUT', 'question is empty: send {"question": "…"}');
+    return question;
+  };
   const repoOf = (v: unknown): string | undefined => {
     if (v === undefined || v === null || v === '') return undefined;
     if (typeof v !== 'string') throw new QuarryError('BAD_INPUT', 'repo must be a repository name');
@@ -239,11 +244,10 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
     return c.json({
       repos,
       default:
-        live && repos.some((r) => r.name === live!.project.name)
-          ? live.project.name
-          : repos.length === 1
-            ? repos[0]!.name
-            : null,
+        defaultRepo(
+          repos.map((r) => r.name),
+          live?.project.name,
+        ) ?? null,
     });
   });
   app.get('/api/status', async (c) => c.json(await statusOf(await projectFor(c, c.req.query('repo')))));
@@ -293,8 +297,7 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
 
   app.post('/api/context', async (c) => {
     const b = await body(c);
-    const question = str(b.question) ?? '';
-    if (!question.trim()) throw new QuarryError('BAD_INPUT', 'question is empty: send {"question": "…"}');
+    const question = questionOf(b);
     const project = await projectFor(c, b.repo);
     const num = (k: string) =>
       typeof b[k] === 'number' && Number.isFinite(b[k]) ? (b[k] as number) : undefined;
@@ -323,8 +326,7 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
 
   app.post('/api/route', async (c) => {
     const b = await body(c);
-    const question = str(b.question) ?? '';
-    if (!question.trim()) throw new QuarryError('BAD_INPUT', 'question is empty: send {"question": "…"}');
+    const question = questionOf(b);
     return c.json(await (await projectFor(c, b.repo)).route(question));
   });
 
@@ -357,8 +359,7 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
 
   app.post('/api/ask', async (c) => {
     const b = await body(c);
-    const question = str(b.question) ?? '';
-    if (!question.trim()) throw new QuarryError('BAD_INPUT', 'question is empty');
+    const question = questionOf(b);
     const project = await projectFor(c, b.repo);
     return streamSSE(c, async (stream) => {
       const abort = new AbortController();

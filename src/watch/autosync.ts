@@ -76,6 +76,8 @@ export async function startAutoSync(project: Project, options: AutoSyncOptions =
   let stopped = false;
   let embedAbort: AbortController | undefined;
   let embedder: Promise<Embedder | undefined> | undefined;
+  // the caches embedding looks in (the user's shared one opened once, for as long as the sync runs)
+  let shared: ReturnType<typeof cacheFor> | undefined;
   const notify = () => options.onStatus?.({ ...st });
   const fail = (err: unknown) => {
     st.lastError = isQuarryError(err) ? err.message : String((err as Error).message ?? err).split('\n')[0]!;
@@ -96,15 +98,11 @@ export async function startAutoSync(project: Project, options: AutoSyncOptions =
       lock = await project.store.acquireWriter({ waitMs: 0 });
       st.state = 'embedding';
       notify();
-      const shared = cacheFor(project.store, project.config);
-      try {
-        await embedPending(project.store, e, {
-          signal: embedAbort.signal,
-          ...(shared.cache ? { cache: shared.cache } : {}),
-        });
-      } finally {
-        shared.close();
-      }
+      shared ??= cacheFor(project.store, project.config);
+      await embedPending(project.store, e, {
+        signal: embedAbort.signal,
+        ...(shared.cache ? { cache: shared.cache } : {}),
+      });
     } catch (err) {
       // another writer (a `quarry index` run) is embedding: it will finish the job
       if (!(isQuarryError(err) && err.code === 'LOCKED')) fail(err);
@@ -228,6 +226,7 @@ export async function startAutoSync(project: Project, options: AutoSyncOptions =
       st.watching = false;
       await running?.catch(() => undefined);
       await (await embedder)?.close();
+      shared?.close();
     },
   };
 }
