@@ -48,7 +48,7 @@ if (!values['no-index'])
     const r = await indexProject(project, { embed });
     indexMs += performance.now() - t;
     files += r.added + r.updated;
-    chunks += r.chunks;
+    chunks += r.chunksWritten;
     await project.close();
   }
 

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { type Command, Option } from 'commander';
 import type pc from 'picocolors';
 import { type LocalProject, openProject, type Project } from '../api.ts';
@@ -24,6 +26,33 @@ export interface CliContext {
   positiveInt(value: string): number;
   /** Global options (--root, --remote, --repo, --verbose, --color). */
   globals(): { root?: string; remote?: string; repo?: string[]; verbose?: boolean };
+}
+
+/**
+ * A path as the user typed it, as the index names it (root-relative, POSIX): absolute, relative to where the command
+ * runs, or already root-relative all work. A path outside the project is a one-line error.
+ */
+export function projectPath(project: Project, typed: string, cwd = process.cwd()): string {
+  const local = (project as Partial<LocalProject>).root;
+  // a remote or store-only project has no folder here: a checkout of it around cwd tells where its root is
+  const root = local && !project.remote && project.location === local ? local : findProjectRoot(cwd);
+  const clean = typed.replace(/\\/g, '/');
+  if (root) {
+    const abs = resolve(cwd, clean);
+    const rel = relative(root, abs).split(sep).join('/');
+    const inside = rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+    if (isAbsolute(clean)) {
+      if (!inside)
+        throw new QuarryError(
+          'BAD_INPUT',
+          `${typed} is outside the project (${root}): give a path inside it`,
+        );
+      return rel || '.';
+    }
+    // from here when that names something here; else as given, from the root
+    if (inside && existsSync(abs)) return rel || '.';
+  }
+  return clean.replace(/^\.\//, '').replace(/\/+$/, '') || '.';
 }
 
 /** The remote quarry the command talks to (`--remote`, else `QUARRY_REMOTE`), if any. */
@@ -245,7 +274,7 @@ export function registerAnswerCommands(program: Command, cli: CliContext): void 
     .action(async (file: string, opts) => {
       const { formatSymbols } = await lazy.router();
       await withProject(cli.globals(), async (project) => {
-        const outline = await project.outline(file);
+        const outline = await project.outline(projectPath(project, file));
         const path = outline.path;
         if (opts.variables) {
           const vars = outline.variables;
@@ -318,7 +347,7 @@ export function registerEditCommands(program: Command, cli: CliContext): void {
   program
     .command('edit')
     .description('edit one file with the model: prints a diff; --write applies it (with a snapshot for undo)')
-    .argument('<file>', 'the file to edit, from the project root')
+    .argument('<file>', 'the file to edit (absolute, from here, or from the project root)')
     .argument('<instruction...>', 'what to change')
     .option('--model <provider:name>', 'the model')
     .option('--budget <tokens>', 'tokens of related context', cli.positiveInt)
@@ -328,7 +357,7 @@ export function registerEditCommands(program: Command, cli: CliContext): void {
       const { applyEdit, proposeEdit } = await lazy.edit();
       await withLocalProject(cli.globals(), async (project) => {
         const instruction = words.join(' ');
-        const edit = await proposeEdit(project, file, instruction, {
+        const edit = await proposeEdit(project, projectPath(project, file), instruction, {
           ...(opts.model ? { model: opts.model } : {}),
           ...(opts.budget ? { budget: opts.budget } : {}),
         });
@@ -357,7 +386,9 @@ export function registerEditCommands(program: Command, cli: CliContext): void {
     .action(async (file: string | undefined, opts) => {
       const { undoEdit } = await lazy.edit();
       await withLocalProject(cli.globals(), async (project) => {
-        const snap = undoEdit(project, file, { force: opts.force });
+        const snap = undoEdit(project, file === undefined ? undefined : projectPath(project, file), {
+          force: opts.force,
+        });
         io.stdout.write(`restored ${snap.path} as it was before "${snap.instruction}" (${snap.time})\n`);
       });
     });

@@ -15,9 +15,12 @@ import { verifiedWeights } from '../embed/local.ts';
 import { bundledModelDir, cacheModelDir, findWeights, installWeights } from '../embed/models.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { readQueries, runEval } from '../eval/eval.ts';
+import { analyzeQuery } from '../search/query.ts';
 import { resultJson, type SearchMode, type SearchResponse } from '../search/search.ts';
+import { SKIP_REASONS } from '../workspace/walk.ts';
 import {
   openAnyProject,
+  projectPath,
   registerAnswerCommands,
   registerChatCommand,
   registerEditCommands,
@@ -27,6 +30,7 @@ import { spawnBackgroundIndex } from './background.ts';
 import { formatBytes, formatDuration, Progress } from './progress.ts';
 import { registerServeCommands } from './serve-commands.ts';
 import { registerTeamCommands } from './team-commands.ts';
+import { registerToolCommands } from './tool-commands.ts';
 
 const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
@@ -47,10 +51,37 @@ function nonNegativeInt(value: string): number {
   return n;
 }
 
-function colorsFor(stream: NodeJS.WriteStream, flag: boolean | undefined) {
+/** `--color always|never|auto` (`--no-color` is never); auto: a terminal, unless NO_COLOR is set. */
+function colorsFor(stream: NodeJS.WriteStream, flag: boolean | string | undefined) {
   const enabled =
-    flag !== false && !process.env.NO_COLOR && (Boolean(stream.isTTY) || Boolean(process.env.FORCE_COLOR));
+    flag === 'always' ||
+    (flag !== false &&
+      flag !== 'never' &&
+      !process.env.NO_COLOR &&
+      (Boolean(stream.isTTY) || Boolean(process.env.FORCE_COLOR)));
   return pc.createColors(enabled);
+}
+
+/** Repeatable, comma-separated option values: `--lang ts --lang py` or `--lang ts,py`. */
+function collect(value: string, previous: string[] = []): string[] {
+  return [
+    ...previous,
+    ...value
+      .split(',')
+      .map((v) => v.trim())
+      .filter(Boolean),
+  ];
+}
+
+/** Query words in a line, marked the way grep marks matches. */
+function highlightTerms(line: string, terms: readonly string[], mark: (s: string) => string): string {
+  if (!terms.length) return line;
+  const escaped = terms
+    .filter((t) => t.length > 1)
+    .sort((a, b) => b.length - a.length)
+    .map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  if (!escaped.length) return line;
+  return line.replace(new RegExp(escaped.join('|'), 'gi'), (m) => mark(m));
 }
 
 /** Runs the quarry CLI; resolves to the process exit code. */
@@ -78,7 +109,14 @@ export async function main(
       '--remote <url>',
       'ask another quarry (the URL `quarry serve` printed; token as ?token= or QUARRY_TOKEN; env QUARRY_REMOTE)',
     )
-    .option('--no-color', 'plain output, even on a terminal')
+    .addOption(
+      new Option('--color <when>', 'colour: always, never or auto (a terminal)').choices([
+        'always',
+        'never',
+        'auto',
+      ]),
+    )
+    .option('--no-color', 'plain output, even on a terminal (as --color never)')
     .option('--verbose', 'more detail, and stack traces on errors')
     .configureOutput({
       writeOut: (s) => io.stdout.write(s),
@@ -165,20 +203,28 @@ export async function main(
           );
         } else {
           const out = colorsFor(io.stdout, g.color);
-          const changed = report.added + report.updated + report.deleted;
+          const changed = report.added + report.updated + report.deleted + (report.embedding?.embedded ?? 0);
           io.stdout.write(
             `${out.green(report.interrupted ? 'interrupted' : 'indexed')} ${project.root} in ${formatDuration(report.durationMs)}: ` +
               `${report.files} files (${report.added} added, ${report.updated} updated, ${report.deleted} deleted` +
               `${changed === 0 ? ', nothing changed' : ''}), ${stats.chunks} chunks${stats.bytes !== undefined ? `, ${formatBytes(stats.bytes)}` : ''}\n`,
           );
-          const secrets = report.skipped.filter((s) => s.reason === 'secret').length;
-          const large = report.skipped.filter((s) => s.reason === 'too-large').length;
+          // name what was left out (a few per reason; `quarry files --skipped` lists them all)
+          const named = (paths: string[]) =>
+            `${paths.slice(0, 3).join(', ')}${paths.length > 3 ? ` and ${paths.length - 3} more` : ''}`;
           const notes: string[] = [];
-          if (secrets)
-            notes.push(`${secrets} secret-looking files left out (--include-secrets to index them)`);
-          if (large) notes.push(`${large} files over the size limit left out (--max-file-size to raise it)`);
-          if (report.skippedByContent.length)
-            notes.push(`${report.skippedByContent.length} binary or minified files recorded without chunks`);
+          const byReason = new Map<string, string[]>();
+          for (const s of report.skipped) byReason.set(s.reason, [...(byReason.get(s.reason) ?? []), s.path]);
+          for (const [reason, paths] of byReason)
+            notes.push(
+              `${paths.length} left out, ${SKIP_REASONS[reason as keyof typeof SKIP_REASONS] ?? reason}: ${named(paths)}`,
+            );
+          const noChunks = new Map<string, string[]>();
+          for (const s of report.skippedByContent)
+            noChunks.set(s.reason, [...(noChunks.get(s.reason) ?? []), s.path]);
+          for (const [reason, paths] of noChunks)
+            notes.push(`${paths.length} recorded without chunks (${reason}): ${named(paths)}`);
+          if (byReason.size || noChunks.size) notes.push('`quarry files --skipped` lists every one and why');
           if (report.embedding) {
             const e = report.embedding;
             notes.push(
@@ -266,15 +312,28 @@ export async function main(
 
   program
     .command('search')
-    .description('search the index')
+    .description('search the index (exit 0: found, 1: no match, 2 and up: an error, as grep)')
     .argument('<query...>', 'what to look for')
     .option('-k, --top-k <n>', 'results to show', positiveInt)
     .option('--files', 'rank files by their best chunk')
     .addOption(new Option('--mode <mode>', 'retrieval mode').choices(['hybrid', 'lexical', 'dense']))
-    .option('--path <prefix...>', 'only files under these path prefixes')
-    .option('--lang <language...>', 'only these languages')
+    .option(
+      '--path <path>',
+      'only files under this folder or file: absolute, from here, or from the project root (repeat, or a,b)',
+      collect,
+    )
+    .option('--lang <language>', 'only this language (repeat, or typescript,python)', collect)
     .option('--all-repos', 'search every repository of the store (or of the --remote server)')
-    .option('--json', 'print the JSON contract (see DESIGN.md, "Search output")')
+    .option('--vimgrep', "one line per result, path:line:column:text (editors' quickfix format)")
+    .option(
+      '-C, --context <n>',
+      'show n lines around the best-matching line instead of a snippet',
+      nonNegativeInt,
+    )
+    .option(
+      '--json',
+      'JSON: {query, mode, results: [{path, startLine, endLine, symbol, kind, score, snippet, snippetLine, line, column}], files}',
+    )
     .action(async (words: string[], opts) => {
       const g = program.opts();
       const many = opts.allRepos || (g.repo?.length ?? 0) > 1;
@@ -283,7 +342,13 @@ export async function main(
       const others: Project[] = [];
       try {
         const filter = {
-          ...(opts.path ? { pathPrefixes: opts.path as string[] } : {}),
+          ...(opts.path
+            ? {
+                pathPrefixes: (opts.path as string[])
+                  .map((p) => projectPath(project, p))
+                  .map((p) => (p === '.' ? '' : p)),
+              }
+            : {}),
           ...(opts.lang ? { languages: opts.lang as string[] } : {}),
         };
         const searchOptions = {
@@ -299,6 +364,8 @@ export async function main(
             others.push(name === project.name ? project : await openAnyProject({ ...g, repo: [name] }));
           res = await searchMany(others, words.join(' '), searchOptions);
         } else res = await project.search(words.join(' '), searchOptions);
+        const found = opts.files ? res.files.length : res.results.length;
+        if (!found) exitCode = 1; // as grep and ripgrep: no match is not an error, and scripts can tell
         if (opts.json && opts.files) {
           // the file view of the contract: just the ranked files
           io.stdout.write(`${JSON.stringify({ query: res.query, mode: res.mode, files: res.files })}\n`);
@@ -315,8 +382,17 @@ export async function main(
           return;
         }
         const c = colorsFor(io.stdout, g.color);
+        const terms = analyzeQuery(res.query).terms;
+        const mark = (line: string) => highlightTerms(line, terms, (m) => c.bold(c.red(m)));
+        if (opts.vimgrep) {
+          for (const r of res.results) {
+            const text = r.snippet.split('\n')[r.line - r.snippetLine] ?? '';
+            io.stdout.write(`${r.repo ? `${r.repo}:` : ''}${r.path}:${r.line}:${r.column}:${text}\n`);
+          }
+          return;
+        }
         if (opts.files) {
-          if (!res.files.length) io.stdout.write(`${c.dim('no matches')}\n`);
+          if (!res.files.length) io.stderr.write(`${c.dim('no matches')}\n`);
           for (const f of res.files)
             io.stdout.write(
               `${c.dim(f.score.toFixed(3))}  ${f.repo ? c.magenta(`${f.repo}:`) : ''}${c.cyan(f.path)}\n`,
@@ -324,15 +400,34 @@ export async function main(
           return;
         }
         if (!res.results.length) {
-          io.stdout.write(`${c.dim('no matches')} — try other words, or check \`quarry status\`\n`);
+          io.stderr.write(`${c.dim('no matches')} — try other words, or check \`quarry status\`\n`);
           return;
         }
+        const byRepo = new Map<string | undefined, Project>(others.map((o) => [o.name, o]));
         for (const [i, r] of res.results.entries()) {
           const sym = r.symbol ? ` ${c.green(r.symbol)}${r.kind ? c.dim(` (${r.kind})`) : ''}` : '';
           io.stdout.write(
             `${c.dim(`${i + 1}.`)} ${r.repo ? c.magenta(`${r.repo}:`) : ''}${c.cyan(r.path)}${c.dim(':')}${c.yellow(`${r.startLine}-${r.endLine}`)}${sym} ${c.dim(r.score.toFixed(3))}\n`,
           );
-          for (const line of r.snippet.split('\n')) io.stdout.write(`     ${c.dim('│')} ${line}\n`);
+          let first = r.snippetLine;
+          let lines = r.snippet.split('\n');
+          if (opts.context !== undefined) {
+            const from = (r.repo && byRepo.get(r.repo)) || project;
+            const slice = await from.readFile(r.path, {
+              start: Math.max(1, r.line - opts.context),
+              end: r.line + opts.context,
+            });
+            first = slice.start;
+            lines = slice.lines;
+          }
+          const width = String(first + lines.length - 1).length;
+          for (const [j, line] of lines.entries()) {
+            const n = first + j;
+            const num = String(n).padStart(width);
+            io.stdout.write(
+              `   ${n === r.line ? c.yellow(num) : c.dim(num)}${c.dim(n === r.line ? ':' : '│')} ${mark(line)}\n`,
+            );
+          }
         }
         if (g.verbose)
           io.stdout.write(c.dim(`${res.results.length} results in ${res.tookMs.toFixed(1)} ms\n`));
@@ -461,6 +556,7 @@ export async function main(
   registerChatCommand(program, cli);
   registerServeCommands(program, cli);
   registerTeamCommands(program, cli);
+  registerToolCommands(program, cli);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

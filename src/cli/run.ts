@@ -6,4 +6,10 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   throw err;
 });
 
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+// Once the command is done, nothing may keep the process alive (a start-up error of `serve` must not leave a
+// half-opened project, a watcher or an embedding worker running): exit when what was written has been flushed.
+const flushed = (stream: NodeJS.WriteStream) =>
+  new Promise<void>((resolve) => (stream.writableLength ? stream.write('', () => resolve()) : resolve()));
+await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+process.exit(code);

@@ -1,5 +1,7 @@
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import { openProject } from '../api.ts';
+import { noProjectHere } from '../server/listen.ts';
+import { findProjectRoot } from '../workspace/root.ts';
 import { type CliContext, remoteOf } from './answer-commands.ts';
 
 /** Resolves on Ctrl-C or SIGTERM. */
@@ -10,6 +12,16 @@ function untilSignal(): Promise<void> {
   });
 }
 
+/** `--port`: a whole number 0–65535, refused at parse time (exit 2) otherwise. */
+export function portNumber(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isInteger(n) || n > 65535)
+    throw new InvalidArgumentError('expected a port: a whole number from 1 to 65535 (0 picks a free one)');
+  return n;
+}
+
+const INIT_HELP = 'start an index here when this folder is no project yet (default: refuse, exit 3)';
+
 export function registerServeCommands(program: Command, cli: CliContext): void {
   const { io } = cli;
   program
@@ -18,23 +30,20 @@ export function registerServeCommands(program: Command, cli: CliContext): void {
       'serve quarry to coding agents over the Model Context Protocol (stdio, or --http on 127.0.0.1)',
     )
     .option('--http', 'streamable HTTP on 127.0.0.1 instead of stdio')
-    .option('--port <n>', 'HTTP port (default: any free one, printed)', cli.positiveInt)
+    .option('--port <n>', 'HTTP port (default: any free one, printed)', portNumber)
     .option('--no-watch', 'do not keep the index fresh while running')
+    .option('--init', INIT_HELP)
     .action(async (opts) => {
       const root = cli.globals().root;
       const url = remoteOf(cli.globals());
       const remote = url ? { remote: { url } } : {};
       const { serveMcpHttp, serveMcpStdio } = await import('../mcp/server.ts');
+      const common = { ...(root ? { root } : {}), watch: opts.watch, init: Boolean(opts.init), ...remote };
       if (!opts.http) {
-        await serveMcpStdio({ ...(root ? { root } : {}), watch: opts.watch, ...remote });
+        await serveMcpStdio(common);
         return;
       }
-      const served = await serveMcpHttp({
-        ...(root ? { root } : {}),
-        port: opts.port,
-        watch: opts.watch,
-        ...remote,
-      });
+      const served = await serveMcpHttp({ ...common, port: opts.port });
       io.stdout.write(`quarry mcp listening on ${served.url}\n`);
       await untilSignal();
       await served.close();
@@ -45,7 +54,7 @@ export function registerServeCommands(program: Command, cli: CliContext): void {
     .description(
       'the web panel and JSON API on 127.0.0.1 (search, file view, ask, re-index, settings, live status)',
     )
-    .option('--port <n>', 'port (default: 7411; 0 picks a free one)', (v) => Number(v), 7411)
+    .option('--port <n>', 'port (0 picks a free one)', portNumber, 7411)
     .option('--host <addr>', 'bind address; anything but loopback requires a token (printed)')
     .option(
       '--token <secret>',
@@ -56,6 +65,7 @@ export function registerServeCommands(program: Command, cli: CliContext): void {
       'require a token from this file on every request (`quarry token add`); each sees only its repositories',
     )
     .option('--no-watch', 'do not keep the index fresh while running')
+    .option('--init', INIT_HELP)
     .action(async (opts) => {
       const root = cli.globals().root;
       const url = remoteOf(cli.globals());
@@ -68,6 +78,7 @@ export function registerServeCommands(program: Command, cli: CliContext): void {
         ...(opts.host ? { host: opts.host } : {}),
         ...(opts.token ? { token: opts.token } : {}),
         watch: opts.watch,
+        init: Boolean(opts.init),
         log: (m) => io.stderr.write(`quarry serve: ${m}\n`),
       });
       io.stdout.write(`quarry panel: ${served.url}\n`);
@@ -84,8 +95,10 @@ export function registerServeCommands(program: Command, cli: CliContext): void {
       cli.positiveInt,
       300,
     )
+    .option('--init', INIT_HELP)
     .action(async (opts) => {
       const root = cli.globals().root;
+      if (!root && !opts.init && !findProjectRoot(process.cwd())) throw noProjectHere(process.cwd(), 'watch');
       const { startAutoSync } = await import('../watch/autosync.ts');
       const project = await openProject({ ...(root ? { root } : {}), create: true });
       const c = cli.colors(io.stdout);

@@ -130,6 +130,12 @@ export interface QuarryConfig {
     denseWeight: number;
     /** Dense matches below this cosine similarity are not counted. Default 0 (off). */
     denseFloor: number;
+    /**
+     * When no word of the query occurs in the index (no lexical, file-name or symbol evidence at all), dense matches
+     * must reach this cosine similarity to be shown: gibberish gets "no match" instead of ten confident guesses.
+     * Default 0.4 (MiniLM: nonsense strings reach 0.12–0.39 on quarry's own code; see docs/retrieval.md).
+     */
+    noEvidenceFloor: number;
     /** MMR λ for the chunk results: below 1, results from a file already shown give way to other files. Default 0.7. */
     mmrLambda: number;
     /** Second-stage re-ranking by a cross-encoder server: off by default. */
@@ -165,6 +171,7 @@ export const DEFAULT_CONFIG: QuarryConfig = {
     lexicalWeight: 1,
     denseWeight: 0.75,
     denseFloor: 0,
+    noEvidenceFloor: 0.4,
     mmrLambda: 0.7,
     rerank: { protocol: 'none', top: 30 },
   },
@@ -291,6 +298,7 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
       lexical_weight: 'lexicalWeight',
       dense_weight: 'denseWeight',
       dense_floor: 'denseFloor',
+      no_evidence_floor: 'noEvidenceFloor',
       mmr_lambda: 'mmrLambda',
     });
     const rr = search.rerank as Record<string, unknown> | undefined;
@@ -505,20 +513,25 @@ export function writeProjectSettings(
   changes: Record<string, unknown>,
 ): Record<string, unknown> {
   const next = structuredClone(readProjectSettings(root));
-  const apply = (target: Record<string, unknown>, patch: Record<string, unknown>) => {
+  const apply = (target: Record<string, unknown>, patch: Record<string, unknown>, at: string) => {
     for (const [k, v] of Object.entries(patch)) {
+      // `__proto__` from JSON is an own key: merged, it would reach Object.prototype (every object, every request)
+      if (k === '__proto__' || k === 'constructor' || k === 'prototype')
+        throw new QuarryError('BAD_CONFIG', `"${at}${k}" is not a setting: name the setting to change`);
       if (v === null) delete target[k];
       else if (typeof v === 'object' && !Array.isArray(v)) {
         const sub = (typeof target[k] === 'object' && target[k] !== null ? target[k] : {}) as Record<
           string,
           unknown
         >;
-        apply(sub, v as Record<string, unknown>);
+        apply(sub, v as Record<string, unknown>, `${at}${k}.`);
         target[k] = sub;
       } else target[k] = v;
     }
   };
-  apply(next, changes);
+  if (typeof changes !== 'object' || changes === null || Array.isArray(changes))
+    throw new QuarryError('BAD_CONFIG', 'settings must be an object of sections: {"search": {"top_k": 20}}');
+  apply(next, changes, '');
   toUserConfig(next, 'quarry.toml'); // throws a one-line BAD_CONFIG naming the setting
   writeAtomic(join(root, 'quarry.toml'), `${stringifyToml(next)}\n`);
   return next;

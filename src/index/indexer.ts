@@ -40,7 +40,8 @@ export interface IndexReport {
   /** Paths the walk left out (too large, secret names, symlinks, unreadable). */
   skipped: WalkSkip[];
   warnings: string[];
-  chunks: number;
+  /** Chunks written by this run (unchanged files write none; the index's total is `store.stats().chunks`). */
+  chunksWritten: number;
   durationMs: number;
   /** True when the run was stopped (signal) before it finished; the index is consistent and resumes. */
   interrupted: boolean;
@@ -99,7 +100,7 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
     skippedByContent: [],
     skipped: [],
     warnings,
-    chunks: 0,
+    chunksWritten: 0,
     durationMs: 0,
     interrupted: false,
   };
@@ -188,7 +189,7 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
             switch (outcome.status) {
               case 'indexed': {
                 batch.push(outcome.update);
-                report.chunks += outcome.update.chunks.length;
+                report.chunksWritten += outcome.update.chunks.length;
                 if (task.knownHash) report.updated++;
                 else report.added++;
                 if (outcome.skipReason)

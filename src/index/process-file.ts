@@ -53,6 +53,18 @@ export function looksMinified(text: string): boolean {
   return longest > 2000 && text.length / lines > 300;
 }
 
+/** What a file's bytes say: left without chunks (binary, minified, holding a private key), or its text. */
+export function contentVerdict(
+  buf: Uint8Array,
+  config: Pick<QuarryConfig, 'includeSecrets'>,
+): { skip: 'binary' | 'minified' | 'secret' } | { skip: null; text: string } {
+  if (looksBinary(buf)) return { skip: 'binary' };
+  const text = decoder.decode(buf);
+  if (looksMinified(text)) return { skip: 'minified' };
+  if (!config.includeSecrets && containsPrivateKey(text)) return { skip: 'secret' };
+  return { skip: null, text };
+}
+
 function skipped(
   task: FileTask,
   hash: string,
@@ -87,10 +99,9 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
   if (task.knownHash === hash) return { status: 'unchanged', path: task.path, size, mtimeMs: task.mtimeMs };
   const t = { ...task, size };
   const lang = detectLanguage(task.path);
-  if (looksBinary(buf)) return skipped(t, hash, lang.id, 'binary');
-  const text = decoder.decode(buf);
-  if (looksMinified(text)) return skipped(t, hash, lang.id, 'minified');
-  if (!config.includeSecrets && containsPrivateKey(text)) return skipped(t, hash, lang.id, 'secret');
+  const verdict = contentVerdict(buf, config);
+  if (verdict.skip) return skipped(t, hash, lang.id, verdict.skip);
+  const text = verdict.text;
 
   const chunked = await chunkFile(text, lang.grammar, config.chunk);
   const pathTokens = pathTokenText(task.path);

@@ -72,6 +72,23 @@ PROVIDERS.google = PROVIDERS.gemini!;
 
 export const PROVIDER_NAMES = [...Object.keys(PROVIDERS), 'gguf'];
 
+/**
+ * The HTTP server a configured model lives on, when it is a local one (ollama, LM Studio, vLLM, llama.cpp, a compat
+ * base URL) that `quarry doctor` can ask; undefined for cloud providers and in-process models.
+ */
+export function modelServerUrl(llm: LlmOptions): string | undefined {
+  if (!llm.model) return undefined;
+  const i = llm.model.indexOf(':');
+  const provider = i > 0 ? llm.model.slice(0, i).toLowerCase() : '';
+  if (provider === 'gguf') return undefined;
+  const local = ['ollama', 'lmstudio', 'vllm', 'llamacpp', 'compat'];
+  if (!local.includes(provider) && !llm.baseUrl) return undefined;
+  const base = llm.baseUrl ?? PROVIDERS[provider]?.baseUrl;
+  if (!base) return undefined;
+  // ollama's API root answers /api/tags; OpenAI-compatible servers answer /models
+  return provider === 'ollama' ? `${base.replace(/\/$/, '')}/tags` : `${base.replace(/\/$/, '')}/models`;
+}
+
 /** Splits `provider:model` (the model may itself hold colons: `ollama:qwen2.5-coder:7b`). */
 export function parseModelSpec(spec: string): { provider: string; model: string } {
   const i = spec.indexOf(':');

@@ -7,7 +7,9 @@ import { z } from 'zod';
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { openServedSet, type ProjectSet, searchMany } from '../project/set.ts';
 import { resultJson } from '../search/search.ts';
+import { checkPort, listenError, noProjectHere } from '../server/listen.ts';
 import { type LiveProject, openLiveProject } from '../watch/live.ts';
+import { findProjectRoot } from '../workspace/root.ts';
 
 const VERSION = '0.1.0';
 /** Characters of one tool result before it is cut (with a note saying how to get the rest). */
@@ -25,6 +27,14 @@ function text(value: unknown): ToolResult {
 function failure(err: unknown): ToolResult {
   const message = isQuarryError(err) ? err.message : `internal error: ${(err as Error).message}`;
   return { content: [{ type: 'text', text: message }], isError: true };
+}
+
+export interface McpOptions {
+  root?: string;
+  /** Start a new index when the folder holds no project. Default false: such a folder is refused. */
+  init?: boolean;
+  watch?: boolean;
+  remote?: { url: string; token?: string };
 }
 
 export interface QuarryMcp {
@@ -299,13 +309,12 @@ export function createMcpServer(set: ProjectSet): McpServer {
 }
 
 /** Opens the project (or relays a remote one), keeps it fresh, and builds MCP servers whose tools call the core. */
-export async function createQuarryMcp(options: {
-  root?: string;
-  watch?: boolean;
-  remote?: { url: string; token?: string };
-  log?: (m: string) => void;
-}): Promise<QuarryMcp> {
-  const live = options.remote ? null : await openLiveProject(options);
+export async function createQuarryMcp(
+  options: McpOptions & { log?: (m: string) => void },
+): Promise<QuarryMcp> {
+  if (!options.remote && !options.root && !options.init && !findProjectRoot(process.cwd()))
+    throw noProjectHere(process.cwd(), 'mcp');
+  const live = options.remote ? null : await openLiveProject({ ...options, create: true });
   const set = await openServedSet(options.remote ? { remote: options.remote } : { live });
   return {
     live,
@@ -319,11 +328,7 @@ export async function createQuarryMcp(options: {
 }
 
 /** `quarry mcp`: the MCP server over stdio. Nothing but the protocol goes to stdout. */
-export async function serveMcpStdio(options: {
-  root?: string;
-  watch?: boolean;
-  remote?: { url: string; token?: string };
-}): Promise<void> {
+export async function serveMcpStdio(options: McpOptions): Promise<void> {
   const log = (m: string) => process.stderr.write(`quarry mcp: ${m}\n`);
   const mcp = await createQuarryMcp({ ...options, log });
   const server = mcp.makeServer();
@@ -340,15 +345,19 @@ export async function serveMcpStdio(options: {
 const LOOPBACK_HOSTS = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
 
 /** `quarry mcp --http`: streamable HTTP on 127.0.0.1 (stateless: one server per request), Host checked. */
-export async function serveMcpHttp(options: {
-  root?: string;
-  port?: number;
-  watch?: boolean;
-  remote?: { url: string; token?: string };
-}): Promise<{ url: string; server: Server; close(): Promise<void> }> {
+export async function serveMcpHttp(
+  options: McpOptions & { port?: number },
+): Promise<{ url: string; server: Server; close(): Promise<void> }> {
   const log = (m: string) => process.stderr.write(`quarry mcp: ${m}\n`);
-  const mcp = await createQuarryMcp({ ...options, log });
+  checkPort(options.port);
+  let mcp: QuarryMcp | null = null;
   const http = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    if (!mcp) {
+      res
+        .writeHead(503, { 'content-type': 'text/plain' })
+        .end('quarry mcp: starting, try again in a moment\n');
+      return;
+    }
     // DNS rebinding: a page on another name that resolves to 127.0.0.1 must not reach the tools
     if (!LOOPBACK_HOSTS.test(req.headers.host ?? '')) {
       res.writeHead(403, { 'content-type': 'text/plain' }).end('quarry mcp: wrong Host header\n');
@@ -380,15 +389,30 @@ export async function serveMcpHttp(options: {
       if (!res.headersSent) res.writeHead(500).end();
     }
   });
-  await new Promise<void>((r) => http.listen(options.port ?? 0, '127.0.0.1', r));
+  // the port first: a busy port is a one-line error before the project is opened or indexed
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', (err) => reject(listenError(err as NodeJS.ErrnoException, '127.0.0.1', options.port)));
+    http.listen(options.port ?? 0, '127.0.0.1', resolve);
+  });
+  const closeHttp = () =>
+    new Promise<void>((r) => {
+      http.closeAllConnections();
+      http.close(() => r());
+    });
+  try {
+    mcp = await createQuarryMcp({ ...options, log });
+  } catch (err) {
+    await closeHttp();
+    throw err;
+  }
+  const opened = mcp;
   const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
   return {
     url,
     server: http,
     async close() {
-      http.closeAllConnections();
-      await new Promise<void>((r) => http.close(() => r()));
-      await mcp.close();
+      await closeHttp();
+      await opened.close();
     },
   };
 }

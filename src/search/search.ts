@@ -38,6 +38,12 @@ export interface SearchResult {
   kind: string | null;
   score: number;
   snippet: string;
+  /** The file line the snippet starts at. */
+  snippetLine: number;
+  /** The line where the query's words are densest (the chunk's first line when none occurs), and the 1-based column
+   * of the first of them on it (1 when none): what `--vimgrep` prints. */
+  line: number;
+  column: number;
   /** Why it ranked: which signals contributed. */
   signals: { lexical: number; fileLexical: number; fileHint: number; symbolHint: number; dense: number };
   chunkId: number;
@@ -46,8 +52,21 @@ export interface SearchResult {
 }
 
 /** A result as the JSON contract prints it (`quarry search --json`, the HTTP API, MCP `search_code`). */
-export function resultJson({ repo, path, startLine, endLine, symbol, kind, score, snippet }: SearchResult) {
-  return { ...(repo ? { repo } : {}), path, startLine, endLine, symbol, kind, score, snippet };
+export function resultJson(r: SearchResult) {
+  const { repo, path, startLine, endLine, symbol, kind, score, snippet, snippetLine, line, column } = r;
+  return {
+    ...(repo ? { repo } : {}),
+    path,
+    startLine,
+    endLine,
+    symbol,
+    kind,
+    score,
+    snippet,
+    snippetLine,
+    line,
+    column,
+  };
 }
 
 export interface FileResult {
@@ -165,8 +184,8 @@ async function symbolHints(
   return out;
 }
 
-/** A few lines of the chunk around where the query's words are densest. */
-export function makeSnippet(text: string, terms: ReadonlySet<string>, maxLines = 4, maxChars = 320): string {
+/** Where in a chunk the query's words are densest: the line (0-based), and the column (0-based) of the first one. */
+export function bestLine(text: string, terms: ReadonlySet<string>): { line: number; column: number } {
   const lines = text.split('\n');
   let best = 0;
   let bestScore = -1;
@@ -180,14 +199,32 @@ export function makeSnippet(text: string, terms: ReadonlySet<string>, maxLines =
       best = i;
     }
   }
-  if (bestScore <= 0) best = 0;
-  const start = Math.max(0, Math.min(best - 1, lines.length - maxLines));
+  if (bestScore <= 0) return { line: 0, column: 0 };
+  const lower = lines[best]!.toLowerCase();
+  let column = -1;
+  for (const t of terms) {
+    const at = lower.indexOf(t);
+    if (at >= 0 && (column < 0 || at < column)) column = at;
+  }
+  return { line: best, column: Math.max(0, column) };
+}
+
+/** A few lines of the chunk around where the query's words are densest, and the offset of its first line. */
+export function makeSnippet(
+  text: string,
+  terms: ReadonlySet<string>,
+  maxLines = 4,
+  maxChars = 320,
+): { text: string; offset: number; line: number; column: number } {
+  const lines = text.split('\n');
+  const best = bestLine(text, terms);
+  const start = Math.max(0, Math.min(best.line - 1, lines.length - maxLines));
   let snippet = lines
     .slice(start, start + maxLines)
     .map((l) => l.replace(/\s+$/, ''))
     .join('\n');
   if (snippet.length > maxChars) snippet = snippet.slice(0, maxChars - 1) + '…';
-  return snippet;
+  return { text: snippet, offset: start, ...best };
 }
 
 /** Terms in more than this share of the documents are dropped from a lexical query (the rarest one stays). */
@@ -468,6 +505,11 @@ export function fuse(
   return { ordered, files };
 }
 
+/** Did any word of the query point at this candidate (its text, its file's text or name, a symbol)? */
+function hasEvidence(c: Candidate): boolean {
+  return c.lexical > 0 || c.fileLexical > 0 || c.fileHint > 0 || c.symbolHint > 0;
+}
+
 /**
  * The one search function every interface calls: gather (the store's lists: chunk and whole-file BM25, file-name and
  * symbol hints, dense chunks and files) → fuse (one ranking of chunks and of files) → rerank (optional) → present
@@ -507,6 +549,13 @@ export async function search(
     ...(options.queryCoverage !== undefined ? { queryCoverage: options.queryCoverage } : {}),
   });
   let { ordered, files } = fused;
+  // no word of the query occurs in the index: dense similarity alone must be strong to count as a match
+  if (mode !== 'lexical' && !ordered.some(hasEvidence)) {
+    const floor = config.search.noEvidenceFloor;
+    ordered = ordered.filter((c) => c.dense >= floor);
+    const kept = new Set(ordered.map((c) => c.hit.path));
+    files = files.filter((f) => kept.has(f.path));
+  }
 
   // optional second stage: a cross-encoder reads the question with each of the first candidates and re-orders them
   const reranked = new Map<number, number>();
@@ -546,16 +595,24 @@ export async function search(
   const top = ranked.slice(0, topK);
   const texts = new Map((await store.getChunks(top.map((c) => c.hit.chunkId))).map((c) => [c.chunkId, c]));
   const termSet = new Set(q.terms);
+  // scores as printed never rise down the list: after diversification a result keeps at most the score above it
+  let ceiling = Number.POSITIVE_INFINITY;
   const results: SearchResult[] = top.map((c) => {
     const stored = texts.get(c.hit.chunkId) as StoredChunk | undefined;
+    const startLine = stored?.startLine ?? c.hit.startLine;
+    const snip = stored ? makeSnippet(stored.text, termSet) : { text: '', offset: 0, line: 0, column: 0 };
+    ceiling = Math.min(ceiling, round(c.final));
     return {
       path: c.hit.path,
-      startLine: stored?.startLine ?? c.hit.startLine,
+      startLine,
       endLine: stored?.endLine ?? c.hit.endLine,
       symbol: stored?.symbol ?? c.hit.symbol,
       kind: stored?.kind ?? c.hit.kind,
-      score: round(c.final),
-      snippet: stored ? makeSnippet(stored.text, termSet) : '',
+      score: ceiling,
+      snippet: snip.text,
+      snippetLine: startLine + snip.offset,
+      line: startLine + snip.line,
+      column: snip.column + 1,
       signals: {
         lexical: round(c.lexical),
         fileLexical: round(c.fileLexical),

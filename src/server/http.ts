@@ -15,6 +15,7 @@ import { storeTarget } from '../store/open.ts';
 import type { AutoSync, SyncStatus } from '../watch/autosync.ts';
 import { type LiveProject, openLiveProject } from '../watch/live.ts';
 import { findProjectRoot } from '../workspace/root.ts';
+import { checkPort, listenError, noProjectHere } from './listen.ts';
 import { PANEL_HTML } from './panel.ts';
 import {
   adHocToken,
@@ -42,6 +43,8 @@ export interface ServeOptions {
    */
   tokensFile?: string;
   watch?: boolean;
+  /** Start a new index when the folder holds no project. Default false: a folder that is no project is refused. */
+  init?: boolean;
   /** Relay another quarry (its HTTP API) instead of serving a store. */
   remote?: { url: string; token?: string };
   log?: (m: string) => void;
@@ -134,29 +137,58 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
   const tokens = tokenSource(file, extra);
   const tokensRequired = Boolean(file) || extra.length > 0;
 
+  checkPort(options.port);
+  // the port first: a busy or bad port is an error now, before anything is opened, indexed or embedded
+  let handler: ((req: Request) => Response | Promise<Response>) | null = null;
+  const server = serve({
+    fetch: (req) =>
+      handler
+        ? handler(req)
+        : Response.json({ error: 'quarry is starting: try again in a moment' }, { status: 503 }),
+    hostname: host,
+    port: options.port ?? 0,
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', () => resolve());
+    server.once('error', (err) => reject(listenError(err as NodeJS.ErrnoException, host, options.port)));
+  });
+  const port = (server.address() as AddressInfo).port;
+  const closeServer = () =>
+    new Promise<void>((r) => {
+      (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+      server.close(() => r());
+    });
+
   const listeners = new Set<(s: SyncStatus) => void>();
   const onStatus = (s: SyncStatus) => {
     for (const l of listeners) l(s);
   };
   let live: LiveProject | null = null;
   let set: ProjectSet;
-  if (options.remote) set = await openServedSet({ remote: options.remote });
-  else {
-    const root = options.root ?? findProjectRoot(cwd);
-    const config = resolveConfig({ root: root ?? cwd });
-    if (!root && storeTarget(config, cwd).driver === 'postgres') set = await openServedSet({ cwd });
+  try {
+    if (options.remote) set = await openServedSet({ remote: options.remote });
     else {
-      live = await openLiveProject({
-        ...(options.root ? { root: options.root } : {}),
-        ...(options.watch === false ? { watch: false } : {}),
-        onStatus,
-        log,
-      });
-      set = await openServedSet({ live });
+      const root = options.root ?? findProjectRoot(cwd);
+      const config = resolveConfig({ root: root ?? cwd });
+      if (!root && storeTarget(config, cwd).driver === 'postgres') set = await openServedSet({ cwd });
+      else {
+        if (!root && !options.init) throw noProjectHere(cwd, 'serve');
+        live = await openLiveProject({
+          ...(options.root ? { root: options.root } : {}),
+          create: true,
+          ...(options.watch === false ? { watch: false } : {}),
+          onStatus,
+          log,
+        });
+        set = await openServedSet({ live });
+      }
     }
+  } catch (err) {
+    await closeServer();
+    await live?.close();
+    throw err;
   }
 
-  let port = 0;
   const allowedHosts = () => {
     const names = loopback ? ['127.0.0.1', 'localhost', '[::1]'] : [host.includes(':') ? `[${host}]` : host];
     return new Set(names.map((n) => `${n}:${port}`));
@@ -497,18 +529,7 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
     return res;
   });
 
-  const server = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 0 });
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', () => resolve());
-    server.once('error', (err) =>
-      reject(
-        (err as NodeJS.ErrnoException).code === 'EADDRINUSE'
-          ? new QuarryError('IO', `port ${options.port} is in use: pick another with --port`)
-          : err,
-      ),
-    );
-  });
-  port = (server.address() as AddressInfo).port;
+  handler = app.fetch;
   const shown = host.includes(':') ? `[${host}]` : host;
   return {
     url: `http://${shown}:${port}/${generated ? `?token=${generated}` : ''}`,
@@ -517,10 +538,7 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
     set,
     sync: live?.sync ?? null,
     async close() {
-      await new Promise<void>((r) => {
-        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-        server.close(() => r());
-      });
+      await closeServer();
       await set.close();
       await live?.close();
     },

@@ -178,17 +178,19 @@ async function loadSettings() {
     if (!el.name) continue;
     const [sec, key] = el.name.split('.');
     el.value = (s.effective[sec] && s.effective[sec][key] !== undefined) ? s.effective[sec][key] : '';
+    el.dataset.loaded = el.value; // what the server had: only fields the user changes are written
   }
 }
 $('settings-form').addEventListener('submit', async (ev) => {
   ev.preventDefault();
   const patch = {};
   for (const el of ev.target.elements) {
-    if (!el.name) continue;
+    if (!el.name || el.value === el.dataset.loaded) continue;
     const [sec, key] = el.name.split('.');
     patch[sec] = patch[sec] || {};
     patch[sec][key] = el.type === 'number' ? (el.value === '' ? null : Number(el.value)) : (el.value === '' ? null : el.value);
   }
+  if (!Object.keys(patch).length) { $('settings-msg').className = 'msg'; $('settings-msg').textContent = 'nothing changed'; return; }
   try { await api('/api/settings', { method: 'PUT', body: JSON.stringify(patch) }); $('settings-msg').className = 'msg ok'; $('settings-msg').textContent = 'saved'; await loadSettings(); }
   catch (e) { $('settings-msg').className = 'msg bad'; $('settings-msg').textContent = e.message; }
 });

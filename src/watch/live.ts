@@ -28,16 +28,23 @@ export interface LiveProject {
 
 export interface LiveOptions {
   root?: string;
+  /** Start an index where there is none. Default false: a folder with no index is NO_INDEX. */
+  create?: boolean;
   /** Keep the index fresh with the file watcher. Default true. */
   watch?: boolean;
   onStatus?: (s: SyncStatus) => void;
   log?: (message: string) => void;
 }
 
-/** Opens (creating if needed) the project, starts auto-sync, and starts an incremental index in the background. */
+/** Opens the project, starts auto-sync, and starts an incremental index in the background. */
 export async function openLiveProject(options: LiveOptions): Promise<LiveProject> {
   const log = options.log ?? (() => {});
-  const project = await openProject({ ...(options.root ? { root: options.root } : {}), create: true });
+  const project = await openProject({
+    ...(options.root ? { root: options.root } : {}),
+    create: options.create ?? false,
+  });
+  // closing stops a re-index at its next commit point (a file's transaction, an embedding batch), not after it
+  const stopping = new AbortController();
   const sync =
     options.watch === false
       ? null
@@ -50,7 +57,9 @@ export async function openLiveProject(options: LiveOptions): Promise<LiveProject
     if (running) return { started: false, ...running };
     const startedAt = new Date().toISOString();
     const done = (
-      sync ? sync.syncNow() : indexProject(project, { lockWaitMs: 30_000 }).then(() => undefined)
+      sync
+        ? sync.syncNow()
+        : indexProject(project, { lockWaitMs: 30_000, signal: stopping.signal }).then(() => undefined)
     ).finally(() => {
       running = null;
     });
@@ -76,6 +85,7 @@ export async function openLiveProject(options: LiveOptions): Promise<LiveProject
       return { ...s, pending: st.pending, sync: st, reindexing };
     },
     async close() {
+      stopping.abort();
       await sync?.stop();
       await running?.done.catch(() => undefined);
       await project.close();

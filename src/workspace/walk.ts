@@ -11,7 +11,25 @@ export interface WalkEntry {
   mtimeMs: number;
 }
 
-export type SkipReason = 'too-large' | 'secret' | 'symlink' | 'special' | 'unreadable';
+export type SkipReason = 'too-large' | 'secret' | 'symlink' | 'special' | 'unreadable' | 'bad-name';
+
+/** Why each reason is one, for people (`quarry files`, `quarry index`'s notes). */
+export const SKIP_REASONS: Record<SkipReason, string> = {
+  'too-large': 'over the size limit (max_file_bytes, --max-file-size)',
+  secret: 'a secret-looking name (--include-secrets to index it)',
+  symlink: 'a symbolic link (never followed)',
+  special: 'not a regular file (FIFO, socket, device)',
+  unreadable: 'cannot be read',
+  'bad-name': 'its name is not valid UTF-8 (rename it)',
+};
+
+/** A path left out by an ignore rule, and the rule's source. Folders are reported once, not their contents. */
+export interface WalkIgnore {
+  path: string;
+  dir: boolean;
+  /** `quarry's defaults`, `quarry.toml ignore`, `.git/info/exclude`, or the ignore file (`src/.gitignore`). */
+  rule: string;
+}
 
 export interface WalkSkip {
   path: string;
@@ -34,6 +52,8 @@ interface Matcher {
   /** Directory the patterns are relative to ('' for the root). */
   base: string;
   ig: Pick<Ignore, 'test'>;
+  /** Where the patterns come from, for `quarry files`. */
+  source: string;
 }
 
 const NO_VERDICT: Verdict = { ignored: false, unignored: false };
@@ -102,28 +122,53 @@ function verdict(
  * `overridden` holds the matchers that ignore a parent folder that a higher-priority matcher re-included: their
  * say about the folder's contents comes from that parent rule, which no longer applies.
  */
+function ignoredBy(
+  matchers: readonly Matcher[],
+  rel: string,
+  isDir: boolean,
+  overridden: ReadonlySet<Matcher>,
+): Matcher | undefined {
+  for (let i = matchers.length - 1; i >= 0; i--) {
+    const m = matchers[i]!;
+    if (overridden.has(m)) continue;
+    const r = verdict(m, rel, isDir);
+    if (!r) continue;
+    if (r.ignored) return m;
+    if (r.unignored) return undefined;
+  }
+  return undefined;
+}
+
 function isIgnored(
   matchers: readonly Matcher[],
   rel: string,
   isDir: boolean,
   overridden: ReadonlySet<Matcher>,
 ): boolean {
-  for (let i = matchers.length - 1; i >= 0; i--) {
-    const m = matchers[i]!;
-    if (overridden.has(m)) continue;
-    const r = verdict(m, rel, isDir);
-    if (!r) continue;
-    if (r.ignored) return true;
-    if (r.unignored) return false;
-  }
-  return false;
+  return ignoredBy(matchers, rel, isDir, overridden) !== undefined;
 }
 
 const NONE: ReadonlySet<Matcher> = new Set();
 
+/** The rules every folder starts from: quarry's defaults, the config's `ignore`, git's exclude file. */
+function baseMatchers(root: string, config: QuarryConfig): Matcher[] {
+  const base: Matcher[] = [{ base: '', ig: defaultsMatcher(DEFAULT_IGNORES), source: "quarry's defaults" }];
+  if (config.ignore.length)
+    base.push({ base: '', ig: ignore().add(config.ignore), source: 'quarry.toml ignore' });
+  const exclude = readPatterns(join(root, '.git', 'info', 'exclude'));
+  if (exclude) base.push({ base: '', ig: ignore().add(exclude), source: '.git/info/exclude' });
+  return base;
+}
+
+function ignoreFile(dirRel: string, name: string, text: string): Matcher {
+  return { base: dirRel, ig: ignore().add(text), source: dirRel ? `${dirRel}/${name}` : name };
+}
+
 export interface WalkOptions {
   /** Called for every skipped path as the walk meets it. */
   onSkip?: (skip: WalkSkip) => void;
+  /** Called for every path an ignore rule leaves out (a folder once, not its contents). */
+  onIgnore?: (ignored: WalkIgnore) => void;
 }
 
 /**
@@ -138,10 +183,15 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
     options.onSkip?.(s);
   };
 
-  const base: Matcher[] = [{ base: '', ig: defaultsMatcher(DEFAULT_IGNORES) }];
-  if (config.ignore.length) base.push({ base: '', ig: ignore().add(config.ignore) });
-  const exclude = readPatterns(join(root, '.git', 'info', 'exclude'));
-  if (exclude) base.push({ base: '', ig: ignore().add(exclude) });
+  const base = baseMatchers(root, config);
+  const onIgnore = options.onIgnore;
+  /** Ignored? Reported to `onIgnore` with its rule when someone listens. */
+  const left = (matchers: readonly Matcher[], rel: string, dir: boolean, over: ReadonlySet<Matcher>) => {
+    if (!onIgnore) return isIgnored(matchers, rel, dir, over);
+    const m = ignoredBy(matchers, rel, dir, over);
+    if (m) onIgnore({ path: rel, dir, rule: m.source });
+    return m !== undefined;
+  };
 
   const visit = (dirRel: string, inherited: Matcher[], overridden: ReadonlySet<Matcher>): void => {
     const dirAbs = dirRel ? join(root, dirRel) : root;
@@ -157,17 +207,17 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
     let matchers = inherited;
     for (const name of ['.gitignore', '.quarryignore']) {
       const text = entries.some((e) => e.name === name) ? readPatterns(join(dirAbs, name)) : undefined;
-      if (text) matchers = [...matchers, { base: dirRel, ig: ignore().add(text) }];
+      if (text) matchers = [...matchers, ignoreFile(dirRel, name, text)];
     }
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const entry of entries) {
       const rel = dirRel ? `${dirRel}/${entry.name}` : entry.name;
       if (entry.isSymbolicLink()) {
-        if (!isIgnored(matchers, rel, false, overridden)) skip({ path: rel, reason: 'symlink' });
+        if (!left(matchers, rel, false, overridden)) skip({ path: rel, reason: 'symlink' });
         continue;
       }
       if (entry.isDirectory()) {
-        if (isIgnored(matchers, rel, true, overridden)) continue;
+        if (left(matchers, rel, true, overridden)) continue;
         let next = overridden;
         for (const m of matchers) {
           if (next.has(m) || !verdict(m, rel, true)?.ignored) continue;
@@ -177,7 +227,7 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
         visit(rel, matchers, next);
         continue;
       }
-      if (isIgnored(matchers, rel, false, overridden)) continue;
+      if (left(matchers, rel, false, overridden)) continue;
       if (!entry.isFile()) {
         skip({ path: rel, reason: 'special' });
         continue;
@@ -191,7 +241,9 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
         st = lstatSync(join(dirAbs, entry.name));
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        if (code !== 'ENOENT') skip({ path: rel, reason: 'unreadable', detail: code ?? String(err) });
+        // a name that is not UTF-8 comes back with U+FFFD in it, and no file has that name: say so, do not drop it
+        if (code === 'ENOENT' && entry.name.includes('\uFFFD')) skip({ path: rel, reason: 'bad-name' });
+        else if (code !== 'ENOENT') skip({ path: rel, reason: 'unreadable', detail: code ?? String(err) });
         continue;
       }
       if (!st.isFile()) continue;
@@ -217,10 +269,7 @@ export function statPaths(
   config: QuarryConfig,
   paths: readonly string[],
 ): { files: WalkEntry[]; excluded: string[] } {
-  const base: Matcher[] = [{ base: '', ig: defaultsMatcher(DEFAULT_IGNORES) }];
-  if (config.ignore.length) base.push({ base: '', ig: ignore().add(config.ignore) });
-  const exclude = readPatterns(join(root, '.git', 'info', 'exclude'));
-  if (exclude) base.push({ base: '', ig: ignore().add(exclude) });
+  const base = baseMatchers(root, config);
   // per folder: the matchers in force inside it, and the overridden set (null: the folder itself is ignored)
   const dirs = new Map<string, { matchers: Matcher[]; overridden: ReadonlySet<Matcher> } | null>();
   const stateOf = (dirRel: string): { matchers: Matcher[]; overridden: ReadonlySet<Matcher> } | null => {
@@ -246,7 +295,7 @@ export function statPaths(
       let matchers = state.matchers;
       for (const name of ['.gitignore', '.quarryignore']) {
         const text = readPatterns(join(root, dirRel, name));
-        if (text) matchers = [...matchers, { base: dirRel, ig: ignore().add(text) }];
+        if (text) matchers = [...matchers, ignoreFile(dirRel, name, text)];
       }
       state = { matchers, overridden: state.overridden };
     }

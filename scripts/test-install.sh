@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Installs quarry as a user does and runs its main job: `npm pack`, then `npm install -g --prefix EMPTY` of the
+# tarball with no install flags (only the npm registry reachable), the weights installed from a local file with
+# `quarry model install`, then index with embeddings and a hybrid search that must find the code by meaning.
+# Run by scripts/test.sh (so by .ci/run); about two minutes, most of it better-sqlite3 compiling.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+# better-sqlite3 compiles from source when no prebuilt binary can be downloaded; node-gyp then needs Node's headers,
+# which the Node install ships (a property of the machine, not an install flag of quarry).
+if [ -z "${npm_config_nodedir:-}" ]; then
+  prefix=$(node -p 'require("path").resolve(process.execPath, "..", "..")')
+  if [ -f "$prefix/include/node/node.h" ]; then export npm_config_nodedir="$prefix"; fi
+fi
+
+weights="${XDG_CACHE_HOME:-$HOME/.cache}/quarry/models/all-MiniLM-L6-v2/model.onnx"
+[ -f "$weights" ] || { echo "test-install: run scripts/fetch-test-weights.sh first" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+npm run --silent build
+npm pack --silent --pack-destination "$tmp" >/dev/null
+tarball=$(ls "$tmp"/quarry-*.tgz)
+echo "test-install: installing $(basename "$tarball") into an empty prefix"
+mkdir -p "$tmp/prefix" "$tmp/home"
+# A user's machine: an empty prefix, an empty home (no quarry cache, no user config), no install flags.
+env -u ONNXRUNTIME_NODE_INSTALL -u npm_config_onnxruntime_node_install \
+  npm install -g --prefix "$tmp/prefix" --no-audit --no-fund "$tarball" >"$tmp/install.log" 2>&1 || {
+  cat "$tmp/install.log" >&2
+  echo "test-install: npm install -g of the packed tarball failed" >&2
+  exit 1
+}
+quarry="$tmp/prefix/bin/quarry"
+export HOME="$tmp/home" XDG_CACHE_HOME="$tmp/home/.cache" XDG_CONFIG_HOME="$tmp/home/.config"
+unset QUARRY_MODEL QUARRY_SHARED_CACHE
+
+"$quarry" --version
+"$quarry" model install "$weights"
+
+# a small project: quarry's own search code
+proj="$tmp/project"
+mkdir -p "$proj"
+cp -r "$root/src/search" "$root/src/context" "$proj/"
+(cd "$proj" && git init -q)
+(cd "$proj" && "$quarry" index --json >"$tmp/index.json")
+node -e '
+  const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  if (!(r.stats.files > 3)) throw new Error("test-install: too few files indexed: " + JSON.stringify(r.stats));
+  if (!(r.embedding && r.embedding.embedded > 0)) throw new Error("test-install: no vectors embedded: " + JSON.stringify(r.embedding));
+' "$tmp/index.json"
+(cd "$proj" && "$quarry" search --mode hybrid --json "combine several ranked result lists into one" >"$tmp/search.json")
+node -e '
+  const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const top = r.results.slice(0, 5).map((h) => h.path);
+  if (r.mode !== "hybrid") throw new Error("test-install: search ran as " + r.mode + ", not hybrid");
+  if (!top.some((p) => p.endsWith("search/search.ts"))) throw new Error("test-install: search.ts not in the top 5: " + top.join(", "));
+  console.log("test-install: hybrid search answered from the installed package; top: " + top[0]);
+' "$tmp/search.json"
+(cd "$proj" && "$quarry" doctor)
+echo "test-install: ok"

@@ -1,0 +1,142 @@
+// How quarry's long-running processes start and stop: a folder that is no project is refused (an agent that starts
+// `quarry mcp` in the home folder must not index it), start-up errors exit at once and leave nothing running, and a
+// stop signal ends a server while it is still indexing.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { bigTree, makeTree, removeTree, runCliAsync, spawnCli, writeFiles } from './helpers.ts';
+
+const trees: string[] = [];
+after(() => {
+  for (const t of trees) removeTree(t);
+});
+
+function emptyFolder(): string {
+  const dir = makeTree({ 'notes.txt': 'not a project\n' });
+  trees.push(dir);
+  return dir;
+}
+
+test('serve, mcp and watch refuse a folder that is no project: exit 3, one line, nothing created', async () => {
+  const dir = emptyFolder();
+  for (const args of [['serve', '--port', '0'], ['mcp'], ['mcp', '--http'], ['watch']]) {
+    const r = await runCliAsync(args, { cwd: dir });
+    assert.equal(r.code, 3, `${args.join(' ')}: ${r.stderr}`);
+    const lines = r.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0]!, /no quarry project at or above .*--init/);
+    assert.equal(existsSync(join(dir, '.quarry')), false, `${args.join(' ')} created .quarry/`);
+  }
+});
+
+test('a bad port is refused at once with exit 2, before anything is opened', async () => {
+  const dir = emptyFolder();
+  writeFiles(dir, { '.git/HEAD': 'ref: refs/heads/main\n', 'a.ts': 'export const a = 1;\n' });
+  for (const args of [
+    ['serve', '--port', '99999'],
+    ['serve', '--port', '-1'],
+    ['serve', '--port', 'abc'],
+    ['mcp', '--http', '--port', '70000'],
+  ]) {
+    const r = await runCliAsync(args, { cwd: dir });
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, /expected a port: a whole number from 1 to 65535/);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+  }
+  assert.equal(existsSync(join(dir, '.quarry')), false);
+});
+
+test('a busy port: serve and mcp --http exit 6 at once with one line, index nothing, leave nothing running', async () => {
+  const dir = makeTree({});
+  trees.push(dir);
+  writeFiles(dir, { '.git/HEAD': 'ref: refs/heads/main\n', 'a.ts': 'export const a = 1;\n' });
+  const blocker = createServer();
+  await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+  const port = (blocker.address() as { port: number }).port;
+  try {
+    for (const args of [
+      ['serve', '--port', String(port), '--no-watch'],
+      ['mcp', '--http', '--port', String(port), '--no-watch'],
+    ]) {
+      const r = await runCliAsync(args, { cwd: dir });
+      assert.equal(r.code, 6, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, new RegExp(`port ${port} on 127\\.0\\.0\\.1 is in use`));
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      assert.doesNotMatch(r.stderr, /internal error|EADDRINUSE|at /);
+    }
+    assert.equal(existsSync(join(dir, '.quarry')), false, 'the busy port left an index behind');
+  } finally {
+    blocker.close();
+  }
+});
+
+/** Starts `quarry serve` and resolves with its URL once it prints it. */
+function startServe(args: string[], cwd: string) {
+  const child = spawnCli(['serve', '--port', '0', ...args], { cwd });
+  let stderr = '';
+  child.stderr.on('data', (d) => {
+    stderr += d;
+  });
+  const url = new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /quarry panel: (http:\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.on('close', (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+  });
+  const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+  return { child, url, exited, stderr: () => stderr };
+}
+
+test('serve --init starts an index in a new folder; SIGTERM while it indexes ends it within seconds', async () => {
+  const dir = bigTree(1500, trees);
+  const s = startServe(['--init', '--no-watch'], dir);
+  const url = await s.url;
+  assert.ok(existsSync(join(dir, '.quarry')), 'serve --init made no index');
+  const status = (await (await fetch(new URL('/api/status', url))).json()) as { root: string };
+  assert.equal(status.root, dir);
+  const t0 = performance.now();
+  s.child.kill('SIGTERM');
+  const code = await s.exited;
+  const took = performance.now() - t0;
+  assert.equal(code, 0, s.stderr());
+  // the bound is generous on a shared machine; before, the server finished the whole index run first
+  assert.ok(took < 15_000, `serve took ${took.toFixed(0)} ms to stop`);
+});
+
+test('PUT /api/settings with __proto__ is refused, pollutes nothing and writes no file (regression: prototype pollution)', async () => {
+  const dir = makeTree({ '.git/HEAD': 'ref: refs/heads/main\n', 'a.ts': 'export const alpha = 1;\n' });
+  trees.push(dir);
+  const s = startServe(['--no-watch'], dir);
+  const url = await s.url;
+  try {
+    for (const body of ['{"__proto__":{"polluted":1}}', '{"search":{"__proto__":{"polluted":1}}}']) {
+      const r = await fetch(new URL('/api/settings', url), {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      assert.equal(r.status, 400, await r.text());
+    }
+    assert.equal(existsSync(join(dir, 'quarry.toml')), false, 'a refused change wrote quarry.toml');
+    // every route still answers
+    const st = await fetch(new URL('/api/status', url));
+    assert.equal(st.status, 200);
+    const ok = await fetch(new URL('/api/settings', url), {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: '{"search":{"top_k":7}}',
+    });
+    assert.equal(ok.status, 200, await ok.text());
+    const toml = readFileSync(join(dir, 'quarry.toml'), 'utf8');
+    assert.match(toml, /top_k = 7/);
+    assert.doesNotMatch(toml, /polluted|model|provider/);
+  } finally {
+    s.child.kill('SIGTERM');
+    await s.exited;
+  }
+});
