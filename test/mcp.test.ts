@@ -9,13 +9,16 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { acquireWriterLock } from '../src/index/lock.ts';
 import { indexPaths } from '../src/workspace/root.ts';
-import { CLI, copyPolyglot, removeTree } from './helpers.ts';
+import { CLI, copyPolyglot, indexLexically, makeTree, removeTree } from './helpers.ts';
 
 const TSX = new URL(import.meta.resolve('tsx')).pathname;
 const ENV = { ...process.env, QUARRY_EMBED: 'none', NO_COLOR: '1' } as Record<string, string>;
 
 type Text = { content: Array<{ type: string; text: string }>; isError?: boolean };
 const textOf = (r: unknown) => (r as Text).content.map((c) => c.text).join('');
+// the structured content of a tool's answer (the text is compact, for the model)
+// biome-ignore lint/suspicious/noExplicitAny: tests read fields of the answer
+const dataOf = (r: unknown): any => (r as { structuredContent: unknown }).structuredContent;
 
 async function until<T>(fn: () => Promise<T | undefined>, what: string, ms = 30_000): Promise<T> {
   const end = Date.now() + ms;
@@ -57,6 +60,7 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
       'list_symbols',
       'read_file',
       'reindex',
+      'repo_map',
       'search_code',
     ]);
     const search = tools.find((t) => t.name === 'search_code')!;
@@ -67,13 +71,11 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
 
   it('indexes on start; search_code, get_context, find_symbol, list_symbols and index_status answer', async () => {
     await until(async () => {
-      const s = JSON.parse(textOf(await client.callTool({ name: 'index_status', arguments: {} })));
+      const s = dataOf(await client.callTool({ name: 'index_status', arguments: {} }));
       return s.files > 0 && s.reindexing === null ? s : undefined;
     }, 'the initial index');
-    const search = JSON.parse(
-      textOf(
-        await client.callTool({ name: 'search_code', arguments: { query: 'Registry register', top_k: 3 } }),
-      ),
+    const search = dataOf(
+      await client.callTool({ name: 'search_code', arguments: { query: 'Registry register', top_k: 3 } }),
     );
     assert.ok(search.results.length >= 1 && search.results.length <= 3, JSON.stringify(search));
     assert.equal(search.results[0].path, 'lib.rs');
@@ -92,19 +94,78 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
     assert.match(ctx, /^\[1\] \S+:\d+-\d+$/m);
     assert.match(ctx, /Question: how does the registry register a name/);
 
-    const sym = JSON.parse(
-      textOf(await client.callTool({ name: 'find_symbol', arguments: { name: 'Registry.register' } })),
+    const sym = dataOf(
+      await client.callTool({ name: 'find_symbol', arguments: { name: 'Registry.register' } }),
     );
     assert.equal(sym.definitions[0].path.endsWith('lib.rs'), true);
     assert.equal(sym.definitions[0].container, 'Registry');
 
-    const list = JSON.parse(
-      textOf(await client.callTool({ name: 'list_symbols', arguments: { path: 'lib.rs' } })),
-    );
+    const list = dataOf(await client.callTool({ name: 'list_symbols', arguments: { path: 'lib.rs' } }));
     assert.ok(list.symbols.some((s: { name: string }) => s.name === 'checksum'));
     const missing = (await client.callTool({ name: 'list_symbols', arguments: { path: 'nope.rs' } })) as Text;
     assert.equal(missing.isError, true);
     assert.match(textOf(missing), /nope\.rs is not in the index/);
+  });
+
+  it('answers agents in compact text with numbered lines; instructions, annotations and repo_map', async () => {
+    assert.match(client.getInstructions() ?? '', /Use grep instead for an exact string/);
+    const tools = (await client.listTools()).tools;
+    for (const t of tools) {
+      assert.equal(typeof t.annotations?.readOnlyHint, 'boolean', `${t.name} has no readOnlyHint`);
+      assert.equal(t.annotations!.readOnlyHint, t.name !== 'reindex', t.name);
+    }
+    const r = await client.callTool({
+      name: 'search_code',
+      arguments: { query: 'Registry register', top_k: 2 },
+    });
+    const text = textOf(r);
+    assert.match(text, /^\d+ results? \(\w+\) for "Registry register":/);
+    assert.match(text, /^lib\.rs:\d+-\d+ .*\(score [\d.]+\)$/m);
+    assert.match(text, /^\s*\d+ {2}.*Registry/m, 'snippet lines are numbered');
+    assert.doesNotMatch(text, /^\s*[{[]/, 'not JSON');
+    const sym = textOf(
+      await client.callTool({ name: 'find_symbol', arguments: { name: 'Registry.register' } }),
+    );
+    assert.match(sym, /^lib\.rs:\d+-\d+ \w+ Registry\.register$/m);
+    const read = textOf(
+      await client.callTool({ name: 'read_file', arguments: { path: 'lib.rs', start: 2, end: 4 } }),
+    );
+    assert.match(read, /^lib\.rs:2-4 of \d+\n2 {2}/);
+    const map = await client.callTool({ name: 'repo_map', arguments: { budget: 300 } });
+    assert.ok(dataOf(map).files.length >= 1);
+    assert.match(textOf(map), /^\S+\.\w+\n\s+\d+: /m);
+  });
+
+  it('a call may name another indexed project by its absolute root; relative roots and unindexed folders are refused', async () => {
+    const other = copyPolyglot([]);
+    writeFileSync(join(other, 'only_here.py'), 'def kestrel_lantern():\n    return 1\n');
+    await indexLexically(other);
+    try {
+      const r = dataOf(
+        await client.callTool({ name: 'search_code', arguments: { query: 'kestrel_lantern', root: other } }),
+      );
+      assert.equal(r.results[0].path, 'only_here.py');
+      const here = dataOf(
+        await client.callTool({ name: 'search_code', arguments: { query: 'kestrel_lantern' } }),
+      );
+      assert.ok(!here.results.some((x: { path: string }) => x.path === 'only_here.py'));
+      const rel = (await client.callTool({
+        name: 'search_code',
+        arguments: { query: 'x', root: 'relative/dir' },
+      })) as Text;
+      assert.equal(rel.isError, true);
+      assert.match(textOf(rel), /absolute path/);
+      const bare = makeTree({ 'a.py': 'x = 1\n' });
+      const none = (await client.callTool({
+        name: 'search_code',
+        arguments: { query: 'x', root: bare },
+      })) as Text;
+      assert.equal(none.isError, true);
+      assert.match(textOf(none), /no index/);
+      removeTree(bare);
+    } finally {
+      removeTree(other);
+    }
   });
 
   it('rejects arguments that break the schema, with a message', async () => {
@@ -117,17 +178,15 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
 
   it('a second reindex while one runs reports the running one', async () => {
     await until(async () => {
-      const s = JSON.parse(textOf(await client.callTool({ name: 'index_status', arguments: {} })));
+      const s = dataOf(await client.callTool({ name: 'index_status', arguments: {} }));
       return s.reindexing === null ? s : undefined;
     }, 'the initial index to finish');
     // another writer holds the index: the first re-index waits for it, so it is running when the second comes
     const lock = await acquireWriterLock(indexPaths(root).lock, { waitMs: 30_000 });
     let first: { status: string; startedAt: string };
     try {
-      first = JSON.parse(textOf(await client.callTool({ name: 'reindex', arguments: { wait: false } })));
-      const second = JSON.parse(
-        textOf(await client.callTool({ name: 'reindex', arguments: { wait: true } })),
-      );
+      first = dataOf(await client.callTool({ name: 'reindex', arguments: { wait: false } }));
+      const second = dataOf(await client.callTool({ name: 'reindex', arguments: { wait: true } }));
       assert.equal(first.status, 'started');
       assert.equal(second.status, 'already running');
       assert.equal(second.startedAt, first.startedAt);
@@ -135,7 +194,7 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
       lock.release();
     }
     const done = await until(async () => {
-      const s = JSON.parse(textOf(await client.callTool({ name: 'index_status', arguments: {} })));
+      const s = dataOf(await client.callTool({ name: 'index_status', arguments: {} }));
       return s.reindexing === null ? s : undefined;
     }, 'the re-index to finish once the lock is free');
     assert.ok(done.files > 0);
@@ -144,8 +203,8 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
   it('keeps the index fresh: a file saved while it runs becomes searchable', async () => {
     writeFileSync(join(root, 'fresh_module.py'), 'def zanzibar_quokka():\n    return "fresh"\n');
     const found = await until(async () => {
-      const r = JSON.parse(
-        textOf(await client.callTool({ name: 'search_code', arguments: { query: 'zanzibar_quokka' } })),
+      const r = dataOf(
+        await client.callTool({ name: 'search_code', arguments: { query: 'zanzibar_quokka' } }),
       );
       return r.results.find((x: { path: string }) => x.path === 'fresh_module.py');
     }, 'the saved file in search results');
@@ -182,8 +241,8 @@ describe('quarry mcp --http', () => {
     const client = new Client({ name: 'quarry-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     const { tools } = await client.listTools();
-    assert.equal(tools.length, 8);
-    const s = JSON.parse(textOf(await client.callTool({ name: 'index_status', arguments: {} })));
+    assert.equal(tools.length, 9);
+    const s = dataOf(await client.callTool({ name: 'index_status', arguments: {} }));
     assert.ok('files' in s);
     await client.close();
   });

@@ -184,7 +184,9 @@ describe('a team index: two repositories in one PostgreSQL, served with per-repo
     );
     try {
       const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0]!.text;
-      const repos = JSON.parse(text(await client.callTool({ name: 'list_repos', arguments: {} })));
+      // biome-ignore lint/suspicious/noExplicitAny: tests read fields of the answer
+      const dataOf = (r: unknown): any => (r as { structuredContent: unknown }).structuredContent;
+      const repos = dataOf(await client.callTool({ name: 'list_repos', arguments: {} }));
       assert.deepEqual(
         repos.repos.map((r: { name: string }) => r.name),
         ['acme/a'],

@@ -1,11 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isAbsolute, resolve } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
+import { openProject } from '../api.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { openServedSet, type ProjectSet, searchMany } from '../project/set.ts';
+import type { Project } from '../project/types.ts';
 import { resultJson } from '../search/search.ts';
 import { checkPort, listenError, noProjectHere } from '../server/listen.ts';
 import { type LiveProject, openLiveProject } from '../watch/live.ts';
@@ -15,14 +18,43 @@ const VERSION = '0.1.0';
 /** Characters of one tool result before it is cut (with a note saying how to get the rest). */
 const MAX_OUTPUT = 40_000;
 
-type ToolResult = { content: Array<{ type: 'text'; text: string }>; isError?: boolean };
+type ToolResult = {
+  content: Array<{ type: 'text'; text: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+};
 
-function text(value: unknown): ToolResult {
-  let out = typeof value === 'string' ? value : JSON.stringify(value, null, 1);
+/**
+ * What a tool answers: compact text for the model (numbered lines, one line per hit: 35–45% fewer tokens than
+ * pretty JSON, see docs/mcp.md), and the same facts as structured content for clients that read it.
+ */
+interface Answer {
+  text: string;
+  data?: Record<string, unknown>;
+}
+
+function toResult(answer: Answer | string): ToolResult {
+  const a = typeof answer === 'string' ? { text: answer } : answer;
+  let out = a.text;
   if (out.length > MAX_OUTPUT)
     out = `${out.slice(0, MAX_OUTPUT)}\n… [cut at ${MAX_OUTPUT} characters of ${out.length}: ask for fewer results (top_k, limit) or page with offset]`;
-  return { content: [{ type: 'text', text: out }] };
+  return { content: [{ type: 'text', text: out }], ...(a.data ? { structuredContent: a.data } : {}) };
 }
+
+/** Lines numbered as an editor shows them. */
+function numbered(first: number, lines: readonly string[]): string {
+  const width = String(first + lines.length - 1).length;
+  return lines.map((l, i) => `${String(first + i).padStart(width)}  ${l}`).join('\n');
+}
+
+/** How quarry's MCP server describes itself to an agent (the initialize result's `instructions`). */
+export const MCP_INSTRUCTIONS = `quarry indexes this repository (tree-sitter chunks, BM25, embeddings, a symbol and reference graph) and answers from the index.
+Use search_code for questions in plain words or when you do not know the names ("where are retries handled?"); it ranks code by meaning and keywords and returns path:line ranges.
+Use find_symbol for a known identifier's definition and its uses, list_symbols for a file's outline, read_file to read numbered lines, repo_map for an overview of the most referenced files and definitions, get_context to get the code that answers a question within a token budget.
+Use grep instead for an exact string or regular expression over every file, including files quarry does not index (ignored, generated, secret-looking).
+Paths are from the repository root. Results reflect the last sync; index_status says how fresh the index is.`;
+
+const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
 function failure(err: unknown): ToolResult {
   const message = isQuarryError(err) ? err.message : `internal error: ${(err as Error).message}`;
@@ -51,16 +83,56 @@ const repoArg = z
   .optional()
   .describe('Which repository, when the server holds several (see list_repos); default: its own');
 
+export interface McpServerOptions {
+  /**
+   * Let a call name another indexed project on this machine (`root`). Only for `quarry mcp`, which runs as the user
+   * for one user; a shared server (`quarry serve`'s /mcp, with tokens) never opens folders a caller names.
+   */
+  allowRoot?: boolean;
+}
+
 /** The MCP tools over a set of repositories (one, or what a token may see): each tool calls the Project seam. */
-export function createMcpServer(set: ProjectSet): McpServer {
-  const server = new McpServer({ name: 'quarry', version: VERSION });
-  const run = async (fn: () => Promise<unknown>): Promise<ToolResult> => {
+export function createMcpServer(set: ProjectSet, options: McpServerOptions = {}): McpServer {
+  const server = new McpServer({ name: 'quarry', version: VERSION }, { instructions: MCP_INSTRUCTIONS });
+  const run = async (fn: () => Promise<Answer | string>): Promise<ToolResult> => {
     try {
-      return text(await fn());
+      return toResult(await fn());
     } catch (err) {
       return failure(err);
     }
   };
+  // projects named by `root`, opened once (read-only use: an index must already be there)
+  const byRoot = new Map<string, Promise<Project>>();
+  const projectOf = async (repo: string | undefined, root: string | undefined): Promise<Project> => {
+    if (root === undefined) return set.get(repo);
+    if (!options.allowRoot)
+      throw new QuarryError(
+        'BAD_INPUT',
+        'this server does not open other folders: use repo (see list_repos)',
+      );
+    if (!isAbsolute(root)) throw new QuarryError('BAD_INPUT', `root must be an absolute path, not ${root}`);
+    const key = resolve(root);
+    if (set.live && key === set.live.project.root) return set.live.project;
+    let opened = byRoot.get(key);
+    if (!opened) {
+      opened = openProject({ root: key }) as Promise<Project>;
+      byRoot.set(key, opened);
+      opened.catch(() => byRoot.delete(key));
+    }
+    return opened;
+  };
+  server.server.onclose = () => {
+    for (const p of byRoot.values()) void p.then((x) => x.close()).catch(() => undefined);
+    byRoot.clear();
+  };
+  const rootArg = z
+    .string()
+    .optional()
+    .describe(
+      options.allowRoot
+        ? 'Another indexed project on this machine, by absolute path (default: the one this server was started in)'
+        : 'Not available on this server',
+    );
 
   server.registerTool(
     'search_code',
@@ -87,9 +159,11 @@ export function createMcpServer(set: ProjectSet): McpServer {
           .string()
           .optional()
           .describe('Which repository (see list_repos); "*" searches every one; default: the server\'s own'),
+        root: rootArg,
       },
+      annotations: { title: 'Search the code', ...READ_ONLY },
     },
-    ({ query, top_k, mode, path, language, repo }) =>
+    ({ query, top_k, mode, path, language, repo, root }) =>
       run(async () => {
         const options = {
           topK: top_k,
@@ -103,12 +177,23 @@ export function createMcpServer(set: ProjectSet): McpServer {
                 query,
                 options,
               )
-            : await (await set.get(repo)).search(query, options);
+            : await (await projectOf(repo, root)).search(query, options);
+        const results = res.results.map(resultJson);
+        const lines = [
+          results.length
+            ? `${results.length} result${results.length === 1 ? '' : 's'} (${res.mode}) for "${query}":`
+            : `no match for "${query}" (${res.mode}): try other words, or find_symbol for an exact name`,
+        ];
+        for (const r of results) {
+          const sym = r.symbol ? ` ${r.kind ?? 'symbol'} ${r.symbol}` : '';
+          lines.push(
+            `\n${r.repo ? `${r.repo}:` : ''}${r.path}:${r.startLine}-${r.endLine}${sym} (score ${r.score})`,
+            numbered(r.snippetLine, r.snippet.split('\n')),
+          );
+        }
         return {
-          query,
-          mode: res.mode,
-          results: res.results.map(resultJson),
-          files: res.files.slice(0, 10),
+          text: lines.join('\n'),
+          data: { query, mode: res.mode, results, files: res.files.slice(0, 10) },
         };
       }),
   );
@@ -131,11 +216,13 @@ export function createMcpServer(set: ProjectSet): McpServer {
             'Send every indexed file matching this mask (e.g. "src/**/*.ts") instead of retrieving; refused if over budget',
           ),
         repo: repoArg,
+        root: rootArg,
       },
+      annotations: { title: 'Get context for a question', ...READ_ONLY },
     },
-    ({ question, budget, packing, mode, all, repo }) =>
+    ({ question, budget, packing, mode, all, repo, root }) =>
       run(async () => {
-        const ctx = await (await set.get(repo)).context(question, {
+        const ctx = await (await projectOf(repo, root)).context(question, {
           budget,
           ...(packing ? { packing } : {}),
           ...(mode ? { mode } : {}),
@@ -144,7 +231,20 @@ export function createMcpServer(set: ProjectSet): McpServer {
         const sources = ctx.blocks.map(
           (b) => `[${b.n}] ${b.path}:${b.startLine}-${b.endLine} (${b.tokens} tokens)`,
         );
-        return `${ctx.user}\n\n---\nsources:\n${sources.join('\n')}\n${ctx.tokens.prompt} prompt tokens, budget ${ctx.budget.hard}`;
+        return {
+          text: `${ctx.user}\n\n---\nsources:\n${sources.join('\n')}\n${ctx.tokens.prompt} prompt tokens, budget ${ctx.budget.hard}`,
+          data: {
+            sources: ctx.blocks.map(({ n, path, startLine, endLine, tokens }) => ({
+              n,
+              path,
+              startLine,
+              endLine,
+              tokens,
+            })),
+            promptTokens: ctx.tokens.prompt,
+            budget: ctx.budget.hard,
+          },
+        };
       }),
   );
 
@@ -160,11 +260,13 @@ export function createMcpServer(set: ProjectSet): McpServer {
         offset: z.number().int().min(0).default(0).describe('First reference file to return'),
         limit: z.number().int().min(1).max(200).default(50).describe('Reference files per call'),
         repo: repoArg,
+        root: rootArg,
       },
+      annotations: { title: 'Find a symbol', ...READ_ONLY },
     },
-    ({ name, references, offset, limit, repo }) =>
+    ({ name, references, offset, limit, repo, root }) =>
       run(async () => {
-        const project = await set.get(repo);
+        const project = await projectOf(repo, root);
         const definitions = await project.definitions(name);
         const out: Record<string, unknown> = {
           name,
@@ -185,7 +287,31 @@ export function createMcpServer(set: ProjectSet): McpServer {
         }
         if (!definitions.length && !(out.referenceFiles as number))
           out.note = `nothing named ${name} in the index: try search_code`;
-        return out;
+        const defs = out.definitions as Array<{
+          name: string;
+          kind: string;
+          container: string | null;
+          path: string;
+          startLine: number;
+          endLine: number;
+        }>;
+        const lines = [
+          defs.length ? `definitions of ${name}:` : `no definition of ${name}`,
+          ...defs.map(
+            (d) =>
+              `${d.path}:${d.startLine}-${d.endLine} ${d.kind} ${d.container ? `${d.container}.` : ''}${d.name}`,
+          ),
+        ];
+        if (references) {
+          const refs = out.references as Array<{ path: string; lines: number[] }>;
+          lines.push(
+            `references: ${out.referenceFiles} file${out.referenceFiles === 1 ? '' : 's'}${refs.length < (out.referenceFiles as number) ? ` (${offset + 1}-${offset + refs.length} shown)` : ''}`,
+            ...refs.map((r) => `${r.path}: ${r.lines.join(', ')}`),
+          );
+          if (out.next) lines.push(String(out.next));
+        }
+        if (out.note) lines.push(String(out.note));
+        return { text: lines.join('\n'), data: out };
       }),
   );
 
@@ -198,22 +324,28 @@ export function createMcpServer(set: ProjectSet): McpServer {
       inputSchema: {
         path: z.string().min(1).describe('A path from the repository root, e.g. src/api.ts'),
         repo: repoArg,
+        root: rootArg,
       },
+      annotations: { title: 'List the symbols of a file', ...READ_ONLY },
     },
-    ({ path, repo }) =>
+    ({ path, repo, root }) =>
       run(async () => {
-        const o = await (await set.get(repo)).outline(path);
-        return {
-          path: o.path,
-          symbols: o.symbols.map(({ name, kind, container, startLine, endLine }) => ({
-            name,
-            kind,
-            container,
-            startLine,
-            endLine,
-          })),
-          variables: o.variables,
-        };
+        const o = await (await projectOf(repo, root)).outline(path);
+        const symbols = o.symbols.map(({ name, kind, container, startLine, endLine }) => ({
+          name,
+          kind,
+          container,
+          startLine,
+          endLine,
+        }));
+        const lines = [
+          `${o.path}: ${symbols.length} definition${symbols.length === 1 ? '' : 's'}, ${o.variables.length} top-level variable${o.variables.length === 1 ? '' : 's'}`,
+          ...symbols.map(
+            (d) => `${d.startLine}-${d.endLine} ${d.kind} ${d.container ? `${d.container}.` : ''}${d.name}`,
+          ),
+          ...o.variables.map((v) => `${v.line} ${v.kind} ${v.name}`),
+        ];
+        return { text: lines.join('\n'), data: { path: o.path, symbols, variables: o.variables } };
       }),
   );
 
@@ -228,21 +360,31 @@ export function createMcpServer(set: ProjectSet): McpServer {
         start: z.number().int().min(1).default(1).describe('First line (1-based)'),
         end: z.number().int().min(1).optional().describe('Last line (default: start + 1999)'),
         repo: repoArg,
+        root: rootArg,
       },
+      annotations: { title: 'Read an indexed file', ...READ_ONLY },
     },
-    ({ path, start, end, repo }) =>
+    ({ path, start, end, repo, root }) =>
       run(async () => {
-        const slice = await (await set.get(repo)).readFile(path, {
+        const slice = await (await projectOf(repo, root)).readFile(path, {
           start,
           end: Math.min(end ?? start + 1999, start + 1999),
         });
-        const width = String(slice.end).length;
-        const body = slice.lines.map((l, i) => `${String(slice.start + i).padStart(width)}  ${l}`).join('\n');
+        const body = numbered(slice.start, slice.lines);
         const more =
           slice.end < slice.total
             ? `\n… lines ${slice.end + 1}-${slice.total} remain: call again with start ${slice.end + 1}`
             : '';
-        return `${slice.path}:${slice.start}-${slice.end} of ${slice.total}\n${body}${more}`;
+        return {
+          text: `${slice.path}:${slice.start}-${slice.end} of ${slice.total}\n${body}${more}`,
+          data: {
+            path: slice.path,
+            start: slice.start,
+            end: slice.end,
+            total: slice.total,
+            lines: slice.lines,
+          },
+        };
       }),
   );
 
@@ -253,8 +395,48 @@ export function createMcpServer(set: ProjectSet): McpServer {
       description:
         'The repositories this server holds (name, files, chunks, last indexed, branch and commit). Pass a name as `repo` to the other tools.',
       inputSchema: {},
+      annotations: { title: 'List repositories', ...READ_ONLY },
     },
-    () => run(async () => ({ repos: await set.list() })),
+    () =>
+      run(async () => {
+        const repos = await set.list();
+        const lines = repos.map(
+          (r) =>
+            `${r.name}: ${r.files} files, ${r.chunks} chunks, updated ${r.lastIndexedAt ?? 'never'}${r.git?.commit ? `, ${r.git.branch ?? 'detached'}@${r.git.commit.slice(0, 12)}` : ''}`,
+        );
+        return { text: lines.join('\n') || 'no repositories', data: { repos } };
+      }),
+  );
+
+  server.registerTool(
+    'repo_map',
+    {
+      title: 'Map of the repository',
+      description:
+        "An overview of the repository within a token budget: its most referenced files, each with its key definitions (signatures, line numbers), ranked by PageRank over who uses whose names (Aider's repository map). Use it first in an unfamiliar repository; focus leans the ranking toward files you are working on.",
+      inputSchema: {
+        budget: z.number().int().min(200).max(20_000).default(2000).describe('Tokens the map may use'),
+        focus: z
+          .array(z.string())
+          .optional()
+          .describe('Paths the ranking leans toward, e.g. ["src/server.ts"]'),
+        repo: repoArg,
+        root: rootArg,
+      },
+      annotations: { title: 'Map of the repository', ...READ_ONLY },
+    },
+    ({ budget, focus, repo, root }) =>
+      run(async () => {
+        const map = await (await projectOf(repo, root)).repoMap({ budget, ...(focus ? { focus } : {}) });
+        return {
+          text: `${map.text}${map.omitted ? `\n… ${map.omitted} more files with definitions: raise budget to see them` : ''}`,
+          data: {
+            files: map.entries.map((e) => e.path),
+            tokens: map.tokens,
+            omitted: map.omitted,
+          },
+        };
+      }),
   );
 
   server.registerTool(
@@ -264,11 +446,15 @@ export function createMcpServer(set: ProjectSet): McpServer {
       description:
         'How complete and fresh the index is: files and chunks indexed, files changed on disk but not yet indexed, embedding progress (phase 1: a vector per file, phase 2: per chunk), the last sync, and whether a re-index is running.',
       inputSchema: { repo: repoArg },
+      annotations: { title: 'Index status', ...READ_ONLY },
     },
     ({ repo }) =>
       run(async () => {
         const project = await set.get(repo);
-        return set.live && project === set.live.project ? set.live.status() : project.status();
+        const st = (set.live && project === set.live.project
+          ? await set.live.status()
+          : await project.status()) as unknown as Record<string, unknown>;
+        return { text: flatText(st), data: st };
       }),
   );
 
@@ -279,6 +465,13 @@ export function createMcpServer(set: ProjectSet): McpServer {
       description:
         'Bring the index up to date with the files on disk (incremental: only changed files are read). If a re-index is already running, reports that one instead of starting another. Usually unnecessary: the index follows file saves by itself.',
       inputSchema: { wait: z.boolean().default(true).describe('Wait for the lexical update to finish') },
+      annotations: {
+        title: 'Re-index',
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
     },
     ({ wait }) =>
       run(async () => {
@@ -291,21 +484,34 @@ export function createMcpServer(set: ProjectSet): McpServer {
         const r = live.reindex();
         if (!r.started)
           return {
-            status: 'already running',
-            startedAt: r.startedAt,
-            note: 'call index_status to follow it',
+            text: `a re-index is already running (since ${r.startedAt}): call index_status to follow it`,
+            data: { status: 'already running', startedAt: r.startedAt },
           };
         if (wait) await r.done;
         const stats = await live.project.store.stats();
+        const status = wait ? 'done' : 'started';
         return {
-          status: wait ? 'done' : 'started',
-          startedAt: r.startedAt,
-          files: stats.files,
-          chunks: stats.chunks,
+          text: `re-index ${status}: ${stats.files} files, ${stats.chunks} chunks`,
+          data: { status, startedAt: r.startedAt, files: stats.files, chunks: stats.chunks },
         };
       }),
   );
   return server;
+}
+
+/** An object as `key: value` lines (nested objects flattened with dots): status reports for an agent. */
+function flatText(value: Record<string, unknown>, prefix = ''): string {
+  const lines: string[] = [];
+  for (const [k, v] of Object.entries(value)) {
+    if (v && typeof v === 'object' && !Array.isArray(v))
+      lines.push(flatText(v as Record<string, unknown>, `${prefix}${k}.`));
+    else if (Array.isArray(v))
+      lines.push(
+        `${prefix}${k}: ${v.map((x) => (typeof x === 'object' ? JSON.stringify(x) : String(x))).join(', ')}`,
+      );
+    else lines.push(`${prefix}${k}: ${v === null ? '-' : String(v)}`);
+  }
+  return lines.filter(Boolean).join('\n');
 }
 
 /** Opens the project (or relays a remote one), keeps it fresh, and builds MCP servers whose tools call the core. */
@@ -319,7 +525,7 @@ export async function createQuarryMcp(
   return {
     live,
     set,
-    makeServer: () => createMcpServer(set),
+    makeServer: () => createMcpServer(set, { allowRoot: !options.remote }),
     async close() {
       await set.close();
       await live?.close();

@@ -24,7 +24,17 @@ export interface McpRemoteOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-type ToolResult = { content?: Array<{ type: string; text?: string }>; isError?: boolean };
+type ToolResult = {
+  content?: Array<{ type: string; text?: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+};
+
+/** A tool's answer: its text, and its structured content when the server sends it (quarry does). */
+interface Reply {
+  text: string;
+  data: Record<string, unknown> | undefined;
+}
 
 const NO_SIGNALS = { lexical: 0, fileLexical: 0, fileHint: 0, symbolHint: 0, dense: 0 };
 
@@ -82,7 +92,7 @@ export async function openMcpProject(options: McpRemoteOptions): Promise<Project
   const takesRepo = (tool: string) =>
     Boolean((tools.get(tool)?.inputSchema as { properties?: Record<string, unknown> })?.properties?.repo);
 
-  const call = async (tool: string, args: Record<string, unknown>): Promise<string> => {
+  const call = async (tool: string, args: Record<string, unknown>): Promise<Reply> => {
     if (!tools.has(tool))
       throw new QuarryError(
         'BAD_INPUT',
@@ -105,11 +115,13 @@ export async function openMcpProject(options: McpRemoteOptions): Promise<Project
         `${shown}: ${firstLine}`,
       );
     }
-    return text;
+    return { text, data: res.structuredContent };
   };
-  const json = <T>(text: string): T | undefined => {
+  // structured content first; then JSON text (quarry before compact answers); else undefined (a foreign server)
+  const json = <T>(reply: Reply): T | undefined => {
+    if (reply.data) return reply.data as T;
     try {
-      return JSON.parse(text) as T;
+      return JSON.parse(reply.text) as T;
     } catch {
       return undefined;
     }
@@ -117,7 +129,7 @@ export async function openMcpProject(options: McpRemoteOptions): Promise<Project
 
   const search = async (query: string, o: ProjectSearchOptions = {}): Promise<SearchResponse> => {
     const started = performance.now();
-    const text = await call('search_code', {
+    const reply = await call('search_code', {
       query,
       top_k: Math.min(50, o.topK ?? config.search.topK),
       ...(o.mode ? { mode: o.mode } : {}),
@@ -128,7 +140,8 @@ export async function openMcpProject(options: McpRemoteOptions): Promise<Project
       mode?: SearchResponse['mode'];
       results?: SearchResult[];
       files?: SearchResponse['files'];
-    }>(text);
+    }>(reply);
+    const text = reply.text;
     if (parsed?.results)
       return {
         query,
@@ -176,7 +189,7 @@ export async function openMcpProject(options: McpRemoteOptions): Promise<Project
       const hard = contextBudget({ config } as Parameters<typeof contextBudget>[0], o);
       const packing = o.packing ?? config.context.packing;
       if (tools.has('get_context')) {
-        const text = await call('get_context', {
+        const { text } = await call('get_context', {
           question,
           budget: Math.max(500, hard),
           packing,
@@ -269,12 +282,14 @@ export async function openMcpProject(options: McpRemoteOptions): Promise<Project
       };
     },
     async readFile(path: string, range: { start?: number; end?: number } = {}): Promise<FileSlice> {
-      const text = await call('read_file', {
+      const reply = await call('read_file', {
         path,
         start: range.start ?? 1,
         ...(range.end ? { end: range.end } : {}),
       });
-      const [head, ...rest] = text.split('\n');
+      const data = json<FileSlice>(reply);
+      if (data?.lines) return data;
+      const [head, ...rest] = reply.text.split('\n');
       const m = /^(.+):(\d+)-(\d+) of (\d+)$/.exec(head ?? '');
       if (!m) throw new QuarryError('REMOTE', `${shown}: read_file did not answer in quarry's format`);
       const lines = rest.filter((l) => !l.startsWith('… lines ')).map((l) => l.replace(/^\s*\d+ {2}/, ''));
