@@ -1,9 +1,10 @@
 // What each MCP tool's answer costs an agent, in tokens (o200k, gpt-tokenizer): the text the model reads.
 //   node --import tsx bench/mcp-tokens.ts <indexed project root> [--json]
 // The calls are fixed (vite's tree in docs/mcp.md); run it before and after a change to the tools' output.
-import { countTokens } from 'gpt-tokenizer';
+
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { countTokens } from 'gpt-tokenizer';
 import { createQuarryMcp } from '../src/mcp/server.ts';
 
 const root = process.argv[2];
@@ -25,7 +26,11 @@ const calls: Array<[string, string, Record<string, unknown>]> = [
   ['find_symbol', 'find_symbol', { name: 'createServer' }],
   ['list_symbols', 'list_symbols', { path: 'packages/vite/src/node/server/index.ts' }],
   ['read_file 60 lines', 'read_file', { path: 'packages/vite/src/node/server/index.ts', start: 1, end: 60 }],
-  ['get_context 4k', 'get_context', { question: 'how does the dev server handle hot updates?', budget: 4000 }],
+  [
+    'get_context 4k',
+    'get_context',
+    { question: 'how does the dev server handle hot updates?', budget: 4000 },
+  ],
   ['list_repos', 'list_repos', {}],
   ['index_status', 'index_status', {}],
   ['repo_map 1k', 'repo_map', { budget: 1000 }],
@@ -38,6 +43,10 @@ for (const [label, name, args] of calls) {
   rows.push({ call: label, tokens: countTokens(text), chars: text.length });
 }
 if (process.argv.includes('--json')) console.log(JSON.stringify(rows));
-else for (const r of rows) console.log(`${r.call.padEnd(22)} ${String(r.tokens).padStart(6)} tokens ${String(r.chars).padStart(7)} chars`);
+else
+  for (const r of rows)
+    console.log(
+      `${r.call.padEnd(22)} ${String(r.tokens).padStart(6)} tokens ${String(r.chars).padStart(7)} chars`,
+    );
 await client.close();
 await mcp.close();

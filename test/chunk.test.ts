@@ -140,6 +140,56 @@ describe('tree-sitter chunking', () => {
     assert.equal(total.endLine, 17);
   });
 
+  it('class fields holding functions are methods; top-level constants and variables are symbols, not chunk boundaries', async () => {
+    const ts = [
+      'export const DEFAULT_TIMEOUT_MS = 30_000;',
+      'let counter = 0;',
+      'export class App {',
+      "  name = 'x';",
+      '  fetch = (request: Request): Response => {',
+      "    return new Response('ok');",
+      '  };',
+      '  handle = async function (x: number) {',
+      '    return x;',
+      '  };',
+      '}',
+      'export const helper = () => 1;',
+      '',
+    ].join('\n');
+    const r = await chunkFile(ts, 'typescript', testConfig().chunk);
+    const shown = r.symbols.map((s) => `${s.kind} ${s.container ? `${s.container}.` : ''}${s.name}`);
+    for (const want of [
+      'constant DEFAULT_TIMEOUT_MS',
+      'variable counter',
+      'class App',
+      'method App.fetch',
+      'method App.handle',
+      'function helper',
+    ])
+      assert.ok(shown.includes(want), `${want} missing from ${shown.join(', ')}`);
+    assert.ok(!shown.some((s) => s.endsWith(' name')), 'a field holding a string is no method');
+    // the constant lives in a chunk, it does not make one of its own
+    assert.ok(!r.chunks.some((c) => c.symbol === 'DEFAULT_TIMEOUT_MS'));
+    const js = await chunkFile(
+      'class Widget {\n  render = () => {\n    return 1;\n  }\n}\nconst MAX = 3;\n',
+      'javascript',
+      testConfig().chunk,
+    );
+    assert.deepEqual(
+      js.symbols.map((s) => `${s.kind} ${s.container ? `${s.container}.` : ''}${s.name}`),
+      ['class Widget', 'method Widget.render', 'constant MAX'],
+    );
+    const py = await chunkFile(
+      'TIMEOUT = 30\nregistry = {}\n\ndef run():\n    return TIMEOUT\n',
+      'python',
+      testConfig().chunk,
+    );
+    assert.deepEqual(
+      py.symbols.map((s) => `${s.kind} ${s.name}`),
+      ['constant TIMEOUT', 'variable registry', 'function run'],
+    );
+  });
+
   it('merges small neighbours up to the target size', async () => {
     const merged = await chunkFixture('shapes.ts', { ...noMerge, targetChars: 10_000 });
     assert.equal(merged.chunks.length, 1);

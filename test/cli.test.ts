@@ -67,11 +67,14 @@ describe('quarry CLI', () => {
     assert.equal(json.mode, 'lexical');
     assert.ok(json.results.length >= 1);
     assert.deepEqual(Object.keys(json.results[0]).sort(), [
+      'column',
       'endLine',
       'kind',
+      'line',
       'path',
       'score',
       'snippet',
+      'snippetLine',
       'startLine',
       'symbol',
     ]);

@@ -73,6 +73,29 @@ describe('LLM providers against a real HTTP server that speaks their streaming p
     });
   }
 
+  it('compat: a bare server URL gets /v1; a wrong path is named as such; an unknown model says its window is a guess', async () => {
+    const llm: LlmOptions = { ...DEFAULT_CONFIG.llm, baseUrl: server.url, retries: 0 };
+    const p = await openLlm(llm, 'compat:my-local-model', {});
+    const seen: string[] = [];
+    for await (const piece of p.stream(messages, { maxOutputTokens: 50 })) seen.push(piece);
+    assert.equal(seen.join(''), 'Hello from the fake model.');
+    assert.equal(server.requests.at(-1)!.path, '/v1/chat/completions');
+    assert.equal(p.windowGuessed, true);
+    assert.equal(
+      (await openLlm({ ...llm, contextWindow: 32_000 }, 'compat:my-local-model', {})).windowGuessed,
+      undefined,
+    );
+    const wrong = await openLlm({ ...llm, baseUrl: `${server.url}/api/v2` }, 'compat:my-local-model', {});
+    await assert.rejects(
+      async () => {
+        for await (const _ of wrong.stream(messages, { maxOutputTokens: 50 })) {
+          // drain
+        }
+      },
+      (err: Error) => /has no chat API at .*\/api\/v2 \(404\): check llm\.base_url/.test(err.message),
+    );
+  });
+
   it('takes the key from the config when given there', async () => {
     const p = await openLlm(
       { ...DEFAULT_CONFIG.llm, baseUrl: `${server.url}/v1`, retries: 0, apiKey: 'sk-from-config' },

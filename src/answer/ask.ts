@@ -25,6 +25,8 @@ export interface Asked {
   routed?: RoutedAnswer;
   /** Why a structural question fell back to retrieval. */
   fallback?: string;
+  /** Something the user should know about this answer (a guessed context window). */
+  note?: string;
   context?: AssembledContext;
   /** The answer, streamed. */
   stream?: AsyncIterable<string>;
@@ -66,6 +68,11 @@ export async function ask(project: Project, question: string, options: AskOption
     );
   return {
     ...(fallback ? { fallback } : {}),
+    ...(llm.windowGuessed
+      ? {
+          note: `${llm.id}'s context window is unknown to quarry: assuming ${window.toLocaleString('en')} tokens (set llm.context_window)`,
+        }
+      : {}),
     context,
     model: llm.id,
     maxOutputTokens,

@@ -26,6 +26,8 @@ export interface SymbolDef {
   startLine: number;
   endLine: number;
   container: string | null;
+  /** A top-level variable or constant found by its declaration (not a chunk boundary, not a search signal). */
+  declared?: true;
 }
 
 export interface ChunkedFile {
@@ -163,6 +165,8 @@ function defName(node: Node): string | undefined {
       const d = node.namedChildren.find((c) => c?.type === 'variable_declarator');
       return d?.childForFieldName('name')?.text;
     }
+    case 'field_definition': // a JavaScript class field: `fetch = (request) => …`
+      return (node.childForFieldName('property') ?? node.childForFieldName('name'))?.text;
     case 'impl_item': {
       const type = node.childForFieldName('type')?.text;
       const trait = node.childForFieldName('trait')?.text;
@@ -427,6 +431,26 @@ export async function chunkFile(
     const units = unitsFor(lt, defs, 0, lt.lines.length - 1, null, o);
     const symbols: SymbolDef[] = [];
     collectSymbols(defs, null, symbols);
+    // top-level variables and constants are symbols too (what ctags or an LSP's document symbols list), but not
+    // chunk boundaries: `export const DEFAULT_TIMEOUT_MS = 30_000` stays in the chunk around it
+    const defined = new Set(symbols.map((s) => `${s.name}:${s.startLine}`));
+    for (const v of variablesIn(tree.rootNode)) {
+      if (
+        defined.has(`${v.name}:${v.line}`) ||
+        symbols.some((s) => s.name === v.name && s.startLine <= v.line && v.line <= s.endLine)
+      )
+        continue;
+      symbols.push({
+        name: v.name,
+        kind:
+          /^(const|static)$/.test(v.kind) || /^[A-Z][A-Z0-9_]{2,}$/.test(v.name) ? 'constant' : 'variable',
+        startLine: v.line,
+        endLine: v.line,
+        container: null,
+        declared: true,
+      });
+    }
+    symbols.sort((a, b) => a.startLine - b.startLine || b.endLine - a.endLine);
     return {
       chunks: mergeUnits(lt, units, o),
       symbols,
@@ -481,6 +505,15 @@ export async function topLevelVariables(
   parser.setLanguage(g.language);
   const tree = parser.parse(text);
   if (!tree) return [];
+  try {
+    return variablesIn(tree.rootNode);
+  } finally {
+    tree.delete();
+  }
+}
+
+/** The top-level variables and constants of a parsed file. */
+function variablesIn(root: Node): TopLevelVariable[] {
   const out: TopLevelVariable[] = [];
   const nameOf = (n: Node): string | null => {
     if (/identifier$|^name$|^constant$/.test(n.type)) return n.text;
@@ -502,21 +535,17 @@ export async function topLevelVariables(
     for (const c of n.namedChildren)
       if (c && !/function|class|lambda|arrow|call/.test(c.type)) visit(c, keyword, depth + 1);
   };
-  try {
-    for (const top of tree.rootNode.namedChildren) {
-      let node = top;
-      if (node && node.type === 'export_statement')
-        node = node.namedChildren.find((c) => c && DECL_TYPES.test(c.type)) ?? node;
-      if (!node || !DECL_TYPES.test(node.type)) continue;
-      if (node.type === 'declaration' && node.descendantsOfType('function_declarator').length) continue;
-      const keyword =
-        node.firstChild && !node.firstChild.isNamed
-          ? node.firstChild.type
-          : node.type.replace(/_(declaration|item|statement)$/, '');
-      visit(node, keyword, 0);
-    }
-  } finally {
-    tree.delete();
+  for (const top of root.namedChildren) {
+    let node = top;
+    if (node && node.type === 'export_statement')
+      node = node.namedChildren.find((c) => c && DECL_TYPES.test(c.type)) ?? node;
+    if (!node || !DECL_TYPES.test(node.type)) continue;
+    if (node.type === 'declaration' && node.descendantsOfType('function_declarator').length) continue;
+    const keyword =
+      node.firstChild && !node.firstChild.isNamed
+        ? node.firstChild.type
+        : node.type.replace(/_(declaration|item|statement)$/, '');
+    visit(node, keyword, 0);
   }
   return out;
 }

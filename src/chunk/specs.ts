@@ -14,6 +14,7 @@ export type SymbolKind =
   | 'module'
   | 'type'
   | 'constant'
+  | 'variable'
   | 'macro'
   | 'object';
 
@@ -38,11 +39,18 @@ const JS_DEFS: Record<string, SymbolKind> = {
   module: 'module',
 };
 // Separate patterns, not an alternation: web-tree-sitter 0.25.10 ignores an alternation under a field.
-const JS_EXTRA = ['lexical_declaration', 'variable_declaration'].flatMap((decl) =>
-  ['arrow_function', 'function_expression'].map(
-    (fn) => `(${decl} (variable_declarator value: (${fn}))) @def`,
+// Functions bound to names, and class fields holding functions (`fetch = (request) => …`: methods in TypeScript
+// frameworks; `public_field_definition` in TypeScript, `field_definition` in JavaScript).
+const JS_EXTRA = [
+  ...['lexical_declaration', 'variable_declaration'].flatMap((decl) =>
+    ['arrow_function', 'function_expression'].map(
+      (fn) => `(${decl} (variable_declarator value: (${fn}))) @def`,
+    ),
   ),
-);
+  ...['public_field_definition', 'field_definition'].flatMap((field) =>
+    ['arrow_function', 'function_expression'].map((fn) => `(${field} value: (${fn})) @def`),
+  ),
+];
 
 export const GRAMMAR_SPECS: Record<string, GrammarSpec> = {
   typescript: { defs: JS_DEFS, extraPatterns: JS_EXTRA },

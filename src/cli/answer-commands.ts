@@ -242,6 +242,7 @@ export function registerAnswerCommands(program: Command, cli: CliContext): void 
           return;
         }
         if (res.fallback) io.stderr.write(`${e.yellow('note')}: ${res.fallback}\n`);
+        if (res.note) io.stderr.write(`${e.yellow('note')}: ${res.note}\n`);
         const ctx = res.context!;
         if (g.verbose)
           io.stderr.write(

@@ -120,6 +120,7 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
   let lastContext: AssembledContext | undefined;
   let allMask: string | true | undefined;
   let busy: AbortController | undefined;
+  let windowNoted = false;
 
   const rl: Interface = createInterface({
     input: process.stdin,
@@ -250,6 +251,11 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
     const res = await ask(project, input, {
       llm: await model(),
       history: conversation.slice(-6),
+      // a follow-up is retrieved together with the questions before it
+      previous: conversation
+        .filter((m) => m.role === 'user')
+        .slice(-2)
+        .map((m) => m.content),
       signal: busy.signal,
       ...(allMask ? { all: allMask } : {}),
     });
@@ -260,6 +266,10 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
       return true;
     }
     if (res.fallback) say(c.yellow(`note: ${res.fallback}`));
+    if (res.note && !windowNoted) {
+      say(c.yellow(`note: ${res.note}`));
+      windowNoted = true; // once per session, not every turn
+    }
     lastContext = res.context;
     const md = new MarkdownLines(c, (s) => io.stdout.write(s));
     let answer = '';

@@ -47,6 +47,11 @@ export interface AssembledContext {
 
 export interface AssembleOptions {
   packing?: Packing;
+  /**
+   * Earlier questions of a conversation: a follow-up ("and what about credentials?") is retrieved with them, as one
+   * query, while the prompt asks the follow-up itself.
+   */
+  previous?: string[];
   /** Context tokens (hard limit). Default: config `context.budget`, else derived from the model's window. */
   budget?: number;
   /** The model the prompt is for (`provider:name`), to size the budget from its window. */
@@ -260,7 +265,8 @@ export async function assembleContext(
     });
   }
 
-  const search = await searchProject(project, question, {
+  const retrieval = [...(options.previous ?? []).slice(-2), question].join('\n');
+  const search = await searchProject(project, retrieval, {
     ...(options.mode ? { mode: options.mode } : {}),
     // enough candidates to fill the budget: about one chunk per 250 tokens (a chunk with its context lines)
     topK: options.topK ?? (packing === 'chunks' ? Math.min(400, Math.max(60, Math.ceil(hard / 250))) : 10),

@@ -1,3 +1,4 @@
+import { type FileRole, fileRole } from '../search/roles.ts';
 import type { ReferenceGraph, Store } from '../store/types.ts';
 import { countTokens } from './tokens.ts';
 
@@ -27,6 +28,41 @@ export interface RepoMapOptions {
 }
 
 const DAMPING = 0.85;
+/**
+ * How much a file counts in the map by what it is for: a map shows where the code lives, so tests, examples, docs
+ * and data are kept (a question may be about them) but rank below the code they exercise. Their uses of the code's
+ * names still count, at a third: a large test suite otherwise decides which code looks central.
+ */
+const MAP_ROLE: Record<FileRole | 'aside', number> = {
+  code: 1,
+  test: 0.15,
+  docs: 0.2,
+  data: 0.2,
+  aside: 0.2,
+};
+const FROM_ROLE: Record<FileRole | 'aside', number> = {
+  code: 1,
+  test: 0.33,
+  docs: 0.33,
+  data: 0.33,
+  aside: 0.33,
+};
+/** Names too generic to say which definition a use means (on top of Aider's "defined in more than 5 files"). */
+const GENERIC = new Set(
+  'get set run init main new create update delete remove add handle handler call apply process start stop open close read write load save parse render build make value data name key type id item items list map options config index test setup default self this window document global globalthis console require module exports'.split(
+    ' ',
+  ),
+);
+/** Examples, demos, benchmarks and fixtures (vite's playground/), and generated code (protobuf, gRPC stubs). */
+const EXAMPLE_DIR = /(^|\/)(examples?|samples?|demos?|playground|benchmarks?|bench)\//i;
+const GENERATED =
+  /(\.pb\.go|_pb2(_grpc)?\.py|\.pb\.(cc|h)|_grpc\.pb\.go|\.generated\.[a-z]+|\.g\.dart|_gen\.go)$/i;
+
+/** What a file is for, as the map sees it: the search's roles, with examples and generated code set apart. */
+function mapRole(path: string): FileRole | 'aside' {
+  if (EXAMPLE_DIR.test(path) || GENERATED.test(path)) return 'aside';
+  return fileRole(path);
+}
 const ITERATIONS = 40;
 const MAX_DEFINERS = 50;
 
@@ -54,14 +90,16 @@ export function rankDefinitions(graph: ReferenceGraph, focus: string[] = []): Ma
   // edges (from → to, weight), and for each, which name they carry so that rank can flow to definitions
   const edges: Array<{ from: number; to: number; w: number; name: string }> = [];
   const outWeight = new Float64Array(n);
+  const role = mapRole;
   for (const r of graph.refs) {
     const defs = definers.get(r.name);
     // a name that 50 files define (get, run, init) says nothing about which one a use means
     if (!defs || defs.size > MAX_DEFINERS) continue;
-    let mul = 1;
+    let mul = FROM_ROLE[role(r.path)];
     if (r.name.length >= 8 && /[a-z][A-Z]|_[a-z]/.test(r.name)) mul *= 10;
     if (r.name.startsWith('_')) mul *= 0.1;
     if (defs.size > 5) mul *= 0.1;
+    if (r.name.length <= 2 || GENERIC.has(r.name.toLowerCase())) mul *= 0.1;
     const from = ids.get(r.path)!;
     for (const dp of defs) {
       if (dp === r.path) continue;
@@ -71,10 +109,16 @@ export function rankDefinitions(graph: ReferenceGraph, focus: string[] = []): Ma
     }
   }
 
+  // the random surfer restarts at the question's files when there are any (Aider's personalisation), else anywhere,
+  // leaning toward code
   const personal = new Float64Array(n);
   const focused = focus.filter((p) => ids.has(p));
   if (focused.length) for (const p of focused) personal[ids.get(p)!] = 1 / focused.length;
-  else personal.fill(1 / n);
+  else {
+    let total = 0;
+    for (const [p, i] of ids) total += personal[i] = MAP_ROLE[role(p)];
+    for (let i = 0; i < n; i++) personal[i]! /= total;
+  }
 
   let rank = new Float64Array(n).fill(1 / n);
   for (let it = 0; it < ITERATIONS; it++) {
@@ -97,7 +141,7 @@ export function rankDefinitions(graph: ReferenceGraph, focus: string[] = []): Ma
     const id = ids.get(d.path)!;
     let entry = byFile.get(d.path);
     if (!entry) {
-      entry = { path: d.path, rank: rank[id]!, defs: [] };
+      entry = { path: d.path, rank: rank[id]! * MAP_ROLE[role(d.path)], defs: [] };
       byFile.set(d.path, entry);
     }
     entry.defs.push({
@@ -126,7 +170,8 @@ function renderEntry(e: MapEntry, defsPerFile: number): string {
  * the store is asked about those names alone.
  */
 export async function referenceGraph(store: Store): Promise<ReferenceGraph> {
-  const defs = await store.allDefinitions();
+  // module-level variables (`app`, `router`, `config`) are symbols for `def`, but too many and too generic to map
+  const defs = (await store.allDefinitions()).filter((d) => d.kind !== 'variable');
   if (!store.references) return { defs, refs: [] };
   return { defs, refs: await store.references.useCounts([...new Set(defs.map((d) => d.name))]) };
 }

@@ -24,6 +24,11 @@ const WINDOWS: Array<[RegExp, number]> = [
 export const DEFAULT_WINDOW = 8_192;
 
 /** The context window of a model (`gpt-4o`, `ollama:qwen2.5-coder:7b`, `anthropic:claude-sonnet-4-5`). */
+/** Whether quarry knows this model's window (else it assumes the default, and says so). */
+export function knownWindow(model: string | undefined): boolean {
+  return Boolean(model && WINDOWS.some(([re]) => re.test(model)));
+}
+
 export function contextWindow(model: string | undefined, override?: number): number {
   if (override && override > 0) return override;
   if (!model) return DEFAULT_WINDOW;

@@ -129,7 +129,13 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
       ...(task.keepText ? { text } : {}),
       tokens: {
         path: pathTokens,
-        symbols: codeTokenText(chunked.symbols.map((s) => s.name).join(' ')),
+        // the file's definitions, not every module-level variable: those are in the body text already
+        symbols: codeTokenText(
+          chunked.symbols
+            .filter((s) => !s.declared)
+            .map((s) => s.name)
+            .join(' '),
+        ),
         body: chunks.map((c) => c.tokens.body).join(' '),
       },
     },

@@ -6,7 +6,7 @@ import { type LanguageModel, streamText } from 'ai';
 import { createOllama } from 'ollama-ai-provider-v2';
 import type { LlmOptions } from '../config/config.ts';
 import type { ChatMessage } from '../context/assemble.ts';
-import { contextWindow } from '../context/tokens.ts';
+import { contextWindow, knownWindow } from '../context/tokens.ts';
 import { QuarryError } from '../errors.ts';
 
 // the SDK's warnings (unknown model names, compatibility modes) are for its developers, not quarry's users
@@ -26,6 +26,8 @@ export interface LlmProvider {
   /** `provider:model`, as the user wrote it. */
   readonly id: string;
   readonly contextWindow: number;
+  /** True when the window is a default for a model quarry does not know (no llm.context_window set). */
+  readonly windowGuessed?: boolean;
   stream(messages: ChatMessage[], options?: GenerateOptions): AsyncIterable<string>;
 }
 
@@ -73,6 +75,21 @@ PROVIDERS.google = PROVIDERS.gemini!;
 export const PROVIDER_NAMES = [...Object.keys(PROVIDERS), 'gguf'];
 
 /**
+ * OpenAI-compatible servers (LM Studio, vLLM, llama.cpp, compat) serve their API under /v1: a base URL given as the
+ * bare server (`http://127.0.0.1:8080`) gets it, so that it does not 404 on /chat/completions.
+ */
+export function withV1(provider: string, base: string | undefined): string | undefined {
+  if (!base || !['compat', 'lmstudio', 'vllm', 'llamacpp'].includes(provider)) return base;
+  try {
+    const u = new URL(base);
+    if (u.pathname === '/' || u.pathname === '') return `${base.replace(/\/+$/, '')}/v1`;
+  } catch {
+    // not a URL: the provider's own error says so
+  }
+  return base;
+}
+
+/**
  * The HTTP server a configured model lives on, when it is a local one (ollama, LM Studio, vLLM, llama.cpp, a compat
  * base URL) that `quarry doctor` can ask; undefined for cloud providers and in-process models.
  */
@@ -83,7 +100,7 @@ export function modelServerUrl(llm: LlmOptions): string | undefined {
   if (provider === 'gguf') return undefined;
   const local = ['ollama', 'lmstudio', 'vllm', 'llamacpp', 'compat'];
   if (!local.includes(provider) && !llm.baseUrl) return undefined;
-  const base = llm.baseUrl ?? PROVIDERS[provider]?.baseUrl;
+  const base = withV1(provider, llm.baseUrl ?? PROVIDERS[provider]?.baseUrl);
   if (!base) return undefined;
   // ollama's API root answers /api/tags; OpenAI-compatible servers answer /models
   return provider === 'ollama' ? `${base.replace(/\/$/, '')}/tags` : `${base.replace(/\/$/, '')}/models`;
@@ -123,7 +140,7 @@ export async function openLlm(
       'BAD_INPUT',
       `unknown model provider "${provider}": use one of ${PROVIDER_NAMES.join(', ')}`,
     );
-  const baseURL = llm.baseUrl ?? p.baseUrl;
+  const baseURL = withV1(provider, llm.baseUrl ?? p.baseUrl);
   if (provider === 'compat' && !baseURL)
     throw new QuarryError('BAD_CONFIG', 'compat: models need a server: set llm.base_url or QUARRY_LLM_URL');
   const keyEnv = llm.apiKeyEnv ?? p.keyEnv;
@@ -137,6 +154,7 @@ export async function openLlm(
   return {
     id: `${provider}:${model}`,
     contextWindow: window,
+    ...(!llm.contextWindow && !knownWindow(model) ? { windowGuessed: true } : {}),
     async *stream(messages, options = {}) {
       const system = messages
         .filter((m) => m.role === 'system')
@@ -205,7 +223,15 @@ export function llmError(
         cause: err,
       },
     );
-  if (status === 404)
+  if (status === 404) {
+    // a 404 that names no model is a wrong address, not a wrong model
+    const body = `${last.message ?? ''} ${(last as { responseBody?: string }).responseBody ?? ''}`;
+    if (!/model/i.test(body) && baseURL)
+      return new QuarryError(
+        'LLM',
+        `${provider} has no chat API at ${baseURL} (404): check llm.base_url (OpenAI-compatible servers serve under /v1)`,
+        { cause: err },
+      );
     return new QuarryError(
       'LLM',
       `${provider} does not know model "${model}" (404): check the name (for ollama: ollama pull ${model})`,
@@ -213,6 +239,7 @@ export function llmError(
         cause: err,
       },
     );
+  }
   if (status === 429)
     return new QuarryError(
       'LLM',

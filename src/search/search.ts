@@ -176,7 +176,8 @@ async function symbolHints(
   if (!useful.length) return out;
   const syms = await store.findSymbols(useful, { limit: 500, ...(filter ? { filter } : {}) });
   for (const s of syms) {
-    if (s.chunkId == null) continue;
+    // a module-level variable (`project = …` in a Sphinx conf.py) is no definition the question points at
+    if (s.chunkId == null || s.kind === 'variable') continue;
     const lower = s.name.toLowerCase();
     const strength = (q.identifiers.get(lower) ?? 0) / (1 + Math.log2(counts.get(lower) ?? 1));
     out.set(s.chunkId, Math.max(out.get(s.chunkId) ?? 0, strength));

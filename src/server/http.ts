@@ -407,6 +407,7 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
           return;
         }
         if (res.fallback) await stream.writeSSE({ event: 'note', data: res.fallback });
+        if (res.note) await stream.writeSSE({ event: 'note', data: res.note });
         await stream.writeSSE({
           event: 'sources',
           data: JSON.stringify(

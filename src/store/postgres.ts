@@ -951,7 +951,7 @@ export class PostgresStore implements Store {
     if (!names.length) return out;
     for (const r of await this.q(
       `SELECT name_lc, count(DISTINCT file_id) AS n FROM quarry_symbols
-       WHERE repo = $1 AND name_lc = ANY($2::text[]) GROUP BY name_lc`,
+       WHERE repo = $1 AND name_lc = ANY($2::text[]) AND kind <> 'variable' GROUP BY name_lc`,
       [this.repoId, names.map((n) => n.toLowerCase())],
     ))
       out.set(r.name_lc as string, Number(r.n));

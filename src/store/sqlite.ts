@@ -637,7 +637,7 @@ export class SqliteStore implements Store {
     const rows = this.db
       .prepare(
         `SELECT name_lc, COUNT(DISTINCT file_id) AS n FROM symbols
-         WHERE name_lc IN (SELECT value FROM json_each(?)) GROUP BY name_lc`,
+         WHERE name_lc IN (SELECT value FROM json_each(?)) AND kind != 'variable' GROUP BY name_lc`,
       )
       .all(JSON.stringify(names.map((n) => n.toLowerCase()))) as Row[];
     for (const r of rows) out.set(r.name_lc as string, r.n as number);

@@ -228,7 +228,7 @@ export interface StoreCore {
   findFilesByName(query: FileNameQuery): Promise<FileNameHit[]>;
   /** Definitions whose name equals one of `names`, compared without case. */
   findSymbols(names: string[], options?: { limit?: number; filter?: SearchFilter }): Promise<SymbolHit[]>;
-  /** How many files define each name (lower-cased). */
+  /** How many files define each name (lower-cased); module-level variables (kind `variable`) are not counted. */
   countSymbolFiles(names: string[]): Promise<Map<string, number>>;
   /** Each file's definitions in line order, in one round trip. */
   listSymbols(paths: string[]): Promise<Map<string, SymbolHit[]>>;
