@@ -44,6 +44,10 @@ class Terminal {
   type(line: string): void {
     this.child.stdin.write(`${line}\r`);
   }
+  /** Keys without Enter (\x03 is Ctrl-C). */
+  write(keys: string): void {
+    this.child.stdin.write(keys);
+  }
   kill(): void {
     this.child.kill('SIGKILL');
   }
@@ -126,5 +130,70 @@ describe('quarry chat in a pseudo-terminal', () => {
       readFileSync(join(root, '.quarry', 'chat-history'), 'utf8'),
       /where is the rate computed\?\n/,
     );
+  });
+  it('streams with a spinner, renders markdown blocks, Ctrl-C clears the line then quits; /diff outside git says so', async () => {
+    const plain = makeTree({
+      'app/auth.py': 'def check_password(user, password):\n    return user.password == password\n',
+    });
+    try {
+      assert.equal(runCli(['index', plain, '--quiet']).code, 0);
+      const env = {
+        ...process.env,
+        QUARRY_EMBED: 'none',
+        QUARRY_MODEL: 'lmstudio:qwen2.5-coder-7b-instruct',
+        QUARRY_LLM_URL: `${server.url}/v1`,
+        FORCE_COLOR: '1',
+        NO_COLOR: '',
+        TERM: 'xterm',
+      };
+      const tsx = join(REPO, 'node_modules', 'tsx', 'dist', 'esm', 'index.mjs');
+      const term = new Terminal(
+        `'${process.execPath}' --import '${tsx}' '${CLI}' --root '${plain}' chat`,
+        env,
+      );
+      try {
+        let m = term.mark;
+        await term.waitFor(/quarry> $/, m);
+        server.reply = () =>
+          '## Where\n\nThe **password** is checked in `check_password` [1].\n\n```python\nreturn user.password == password\n```\n';
+        server.delayMs = 150;
+        m = term.mark;
+        term.type('how is the password checked?');
+        // the spinner shows before the first token, and the first words show before the answer is complete
+        await term.waitFor(/thinking…/, m, 30_000);
+        const partial = await term.waitFor(/Where/, m);
+        assert.doesNotMatch(partial, /quarry> $/, 'the answer streams: its start shows before it ends');
+        const answer = await term.waitFor(/return user\.password == password[\s\S]*quarry> $/, m);
+        server.delayMs = undefined;
+        // rendered: the emphasis and the inline code lose their marks once their block is complete
+        assert.match(answer, /The password is checked in check_password \[1\]\./);
+        m = term.mark;
+        term.type('/diff');
+        await term.waitFor(/is not a git checkout: \/diff shows git's changes[\s\S]*quarry> $/, m);
+
+        // Ctrl-C with text typed clears it; the chat stays
+        m = term.mark;
+        term.write('half a question');
+        await term.waitFor(/half a question/, m);
+        term.write('\x03');
+        term.type('/help');
+        const help = await term.waitFor(/\/quit[\s\S]*quarry> $/, m);
+        assert.doesNotMatch(help, /unknown command/, 'the typed text was cleared before /help');
+        // on an empty line: one Ctrl-C warns, a second leaves
+        m = term.mark;
+        term.write('\x03');
+        await term.waitFor(/Ctrl-C again to leave/, m);
+        term.write('\x03');
+        const code = await Promise.race([
+          term.exited,
+          new Promise<'slow'>((r) => setTimeout(() => r('slow'), 20_000)),
+        ]);
+        assert.equal(code, 0);
+      } finally {
+        term.kill();
+      }
+    } finally {
+      removeTree(plain);
+    }
   });
 });

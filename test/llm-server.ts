@@ -13,6 +13,8 @@ export interface LlmServer {
   failFirst: number[];
   /** Close the connection after this many pieces of the next answer. */
   cutAfter?: number;
+  /** Wait this long before the first piece of every answer (a slow model), and between pieces. */
+  delayMs?: number;
   /** The answer for a request (default: "Hello from the fake model."). */
   reply: (body: Record<string, unknown>) => string;
   close(): Promise<void>;
@@ -60,6 +62,19 @@ export async function startLlmServer(): Promise<LlmServer> {
       const cut = served.cutAfter;
       served.cutAfter = undefined;
       const emit = (chunks: string[], end: string) => {
+        if (cut === undefined && served.delayMs) {
+          // a slow model: headers now, each piece after a pause
+          res.flushHeaders();
+          const delay = served.delayMs;
+          void (async () => {
+            for (const c of chunks) {
+              await new Promise((r) => setTimeout(r, delay));
+              res.write(c);
+            }
+            res.end(end);
+          })();
+          return;
+        }
         if (cut === undefined) {
           for (const c of chunks) res.write(c);
           res.end(end);

@@ -2,7 +2,6 @@ import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
-import type pc from 'picocolors';
 import { ask } from '../answer/ask.ts';
 import { applyEdit, proposeEdit, undoEdit } from '../answer/edit.ts';
 import type { LocalProject, Project } from '../api.ts';
@@ -12,8 +11,7 @@ import { type LlmProvider, openLlm } from '../llm/provider.ts';
 import { startAutoSync } from '../watch/autosync.ts';
 import { indexPaths } from '../workspace/root.ts';
 import { type CliContext, colorDiff, formatSources, openAnyProject } from './answer-commands.ts';
-
-type Colors = ReturnType<typeof pc.createColors>;
+import { StreamingMarkdown } from './markdown.ts';
 
 const HELP = `Ask anything about the code, or:
   /all [mask]              answer the next question from every indexed file (or those matching the mask)
@@ -27,44 +25,6 @@ const HELP = `Ask anything about the code, or:
   /help                    this help
   /quit                    leave (also Ctrl-D)
   !command                 run a shell command`;
-
-/** Turns markdown into terminal text line by line, as it streams: headings, fences, inline code, bold. */
-export class MarkdownLines {
-  private buf = '';
-  private inFence = false;
-  constructor(
-    private readonly c: Colors,
-    private readonly write: (s: string) => void,
-  ) {}
-  push(text: string): void {
-    this.buf += text;
-    let nl = this.buf.indexOf('\n');
-    while (nl >= 0) {
-      this.write(`${this.render(this.buf.slice(0, nl))}\n`);
-      this.buf = this.buf.slice(nl + 1);
-      nl = this.buf.indexOf('\n');
-    }
-  }
-  end(): void {
-    if (this.buf) this.write(`${this.render(this.buf)}\n`);
-    this.buf = '';
-    this.inFence = false;
-  }
-  private render(line: string): string {
-    const c = this.c;
-    if (/^\s*(```|~~~)/.test(line)) {
-      this.inFence = !this.inFence;
-      return c.dim(line);
-    }
-    if (this.inFence) return c.yellow(line);
-    const h = /^(#{1,6})\s+(.*)$/.exec(line);
-    if (h) return c.bold(c.underline(h[2]!));
-    return line
-      .replace(/`([^`]+)`/g, (_, code: string) => c.cyan(code))
-      .replace(/\*\*([^*]+)\*\*/g, (_, b: string) => c.bold(b))
-      .replace(/\[(\d+)\]/g, (m) => c.magenta(m));
-  }
-}
 
 function historyFile(root: string | null): string | null {
   return root ? join(indexPaths(root).dir, 'chat-history') : null;
@@ -135,6 +95,11 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
     else say(`${c.red('error:')} ${(err as Error).message.split('\n')[0]}`);
   };
   const model = async () => {
+    if (!modelSpec)
+      throw new QuarryError(
+        'BAD_CONFIG',
+        'no model yet: /model provider:name (e.g. ollama:qwen2.5-coder), or set QUARRY_MODEL; /sources shows what a question retrieves',
+      );
     llm ??= await openLlm(project.config.llm, modelSpec);
     return llm;
   };
@@ -208,7 +173,13 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
           return true;
         }
         case 'diff': {
-          const r = spawnSync('git', ['diff'], { cwd: needLocal('/diff').root, encoding: 'utf8' });
+          const cwd = needLocal('/diff').root;
+          const inside = spawnSync('git', ['rev-parse', '--is-inside-work-tree'], { cwd, encoding: 'utf8' });
+          if (inside.status !== 0 || inside.stdout.trim() !== 'true') {
+            say(`${cwd} is not a git checkout: /diff shows git's changes; /undo restores quarry's last edit`);
+            return true;
+          }
+          const r = spawnSync('git', ['diff'], { cwd, encoding: 'utf8' });
           say(
             r.status === 0
               ? colorDiff(r.stdout || '(no changes)\n', c)
@@ -246,8 +217,10 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
           return true;
       }
     }
-    // a question
+    // a question: a spinner while it is retrieved and the model thinks, then the answer as it streams
     busy = new AbortController();
+    const md = new StreamingMarkdown(io.stdout, { color: c.isColorSupported });
+    md.waiting('searching');
     const res = await ask(project, input, {
       llm: await model(),
       history: conversation.slice(-6),
@@ -258,7 +231,7 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
         .map((m) => m.content),
       signal: busy.signal,
       ...(allMask ? { all: allMask } : {}),
-    });
+    }).finally(() => md.idle());
     allMask = undefined;
     if (res.routed) {
       say(res.routed.text);
@@ -271,13 +244,16 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
       windowNoted = true; // once per session, not every turn
     }
     lastContext = res.context;
-    const md = new MarkdownLines(c, (s) => io.stdout.write(s));
     let answer = '';
-    for await (const piece of res.stream!) {
-      answer += piece;
-      md.push(piece);
+    md.waiting('thinking');
+    try {
+      for await (const piece of res.stream!) {
+        answer += piece;
+        md.push(piece);
+      }
+    } finally {
+      md.end();
     }
-    md.end();
     conversation.push({ role: 'user', content: input }, { role: 'assistant', content: answer });
     return true;
   };
@@ -288,9 +264,26 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
   let chain = Promise.resolve(true);
   let closed = false;
   await new Promise<void>((done) => {
+    // Ctrl-C: stops an answer; else clears what is typed; on an empty line, a second one within 2 s leaves
+    let lastInterrupt = 0;
     rl.on('SIGINT', () => {
-      if (busy && !busy.signal.aborted) busy.abort();
-      else rl.close();
+      if (busy && !busy.signal.aborted) {
+        busy.abort();
+        return;
+      }
+      if (rl.line) {
+        rl.write(null, { ctrl: true, name: 'e' });
+        rl.write(null, { ctrl: true, name: 'u' });
+        lastInterrupt = 0;
+        return;
+      }
+      if (Date.now() - lastInterrupt < 2000) {
+        rl.close();
+        return;
+      }
+      lastInterrupt = Date.now();
+      io.stdout.write(`\n${c.dim('(Ctrl-C again to leave, or Ctrl-D)')}\n`);
+      rl.prompt();
     });
     rl.on('line', (line) => {
       chain = chain.then(async (go) => {

@@ -424,10 +424,14 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
           await stream.writeSSE({ event: 'token', data: JSON.stringify(piece) });
         await stream.writeSSE({ event: 'done', data: JSON.stringify({ model: res.model }) });
       } catch (err) {
-        await stream.writeSSE({
-          event: 'error',
-          data: isQuarryError(err) ? err.message : `internal error: ${(err as Error).message}`,
-        });
+        // the panel has no --dry-run or --model: say what works here
+        const message =
+          isQuarryError(err) && err.code === 'BAD_CONFIG' && /^no model configured/.test(err.message)
+            ? 'no model configured: set llm.model in the settings below (e.g. ollama:qwen2.5-coder), or QUARRY_MODEL before `quarry serve`'
+            : isQuarryError(err)
+              ? err.message
+              : `internal error: ${(err as Error).message}`;
+        await stream.writeSSE({ event: 'error', data: message });
       }
     });
   });
