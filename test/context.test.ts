@@ -130,6 +130,20 @@ describe('context assembly', () => {
     );
   });
 
+  it('a follow-up is retrieved with the questions before it, while the prompt asks the follow-up', async () => {
+    const q = 'and how does the other one work?';
+    const alone = await assembleContext(project, q, { budget: 1500 });
+    const followUp = await assembleContext(project, q, {
+      budget: 1500,
+      previous: ['how is the gearbox ratio computed?'],
+    });
+    const paths = (c: typeof alone) => c.blocks.map((b) => b.path);
+    assert.ok(!paths(alone).includes('pkg/gearbox.py'), `by its own words: ${paths(alone).join(', ')}`);
+    assert.equal(paths(followUp)[0], 'pkg/gearbox.py', paths(followUp).join(', '));
+    assert.match(followUp.user, /Question: and how does the other one work\?$/);
+    assert.doesNotMatch(followUp.user, /Question: how is the gearbox/);
+  });
+
   it('puts a file the question names first, whole, and caps it at its share of the budget', async () => {
     const ctx = await assembleContext(project, 'what does pkg/turbine_other.py return', {
       budget: 4000,
