@@ -86,7 +86,8 @@ describe('the web panel in a real browser', () => {
     await waitText(
       page,
       '#answer',
-      /^The lock is taken by acquireWriterLock \[1\], which creates the lock file exclusively\.$/,
+      (t) =>
+        t.trim() === 'The lock is taken by acquireWriterLock [1], which creates the lock file exclusively.',
     );
     const sources = await page.locator('#sources a').allTextContents();
     assert.ok(
@@ -152,5 +153,70 @@ describe('the web panel in a real browser', () => {
     await page.waitForSelector('#file .hl');
     await page.screenshot({ path: shot });
     assert.ok(statSync(shot).size > 10_000);
+  });
+
+  it('renders the answer as sanitised markdown with highlighted code and citations that open their source', async () => {
+    llm.reply = () =>
+      '## Lock\n\nThe lock is **taken** by `acquireWriterLock` [1].\n\n```ts\nconst fd = openSync(path, "wx");\n```\n\n<img src="x" onerror="window.__pwned = 1"><script>window.__pwned = 2</script>\n';
+    await page.fill('#question', 'how is the writer lock taken?');
+    await page.click('#ask-form button');
+    await waitText(page, '#answer h2', /^Lock$/);
+    await waitText(page, '#answer', /const fd = openSync/);
+    assert.equal(await page.textContent('#answer strong'), 'taken');
+    assert.equal(await page.textContent('#answer p code'), 'acquireWriterLock');
+    assert.ok((await page.locator('#answer pre code.hljs').count()) === 1, 'the code block is highlighted');
+    assert.ok((await page.locator('#answer pre code .hljs-keyword').count()) > 0, 'with highlight.js spans');
+    // the model's HTML is data: no handler, no script survives
+    assert.equal(await page.locator('#answer script').count(), 0);
+    assert.equal(await page.locator('#answer [onerror]').count(), 0);
+    assert.equal(await page.evaluate('window.__pwned'), undefined);
+    const cite = page.locator('#answer a.cite').first();
+    assert.equal(await cite.textContent(), '[1]');
+    await cite.click();
+    await waitText(page, '#file-title', /\(\d+ lines\)/);
+    assert.match(page.url(), /#.+:\d+(-\d+)?$/, 'the open file is in the URL');
+  });
+
+  it('keeps its state in the URL, goes to a definition from the file view, and works at 400 px', async () => {
+    await page.fill('#q', 'acquireWriterLock');
+    await page.click('#search-form button');
+    await page.waitForSelector('#results .result a');
+    assert.match(page.url(), /[?&]q=acquireWriterLock/);
+    await page.click('#results .result a');
+    await waitText(page, '#file-title', /src\/index\/lock\.ts/);
+    const shared = page.url();
+    assert.match(shared, /#src\/index\/lock\.ts:\d+/);
+
+    // a shared link opens the same search and the same file, here in a narrow window
+    const narrow = await browser.newPage({ viewport: { width: 400, height: 800 } });
+    try {
+      await narrow.goto(shared);
+      await narrow.waitForSelector('#results .result a');
+      await waitText(narrow, '#file-title', /src\/index\/lock\.ts \(\d+ lines\)/);
+      assert.equal(await narrow.inputValue('#q'), 'acquireWriterLock');
+      assert.ok((await narrow.locator('#file .hljs-keyword').count()) > 0, 'the file view is highlighted');
+      // nothing wider than the window: no sideways scrolling of the page
+      const width = await narrow.evaluate('document.documentElement.scrollWidth');
+      assert.ok(Number(width) <= 400, `the page is ${width}px wide at 400px`);
+      const shot = join(root, 'panel-400.png');
+      await narrow.screenshot({ path: shot, fullPage: true });
+      assert.ok(statSync(shot).size > 10_000);
+      if (process.env.QUARRY_KEEP_SCREENSHOTS)
+        cpSync(shot, join(process.env.QUARRY_KEEP_SCREENSHOTS, 'panel-400.png'));
+
+      // double-click a name: its definitions and uses, as links
+      const name = narrow.locator('#file span', { hasText: 'acquireWriterLock' }).first();
+      await name.scrollIntoViewIfNeeded();
+      await narrow.evaluate(`(() => {
+        const line = [...document.querySelectorAll('#file > span')].find((s) => s.textContent.includes('function acquireWriterLock'));
+        const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+        let node; while ((node = walker.nextNode())) { const i = node.textContent.indexOf('acquireWriterLock'); if (i >= 0) { const r = document.createRange(); r.setStart(node, i); r.setEnd(node, i + 17); const sel = getSelection(); sel.removeAllRanges(); sel.addRange(r); break; } }
+        document.getElementById('file').dispatchEvent(new MouseEvent('dblclick', { bubbles: true }));
+      })()`);
+      await waitText(narrow, '#xref', /acquireWriterLock defined: src\/index\/lock\.ts:\d+/);
+      assert.ok((await narrow.locator('#xref a').count()) >= 2, 'a definition and a use');
+    } finally {
+      await narrow.close();
+    }
   });
 });

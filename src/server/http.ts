@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { type Context, Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
@@ -107,6 +109,53 @@ function tokenSource(file: string | undefined, extra: TokenEntry[]): () => Token
     }
     return [...extra, ...cached];
   };
+}
+
+/** The panel's libraries by the name the page imports them under: the package, and the browser build inside it. */
+const PANEL_ASSETS: Record<string, [string, string]> = {
+  'marked.js': ['marked', 'lib/marked.esm.js'],
+  'purify.js': ['dompurify', 'dist/purify.es.mjs'],
+  'highlight.js': ['@highlightjs/cdn-assets', 'es/highlight.min.js'],
+  'highlight.css': ['@highlightjs/cdn-assets', 'styles/github-dark.min.css'],
+  'eventsource-parser.js': ['eventsource-parser', 'dist/index.js'],
+};
+
+/** A package's folder (its exports map hides the browser builds from `require.resolve`). */
+function packageDir(name: string): string {
+  const require = createRequire(import.meta.url);
+  try {
+    return dirname(require.resolve(`${name}/package.json`));
+  } catch {
+    // package.json not exported: walk up from the package's entry point
+  }
+  let dir = dirname(require.resolve(name));
+  for (;;) {
+    try {
+      if ((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string }).name === name)
+        return dir;
+    } catch {
+      // no package.json here: keep walking up
+    }
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error(`cannot find the folder of ${name}`);
+    dir = parent;
+  }
+}
+const assetCache = new Map<string, { body: string; type: string }>();
+
+function panelAsset(name: string): { body: string; type: string } | undefined {
+  const entry = PANEL_ASSETS[name];
+  if (!entry) return undefined;
+  let asset = assetCache.get(name);
+  if (!asset) {
+    const path = join(packageDir(entry[0]), entry[1]);
+    asset = {
+      body: readFileSync(path, 'utf8'),
+      type: name.endsWith('.css') ? 'text/css; charset=utf-8' : 'text/javascript; charset=utf-8',
+    };
+    assetCache.set(name, asset);
+  }
+  return asset;
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
@@ -271,6 +320,15 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
   const isLive = (p: Project) => live !== null && p === live.project;
   const statusOf = async (p: Project) => (isLive(p) ? live!.status() : p.status());
   app.get('/', (c) => c.html(PANEL_HTML));
+  // the panel's libraries, from quarry's own dependencies (no CDN: the panel works offline)
+  app.get('/assets/:name', (c) => {
+    const asset = panelAsset(c.req.param('name'));
+    if (!asset) return c.json({ error: 'no such asset' }, 404);
+    return c.body(asset.body, 200, {
+      'content-type': asset.type,
+      'cache-control': 'public, max-age=86400',
+    });
+  });
   app.get('/api/repos', async (c) => {
     const repos = await c.get('set').list();
     return c.json({

@@ -1,10 +1,15 @@
-/** The web panel: one page, no build step, talking to the JSON API of `quarry serve`. */
+/**
+ * The web panel: one page, no build step, talking to the JSON API of `quarry serve`. Its libraries are served from
+ * quarry's own dependencies under /assets/ (http.ts): marked (markdown), DOMPurify (sanitising the model's HTML),
+ * highlight.js (code), eventsource-parser (the answer's server-sent events).
+ */
 export const PANEL_HTML = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>quarry</title>
+<link rel="stylesheet" href="/assets/highlight.css">
 <style>
   :root { --bg:#0f1115; --panel:#171a21; --line:#262b36; --text:#e6e6e6; --dim:#8b93a7; --acc:#6cb6ff; --ok:#7ee787; --warn:#f2cc60; --bad:#ff7b72; }
   * { box-sizing: border-box; }
@@ -31,7 +36,19 @@ export const PANEL_HTML = `<!doctype html>
   #file .ln { color:var(--dim); user-select:none; display:inline-block; width:4em; text-align:right; padding-right:8px; }
   #file > span { display:block; min-height:1.4em; }
   #file .hl { background:#1d2b45; }
-  #answer { white-space:pre-wrap; min-height:2em; }
+  #answer { min-height:2em; overflow-wrap:anywhere; }
+  #answer p { margin:.4em 0; } #answer pre code { background:none; padding:0; }
+  #answer code { font:12px ui-monospace, monospace; background:#0c0e12; padding:1px 4px; border-radius:4px; }
+  #answer a.cite { color:var(--acc); text-decoration:none; }
+  #xref { font-size:12px; margin:6px 0; } #xref a { color:var(--acc); text-decoration:none; font-family:ui-monospace, monospace; margin-right:10px; }
+  .hljs { background:none; }
+  @media (max-width: 720px) {
+    main { grid-template-columns: minmax(0,1fr); padding:8px; }
+    header { padding:8px; gap:8px; }
+    .settings label { grid-template-columns: minmax(0,1fr); }
+    form.row { flex-wrap:wrap; } form.row input { min-width:0; }
+    .result .score { float:none; margin-left:6px; }
+  }
   .settings label { display:grid; grid-template-columns: 11em 1fr; gap:8px; align-items:center; margin:4px 0; }
   .msg { color:var(--dim); font-size:12px; margin-left:8px; }
   .msg.bad { color:var(--bad); } .msg.ok { color:var(--ok); }
@@ -59,7 +76,8 @@ export const PANEL_HTML = `<!doctype html>
   </section>
   <section>
     <h2>File</h2>
-    <div class="msg" id="file-title">Open a result to see its file (read-only).</div>
+    <div class="msg" id="file-title">Open a result to see its file (read-only). Double-click a name for its definitions and uses.</div>
+    <div id="xref"></div>
     <pre id="file"></pre>
   </section>
   <section>
@@ -80,7 +98,11 @@ export const PANEL_HTML = `<!doctype html>
     </form>
   </section>
 </main>
-<script>
+<script type="module">
+import { marked } from '/assets/marked.js';
+import DOMPurify from '/assets/purify.js';
+import hljs from '/assets/highlight.js';
+import { createParser } from '/assets/eventsource-parser.js';
 const token = new URLSearchParams(location.search).get('token') || sessionStorage.getItem('quarry-token') || '';
 if (token) sessionStorage.setItem('quarry-token', token);
 const H = token ? { 'x-quarry-token': token } : {};
@@ -136,10 +158,19 @@ function highlight(text, terms) {
   for (const t of terms) if (t.length > 2) html = html.replace(new RegExp('(' + t.replace(/[.*+?^\${}()|[\\]\\\\]/g, '\\\\$&') + ')', 'gi'), '<mark>$1</mark>');
   return html;
 }
-$('search-form').addEventListener('submit', async (ev) => {
-  ev.preventDefault();
+$('search-form').addEventListener('submit', (ev) => { ev.preventDefault(); runSearch(); });
+// the page's state is in its URL: ?q= the search, #path:line the open file (shareable, and kept on reload)
+function setUrl(q, hash) {
+  const u = new URL(location.href);
+  if (q !== undefined) { if (q) u.searchParams.set('q', q); else u.searchParams.delete('q'); }
+  if (token) u.searchParams.delete('token');
+  if (hash !== undefined) u.hash = hash;
+  history.replaceState(null, '', u);
+}
+async function runSearch() {
   const q = $('q').value.trim();
   if (!q) return;
+  setUrl(q);
   $('search-msg').className = 'msg';
   $('search-msg').textContent = 'searching…';
   try {
@@ -152,21 +183,49 @@ $('search-form').addEventListener('submit', async (ev) => {
       (x.symbol ? '<span class="sym">' + esc(x.symbol) + '</span>' : '') + '<span class="score">' + x.score.toFixed(3) + '</span>' +
       '<pre>' + highlight(x.snippet, terms) + '</pre></div>').join('') || '<div class="msg">no matches</div>';
   } catch (e) { $('search-msg').className = 'msg bad'; $('search-msg').textContent = e.message; }
-});
+}
 $('results').addEventListener('click', (ev) => {
   const a = ev.target.closest('a[data-path]');
   if (!a) return;
   ev.preventDefault();
   openFile(a.dataset.path, Number(a.dataset.start), Number(a.dataset.end), a.dataset.repo);
 });
+/** A line of code as highlighted HTML (highlight.js, by the file's extension; escaped text when it knows none). */
+function codeLine(line, lang) {
+  if (!lang) return esc(line);
+  try { return hljs.highlight(line, { language: lang, ignoreIllegals: true }).value; } catch { return esc(line); }
+}
+function langOf(path) {
+  const ext = (path.split('.').pop() || '').toLowerCase();
+  const alias = { mjs: 'javascript', cjs: 'javascript', tsx: 'typescript', jsx: 'javascript', h: 'c', hpp: 'cpp', kt: 'kotlin', rs: 'rust', rb: 'ruby', py: 'python', go: 'go', md: 'markdown', yml: 'yaml', sh: 'bash' };
+  const name = alias[ext] || ext;
+  return hljs.getLanguage(name) ? name : null;
+}
+let openPath = null;
 async function openFile(path, start, end, inRepo) {
   try {
     const f = await api('/api/file?path=' + encodeURIComponent(path) + rq(inRepo || one()));
+    openPath = { path, repo: inRepo || one() };
     $('file-title').textContent = path + ' (' + f.total + ' lines)';
-    $('file').innerHTML = f.lines.map((l, i) => { const n = f.start + i; const cls = n >= start && n <= end ? ' class="hl"' : ''; return '<span' + cls + ' id="L' + n + '"><span class="ln">' + n + '</span>' + esc(l) + '</span>'; }).join('');
+    const lang = langOf(path);
+    $('file').innerHTML = f.lines.map((l, i) => { const n = f.start + i; const cls = n >= start && n <= end ? ' class="hl"' : ''; return '<span' + cls + ' id="L' + n + '"><span class="ln">' + n + '</span>' + codeLine(l, lang) + '</span>'; }).join('');
+    setUrl(undefined, path + ':' + start + (end && end !== start ? '-' + end : ''));
     const t = document.getElementById('L' + start); if (t) t.scrollIntoView({ block: 'center' });
   } catch (e) { $('file-title').textContent = e.message; $('file').textContent = ''; }
 }
+// go to definition and references: double-click a name in the file view
+$('file').addEventListener('dblclick', async () => {
+  const name = String(window.getSelection() || '').trim();
+  if (!/^[A-Za-z_$][\\w$]*$/.test(name)) return;
+  const r = openPath && openPath.repo ? rq(openPath.repo) : '';
+  try {
+    const [defs, refs] = await Promise.all([api('/api/definitions?name=' + encodeURIComponent(name) + r), api('/api/references?name=' + encodeURIComponent(name) + r)]);
+    const d = (defs.definitions || []).map((x) => '<a href="#" data-path="' + esc(x.path) + '" data-start="' + x.startLine + '" data-end="' + x.endLine + '">' + esc(x.path) + ':' + x.startLine + '</a>').join('');
+    const u = (refs.references || []).slice(0, 20).map((x) => '<a href="#" data-path="' + esc(x.path) + '" data-start="' + x.lines[0] + '" data-end="' + x.lines[0] + '">' + esc(x.path) + ':' + x.lines.join(',') + '</a>').join('');
+    $('xref').innerHTML = '<b>' + esc(name) + '</b> defined: ' + (d || 'nowhere in the index') + '<br>used: ' + (u || 'nowhere else');
+  } catch (e) { $('xref').textContent = e.message; }
+});
+$('xref').addEventListener('click', (ev) => { const a = ev.target.closest('a[data-path]'); if (!a) return; ev.preventDefault(); openFile(a.dataset.path, Number(a.dataset.start), Number(a.dataset.end), openPath && openPath.repo); });
 $('reindex').addEventListener('click', async () => {
   try { const r = await api('/api/reindex', { method: 'POST', body: JSON.stringify(one() ? { repo: one() } : {}) }); $('reindex-msg').textContent = r.started ? 're-indexing…' : 'already running since ' + new Date(r.startedAt).toLocaleTimeString(); }
   catch (e) { $('reindex-msg').textContent = e.message; }
@@ -201,26 +260,46 @@ $('ask-form').addEventListener('submit', async (ev) => {
   $('answer').textContent = ''; $('sources').innerHTML = ''; $('ask-msg').className = 'msg'; $('ask-msg').textContent = 'thinking…';
   const r = await fetch('/api/ask', { method: 'POST', headers: { ...H, 'content-type': 'application/json' }, body: JSON.stringify({ question, ...(one() ? { repo: one() } : {}) }) });
   if (!r.ok) { const j = await r.json().catch(() => ({})); $('ask-msg').className = 'msg bad'; $('ask-msg').textContent = j.error || r.statusText; return; }
-  const reader = r.body.getReader(); const dec = new TextDecoder(); let buf = '';
+  let text = '';
+  let sources = [];
+  const parser = createParser({ onEvent: (e) => {
+    const type = e.event || 'message';
+    const data = e.data;
+    if (type === 'token') { text += JSON.parse(data); showAnswer(text, sources); }
+    else if (type === 'sources') { sources = JSON.parse(data); $('sources').innerHTML = sources.map((s) => '<div class="result"><a href="#" data-path="' + esc(s.path) + '" data-start="' + s.startLine + '" data-end="' + s.endLine + '">[' + s.n + '] ' + esc(s.path) + ':' + s.startLine + '-' + s.endLine + '</a></div>').join(''); }
+    else if (type === 'routed') { showAnswer(JSON.parse(data).text, []); $('ask-msg').textContent = 'from the symbol index'; }
+    else if (type === 'note') $('ask-msg').textContent = data;
+    else if (type === 'error') { $('ask-msg').className = 'msg bad'; $('ask-msg').textContent = data; }
+    else if (type === 'done') { if ($('ask-msg').textContent === 'thinking…') $('ask-msg').textContent = ''; }
+  } });
+  const reader = r.body.getReader(); const dec = new TextDecoder();
   for (;;) {
     const { done, value } = await reader.read(); if (done) break;
-    buf += dec.decode(value, { stream: true });
-    let i;
-    while ((i = buf.indexOf('\\n\\n')) >= 0) {
-      const block = buf.slice(0, i); buf = buf.slice(i + 2);
-      const ev2 = /^event: (.*)$/m.exec(block); const data = block.split('\\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\\n');
-      const type = ev2 ? ev2[1] : 'message';
-      if (type === 'token') $('answer').textContent += JSON.parse(data);
-      else if (type === 'sources') $('sources').innerHTML = JSON.parse(data).map((s) => '<div class="result"><a href="#" data-path="' + esc(s.path) + '" data-start="' + s.startLine + '" data-end="' + s.endLine + '">[' + s.n + '] ' + esc(s.path) + ':' + s.startLine + '-' + s.endLine + '</a></div>').join('');
-      else if (type === 'routed') { $('answer').textContent = JSON.parse(data).text; $('ask-msg').textContent = 'from the symbol index'; }
-      else if (type === 'note') $('ask-msg').textContent = data;
-      else if (type === 'error') { $('ask-msg').className = 'msg bad'; $('ask-msg').textContent = data; }
-      else if (type === 'done') { if ($('ask-msg').textContent === 'thinking…') $('ask-msg').textContent = ''; }
-    }
+    parser.feed(dec.decode(value, { stream: true }));
   }
 });
+/**
+ * The answer as markdown, rendered by marked and sanitised by DOMPurify (the model's text is never trusted as HTML),
+ * code highlighted, each citation [n] a link to its source.
+ */
+function showAnswer(md, sources) {
+  const byN = new Map(sources.map((s) => [String(s.n), s]));
+  const linked = md.replace(/\\[(\\d+)\\](?!\\()/g, (m, n) => byN.has(n) ? '[[' + n + ']](#cite-' + n + ')' : m);
+  $('answer').innerHTML = DOMPurify.sanitize(marked.parse(linked, { async: false }));
+  for (const a of $('answer').querySelectorAll('a[href^="#cite-"]')) { const s = byN.get(a.getAttribute('href').slice(6)); a.className = 'cite'; a.dataset.path = s.path; a.dataset.start = s.startLine; a.dataset.end = s.endLine; a.title = s.path + ':' + s.startLine + '-' + s.endLine; }
+  for (const el of $('answer').querySelectorAll('pre code')) hljs.highlightElement(el);
+}
+$('answer').addEventListener('click', (ev) => { const a = ev.target.closest('a[data-path]'); if (!a) return; ev.preventDefault(); openFile(a.dataset.path, Number(a.dataset.start), Number(a.dataset.end)); });
 $('sources').addEventListener('click', (ev) => { const a = ev.target.closest('a[data-path]'); if (!a) return; ev.preventDefault(); openFile(a.dataset.path, Number(a.dataset.start), Number(a.dataset.end)); });
 loadSettings().catch(() => {});
+// state from the URL: a shared link opens the same search and file
+{
+  const u = new URL(location.href);
+  const q = u.searchParams.get('q');
+  if (q) { $('q').value = q; runSearch(); }
+  const m = /^#(.+?):(\\d+)(?:-(\\d+))?$/.exec(decodeURIComponent(location.hash));
+  if (m) openFile(m[1], Number(m[2]), Number(m[3] || m[2]));
+}
 </script>
 </body>
 </html>
