@@ -1,5 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { QuarryError } from '../errors.ts';
+import { fetchWithRetry } from '../net/fetch-retry.ts';
 import { type Embedder, type EmbedKind, l2normalize } from './types.ts';
 
 export type RemoteProvider = 'ollama' | 'openai' | 'gemini';
@@ -116,56 +116,46 @@ export async function createRemoteEmbedder(options: RemoteEmbedderOptions): Prom
 
   const call = async (texts: string[], kind: EmbedKind): Promise<number[][]> => {
     const req = request({ ...o, provider: o.provider, model: o.model }, base, texts, kind);
-    for (let attempt = 0; ; attempt++) {
-      let res: Response;
-      try {
-        res = await fetch(req.url, {
+    let res: Response;
+    try {
+      res = await fetchWithRetry(
+        req.url,
+        {
           method: 'POST',
           headers: { 'content-type': 'application/json', ...req.headers },
           body: JSON.stringify(req.body),
-          signal: AbortSignal.timeout(timeoutMs),
-        });
-      } catch (err) {
-        const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
-        if (attempt < retries) {
-          await sleep(backoff * 2 ** attempt);
-          continue;
-        }
+        },
+        { retries, backoffMs: backoff, timeoutMs },
+      );
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+      throw new QuarryError(
+        'IO',
+        `cannot reach ${label} (${cause}): ${o.provider === 'ollama' ? 'start it with `ollama serve`, or ' : ''}check embed.base_url`,
+        { cause: err },
+      );
+    }
+    if (res.ok) {
+      const vectors = req.parse(await res.json());
+      if (!Array.isArray(vectors) || vectors.length !== texts.length)
         throw new QuarryError(
           'IO',
-          `cannot reach ${label} (${cause}): ${o.provider === 'ollama' ? 'start it with `ollama serve`, or ' : ''}check embed.base_url`,
-          { cause: err },
+          `${label} answered ${vectors?.length ?? 'no'} vectors for ${texts.length} texts`,
         );
-      }
-      if (res.ok) {
-        const vectors = req.parse(await res.json());
-        if (!Array.isArray(vectors) || vectors.length !== texts.length)
-          throw new QuarryError(
-            'IO',
-            `${label} answered ${vectors?.length ?? 'no'} vectors for ${texts.length} texts`,
-          );
-        return vectors;
-      }
-      const retryable = res.status === 429 || res.status >= 500;
-      if (retryable && attempt < retries) {
-        const after = Number(res.headers.get('retry-after'));
-        await res.body?.cancel();
-        await sleep(Number.isFinite(after) && after > 0 ? after * 1000 : backoff * 2 ** attempt);
-        continue;
-      }
-      const detail = (await res.text()).replace(/\s+/g, ' ').slice(0, 200);
-      if (res.status === 401 || res.status === 403)
-        throw new QuarryError(
-          'BAD_CONFIG',
-          `${label} refused the request (${res.status}): ${KEY_HINT[o.provider]}`,
-        );
-      if (res.status === 404)
-        throw new QuarryError(
-          'BAD_CONFIG',
-          `${label} has no model "${o.model}" (404${detail ? `: ${detail}` : ''}): ${o.provider === 'ollama' ? `run \`ollama pull ${o.model}\`` : 'check embed.model'}`,
-        );
-      throw new QuarryError('IO', `${label} failed with HTTP ${res.status}${detail ? `: ${detail}` : ''}`);
+      return vectors;
     }
+    const detail = (await res.text()).replace(/\s+/g, ' ').slice(0, 200);
+    if (res.status === 401 || res.status === 403)
+      throw new QuarryError(
+        'BAD_CONFIG',
+        `${label} refused the request (${res.status}): ${KEY_HINT[o.provider]}`,
+      );
+    if (res.status === 404)
+      throw new QuarryError(
+        'BAD_CONFIG',
+        `${label} has no model "${o.model}" (404${detail ? `: ${detail}` : ''}): ${o.provider === 'ollama' ? `run \`ollama pull ${o.model}\`` : 'check embed.model'}`,
+      );
+    throw new QuarryError('IO', `${label} failed with HTTP ${res.status}${detail ? `: ${detail}` : ''}`);
   };
 
   const cut = (t: string) => t.slice(0, maxTokens * 4);

@@ -1,5 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { QuarryError } from '../errors.ts';
+import { fetchWithRetry } from '../net/fetch-retry.ts';
 
 /** A second-stage scorer: reads the query and each candidate together (a cross-encoder) and scores them. */
 export interface Reranker {
@@ -35,56 +35,46 @@ export function createHttpReranker(options: HttpRerankerOptions): Reranker {
         options.protocol === 'tei'
           ? [`${base}/rerank`, { query, texts, truncate: true }]
           : [`${base}/v1/rerank`, { model: options.model, query, documents: texts, top_n: texts.length }];
-      for (let attempt = 0; ; attempt++) {
-        let res: Response;
-        try {
-          res = await fetch(url, {
+      let res: Response;
+      try {
+        res = await fetchWithRetry(
+          url,
+          {
             method: 'POST',
             headers: {
               'content-type': 'application/json',
               ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
             },
             body: JSON.stringify(body),
-            signal: AbortSignal.timeout(options.timeoutMs ?? 30_000),
-          });
-        } catch (err) {
-          if (attempt < retries) {
-            await sleep(backoff * 2 ** attempt);
-            continue;
-          }
-          const code = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
-          throw new QuarryError(
-            'IO',
-            `cannot reach the reranker at ${base} (${code}): start it, or set search.rerank = "none"`,
-            {
-              cause: err,
-            },
-          );
-        }
-        if (res.ok) {
-          const json = (await res.json()) as unknown;
-          const rows =
-            options.protocol === 'tei'
-              ? (json as Array<{ index: number; score: number }>)
-              : (json as { results: Array<{ index: number; relevance_score: number }> }).results.map((r) => ({
-                  index: r.index,
-                  score: r.relevance_score,
-                }));
-          const scores = new Array<number>(texts.length).fill(Number.NEGATIVE_INFINITY);
-          for (const r of rows) if (r.index >= 0 && r.index < texts.length) scores[r.index] = r.score;
-          return scores;
-        }
-        if ((res.status === 429 || res.status >= 500) && attempt < retries) {
-          await res.body?.cancel();
-          await sleep(backoff * 2 ** attempt);
-          continue;
-        }
+          },
+          { retries, backoffMs: backoff, timeoutMs: options.timeoutMs ?? 30_000 },
+        );
+      } catch (err) {
+        const code = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+        throw new QuarryError(
+          'IO',
+          `cannot reach the reranker at ${base} (${code}): start it, or set search.rerank = "none"`,
+          { cause: err },
+        );
+      }
+      if (!res.ok) {
         const detail = (await res.text()).replace(/\s+/g, ' ').slice(0, 200);
         throw new QuarryError(
           'IO',
           `the reranker at ${base} failed with HTTP ${res.status}${detail ? `: ${detail}` : ''}`,
         );
       }
+      const json = (await res.json()) as unknown;
+      const rows =
+        options.protocol === 'tei'
+          ? (json as Array<{ index: number; score: number }>)
+          : (json as { results: Array<{ index: number; relevance_score: number }> }).results.map((r) => ({
+              index: r.index,
+              score: r.relevance_score,
+            }));
+      const scores = new Array<number>(texts.length).fill(Number.NEGATIVE_INFINITY);
+      for (const r of rows) if (r.index >= 0 && r.index < texts.length) scores[r.index] = r.score;
+      return scores;
     },
   };
 }
