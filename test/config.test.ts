@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { DEFAULT_CONFIG, resolveConfig } from '../src/config/config.ts';
-import { makeTree, removeTree } from './helpers.ts';
+import { settingsJsonSchema } from '../src/config/schema.ts';
+import { makeTree, REPO, removeTree } from './helpers.ts';
 
 const trees: string[] = [];
 after(() => trees.forEach(removeTree));
@@ -155,6 +156,42 @@ retries = 4
     assert.throws(
       () => resolveConfig({ root: project('max_file_bytes = ['), userConfig: false }),
       /cannot parse/,
+    );
+    // every section is checked as strictly as the top level (regression: unknown keys inside a section, a
+    // section given as a number, and booleans given as strings were accepted silently)
+    assert.throws(
+      () => resolveConfig({ root: project('[search]\ntop_kk = 5'), userConfig: false }),
+      /unknown setting "search\.top_kk" \(known in \[search\]: top_k, /,
+    );
+    assert.throws(
+      () => resolveConfig({ root: project('search = 5'), userConfig: false }),
+      /search must be a section: \[search\], got 5/,
+    );
+    assert.throws(
+      () => resolveConfig({ root: project('include_secrets = "no"'), userConfig: false }),
+      /include_secrets must be true or false, got "no"/,
+    );
+    assert.throws(
+      () => resolveConfig({ root: project('[search]\nmmr_lambda = 3'), userConfig: false }),
+      /search\.mmr_lambda must be at most 1, got 3/,
+    );
+    assert.throws(
+      () => resolveConfig({ root: project('[llm]\nmodel = 7'), userConfig: false }),
+      /llm\.model must be a string/,
+    );
+  });
+
+  it('publishes its settings as a JSON Schema that matches the checks (docs/quarry.schema.json)', () => {
+    const schema = settingsJsonSchema() as {
+      properties: Record<string, { properties?: Record<string, unknown> }>;
+    };
+    assert.ok(schema.properties.search!.properties!.top_k);
+    assert.ok(schema.properties.llm!.properties!.model);
+    const published = JSON.parse(readFileSync(join(REPO, 'docs', 'quarry.schema.json'), 'utf8'));
+    assert.deepEqual(
+      published,
+      schema,
+      'docs/quarry.schema.json is stale: run `quarry schema > docs/quarry.schema.json`',
     );
   });
 });

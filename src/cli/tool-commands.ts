@@ -378,6 +378,16 @@ export function registerToolCommands(program: Command, cli: CliContext): void {
     });
 
   program
+    .command('schema')
+    .description(
+      "the JSON Schema of quarry.toml, for editors (Even Better TOML: '#:schema ./quarry.schema.json')",
+    )
+    .action(async () => {
+      const { settingsJsonSchema } = await import('../config/schema.ts');
+      io.stdout.write(`${JSON.stringify(settingsJsonSchema(), null, 2)}\n`);
+    });
+
+  program
     .command('completion')
     .description('print a shell completion script: eval "$(quarry completion bash)" (or zsh, fish)')
     .argument('[shell]', 'bash, zsh or fish', 'bash')

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parse as parseToml, stringify as stringifyToml } from 'smol-toml';
 import { QuarryError } from '../errors.ts';
 import { writeAtomic } from '../workspace/atomic.ts';
+import { checkSettings, EMBED_PROVIDERS, STORE_DRIVERS } from './schema.ts';
 
 /** Field weights for BM25 over a chunk's path, symbol names and body. */
 export interface FieldWeights {
@@ -24,7 +25,7 @@ export interface ChunkOptions {
 }
 
 export type EmbedProvider = 'local' | 'onnx' | 'ollama' | 'openai' | 'gemini' | 'none';
-const PROVIDERS: readonly EmbedProvider[] = ['local', 'onnx', 'ollama', 'openai', 'gemini', 'none'];
+const PROVIDERS: readonly EmbedProvider[] = EMBED_PROVIDERS;
 
 export interface EmbedOptions {
   /** `local` (all-MiniLM-L6-v2 on ONNX, the default), `ollama`, `openai` (any OpenAI-compatible server), `gemini`,
@@ -95,7 +96,7 @@ export interface LlmOptions {
 }
 
 export type StoreDriver = 'sqlite' | 'postgres' | 'chroma';
-const DRIVERS: readonly StoreDriver[] = ['sqlite', 'postgres', 'chroma'];
+const DRIVERS: readonly StoreDriver[] = STORE_DRIVERS;
 
 /** Where the index lives (`[store]`): the embedded SQLite file, a PostgreSQL database, or a Chroma server. */
 export interface StoreOptions {
@@ -198,101 +199,54 @@ function readToml(file: string): UserConfig {
   }
 }
 
-/** Copies `section.<file key>` to `out.<field>` through `convert` (which checks and names the setting). */
+/** Copies `section.<file key>` to `out.<field>` (the schema has checked each value). */
 function copyFields<T extends object>(
   section: Record<string, unknown>,
-  name: string,
   out: T,
-  convert: (value: unknown, key: string) => unknown,
   fields: Record<string, keyof T>,
 ): void {
   for (const [key, field] of Object.entries(fields))
-    if (section[key] !== undefined)
-      (out as Record<keyof T, unknown>)[field] = convert(section[key], `${name}.${key}`);
+    if (section[key] !== undefined) (out as Record<keyof T, unknown>)[field] = section[key];
 }
 
+/** A settings file (snake_case, checked by the zod schema in schema.ts) as the config's own fields. */
 function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig {
+  const file = checkSettings(raw, source);
   const out: UserConfig = {};
-  const num = (v: unknown, key: string): number => {
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
-      throw new QuarryError(
-        'BAD_CONFIG',
-        `${source}: ${key} must be a non-negative number, got ${JSON.stringify(v)}`,
-      );
-    return v;
-  };
-  const known = new Set([
-    'max_file_bytes',
-    'include_secrets',
-    'ignore',
-    'chunk',
-    'workers',
-    'search',
-    'store',
-    'embed',
-    'context',
-    'llm',
-  ]);
-  for (const key of Object.keys(raw))
-    if (!known.has(key))
-      throw new QuarryError(
-        'BAD_CONFIG',
-        `${source}: unknown setting "${key}" (known: ${[...known].join(', ')})`,
-      );
-  if (raw.max_file_bytes !== undefined) out.maxFileBytes = num(raw.max_file_bytes, 'max_file_bytes');
-  if (raw.include_secrets !== undefined) out.includeSecrets = Boolean(raw.include_secrets);
-  if (raw.workers !== undefined) out.workers = num(raw.workers, 'workers');
-  if (raw.ignore !== undefined) {
-    if (!Array.isArray(raw.ignore) || raw.ignore.some((p) => typeof p !== 'string'))
-      throw new QuarryError('BAD_CONFIG', `${source}: ignore must be a list of patterns`);
-    out.ignore = raw.ignore as string[];
-  }
-  const chunk = raw.chunk as Record<string, unknown> | undefined;
-  if (chunk) {
+  if (file.max_file_bytes !== undefined) out.maxFileBytes = file.max_file_bytes;
+  if (file.include_secrets !== undefined) out.includeSecrets = file.include_secrets;
+  if (file.workers !== undefined) out.workers = file.workers;
+  if (file.ignore !== undefined) out.ignore = file.ignore;
+  if (file.chunk) {
     out.chunk = {};
-    copyFields(chunk, 'chunk', out.chunk, num, {
+    copyFields(file.chunk, out.chunk, {
       max_chars: 'maxChars',
       target_chars: 'targetChars',
       window_lines: 'windowLines',
       overlap_lines: 'overlapLines',
     });
   }
-  const embed = raw.embed as Record<string, unknown> | undefined;
-  if (embed) {
+  if (file.embed) {
     out.embed = {};
-    if (embed.provider !== undefined) {
-      if (!PROVIDERS.includes(embed.provider as EmbedProvider))
-        throw new QuarryError(
-          'BAD_CONFIG',
-          `${source}: embed.provider must be one of ${PROVIDERS.join(', ')}`,
-        );
-      out.embed.provider = embed.provider as EmbedProvider;
-    }
-    copyFields(embed, 'embed', out.embed, (v) => String(v), {
+    copyFields(file.embed, out.embed, {
+      provider: 'provider',
       model_dir: 'modelDir',
       model: 'model',
       base_url: 'baseUrl',
       api_key_env: 'apiKeyEnv',
       query_prefix: 'queryPrefix',
       document_prefix: 'documentPrefix',
+      workers: 'workers',
+      threads: 'threads',
+      download: 'download',
+      shared_cache: 'sharedCache',
     });
-    copyFields(embed, 'embed', out.embed, num, { workers: 'workers', threads: 'threads' });
-    if (embed.download !== undefined) out.embed.download = Boolean(embed.download);
-    if (embed.shared_cache !== undefined) {
-      if (typeof embed.shared_cache !== 'boolean')
-        throw new QuarryError('BAD_CONFIG', `${source}: embed.shared_cache must be true or false`);
-      out.embed.sharedCache = embed.shared_cache;
-    }
   }
-  const search = raw.search as Record<string, unknown> | undefined;
-  if (search) {
+  if (file.search) {
+    const { rerank, ...search } = file.search;
     out.search = {};
-    if (search.fusion !== undefined) {
-      if (search.fusion !== 'rrf' && search.fusion !== 'linear')
-        throw new QuarryError('BAD_CONFIG', `${source}: search.fusion must be "rrf" or "linear"`);
-      out.search.fusion = search.fusion;
-    }
-    copyFields(search, 'search', out.search, num, {
+    copyFields(search, out.search, {
+      fusion: 'fusion',
       top_k: 'topK',
       rrf_k: 'rrfK',
       lexical_weight: 'lexicalWeight',
@@ -301,55 +255,31 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
       no_evidence_floor: 'noEvidenceFloor',
       mmr_lambda: 'mmrLambda',
     });
-    const rr = search.rerank as Record<string, unknown> | undefined;
-    if (rr) {
-      if (rr.protocol !== undefined && !['none', 'tei', 'v1'].includes(String(rr.protocol)))
-        throw new QuarryError(
-          'BAD_CONFIG',
-          `${source}: search.rerank.protocol must be "none", "tei" or "v1"`,
-        );
-      out.search.rerank = {
-        ...DEFAULT_CONFIG.search.rerank,
-        ...(rr.protocol !== undefined ? { protocol: rr.protocol as 'none' | 'tei' | 'v1' } : {}),
-        ...(rr.url !== undefined ? { url: String(rr.url) } : {}),
-        ...(rr.model !== undefined ? { model: String(rr.model) } : {}),
-        ...(rr.top !== undefined ? { top: num(rr.top, 'search.rerank.top') } : {}),
-      };
-    }
+    if (rerank) out.search.rerank = { ...DEFAULT_CONFIG.search.rerank, ...rerank };
   }
-  const context = raw.context as Record<string, unknown> | undefined;
-  if (context) {
+  if (file.context) {
     out.context = {};
-    if (context.packing !== undefined) {
-      if (context.packing !== 'files' && context.packing !== 'chunks')
-        throw new QuarryError('BAD_CONFIG', `${source}: context.packing must be "files" or "chunks"`);
-      out.context.packing = context.packing;
-    }
-    copyFields(context, 'context', out.context, num, {
+    copyFields(file.context, out.context, {
+      packing: 'packing',
       budget: 'budget',
       soft_ratio: 'softRatio',
       map_tokens: 'mapTokens',
       context_lines: 'contextLines',
       named_file_share: 'namedFileShare',
+      system_prompt: 'systemPrompt',
     });
-    copyFields(context, 'context', out.context, (v) => String(v), { system_prompt: 'systemPrompt' });
   }
-  const store = raw.store as Record<string, unknown> | undefined;
-  if (store) {
+  if (file.store) {
     out.store = {};
-    if (store.driver !== undefined) out.store.driver = storeDriver(store.driver, `${source}: store.driver`);
-    copyFields(store, 'store', out.store, (v) => String(v), { url: 'url', repo: 'repo' });
+    copyFields(file.store, out.store, { driver: 'driver', url: 'url', repo: 'repo' });
   }
-  const llm = raw.llm as Record<string, unknown> | undefined;
-  if (llm) {
+  if (file.llm) {
     out.llm = {};
-    copyFields(llm, 'llm', out.llm, (v) => String(v), {
+    copyFields(file.llm, out.llm, {
       model: 'model',
       base_url: 'baseUrl',
       api_key_env: 'apiKeyEnv',
       api_key: 'apiKey',
-    });
-    copyFields(llm, 'llm', out.llm, num, {
       temperature: 'temperature',
       max_output_tokens: 'maxOutputTokens',
       context_window: 'contextWindow',
