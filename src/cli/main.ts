@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { resolve as resolvePath } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import pc from 'picocolors';
 import {
@@ -71,6 +72,23 @@ function collect(value: string, previous: string[] = []): string[] {
       .map((v) => v.trim())
       .filter(Boolean),
   ];
+}
+
+/** The project as a running local server of this checkout serves it, when there is one that answers. */
+async function warmServerProject(rootOption: string | undefined): Promise<Project | undefined> {
+  const { findProjectRoot } = await import('../workspace/root.ts');
+  const { findServer } = await import('../server/discovery.ts');
+  const root = rootOption ? resolvePath(rootOption) : findProjectRoot(process.cwd());
+  const note = root ? findServer(root) : undefined;
+  if (!note) return undefined;
+  try {
+    const { openRemoteProject } = await import('../project/remote.ts');
+    const remote = await openRemoteProject({ url: note.url });
+    await remote.status(); // answers, and is quarry
+    return remote;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Query words in a line, marked the way grep marks matches. */
@@ -324,6 +342,10 @@ export async function main(
     )
     .option('--lang <language>', 'only this language (repeat, or typescript,python)', collect)
     .option('--all-repos', 'search every repository of the store (or of the --remote server)')
+    .option(
+      '--no-server',
+      'do not ask a running `quarry serve` or `mcp --http` of this checkout (warm model)',
+    )
     .option('--vimgrep', "one line per result, path:line:column:text (editors' quickfix format)")
     .option(
       '-C, --context <n>',
@@ -338,7 +360,17 @@ export async function main(
       const g = program.opts();
       const many = opts.allRepos || (g.repo?.length ?? 0) > 1;
       const names: string[] = many ? (opts.allRepos ? (await repoList(g)).map((r) => r.name) : g.repo) : [];
-      const project = await openAnyProject(many ? { ...g, repo: names.slice(0, 1) } : g);
+      // a hybrid search in a checkout that a running server keeps open goes to that server: its model is loaded
+      // (loading ONNX again costs more than the search); if it does not answer, the search runs here
+      const viaServer =
+        !many && opts.server !== false && opts.mode !== 'lexical' && !g.remote && !g.store && !g.repo?.length
+          ? await warmServerProject(g.root)
+          : undefined;
+      const project = viaServer ?? (await openAnyProject(many ? { ...g, repo: names.slice(0, 1) } : g));
+      if (viaServer && g.verbose)
+        io.stderr.write(
+          `${colorsFor(io.stderr, g.color).dim(`asking the running server at ${viaServer.location}`)}\n`,
+        );
       const others: Project[] = [];
       try {
         const filter = {

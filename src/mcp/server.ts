@@ -10,6 +10,7 @@ import { isQuarryError, QuarryError } from '../errors.ts';
 import { openServedSet, type ProjectSet, searchMany } from '../project/set.ts';
 import type { Project } from '../project/types.ts';
 import { resultJson } from '../search/search.ts';
+import { announceServer } from '../server/discovery.ts';
 import { checkPort, listenError, noProjectHere } from '../server/listen.ts';
 import { type LiveProject, openLiveProject } from '../watch/live.ts';
 import { findProjectRoot } from '../workspace/root.ts';
@@ -613,10 +614,14 @@ export async function serveMcpHttp(
   }
   const opened = mcp;
   const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+  const forget = opened.live
+    ? announceServer(opened.live.project.root, { url, kind: 'mcp' })
+    : () => undefined;
   return {
     url,
     server: http,
     async close() {
+      forget();
       await closeHttp();
       await opened.close();
     },

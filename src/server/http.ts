@@ -17,6 +17,7 @@ import { storeTarget } from '../store/open.ts';
 import type { AutoSync, SyncStatus } from '../watch/autosync.ts';
 import { type LiveProject, openLiveProject } from '../watch/live.ts';
 import { findProjectRoot } from '../workspace/root.ts';
+import { announceServer } from './discovery.ts';
 import { checkPort, listenError, noProjectHere } from './listen.ts';
 import { PANEL_HTML } from './panel.ts';
 import {
@@ -594,6 +595,11 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
 
   handler = app.fetch;
   const shown = host.includes(':') ? `[${host}]` : host;
+  // a search in this checkout may ask this server (its model is warm) when no token is needed to
+  const forget =
+    live && loopback && !tokensRequired
+      ? announceServer(live.project.root, { url: `http://${shown}:${port}`, kind: 'serve' })
+      : () => undefined;
   return {
     url: `http://${shown}:${port}/${generated ? `?token=${generated}` : ''}`,
     token: generated,
@@ -601,6 +607,7 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
     set,
     sync: live?.sync ?? null,
     async close() {
+      forget();
       await closeServer();
       await set.close();
       await live?.close();

@@ -1,0 +1,53 @@
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeAtomic } from '../workspace/atomic.ts';
+import { indexPaths } from '../workspace/root.ts';
+
+/**
+ * A running `quarry serve` or `quarry mcp --http` for a checkout says where it listens in `.quarry/server.json`, so
+ * that a `quarry search` in the same checkout can ask it (its model is loaded) instead of loading ONNX again.
+ * Only servers that need no token (loopback, no tokens file) announce themselves.
+ */
+export interface ServerNote {
+  pid: number;
+  url: string;
+  kind: 'serve' | 'mcp';
+  startedAt: string;
+}
+
+const file = (root: string) => join(indexPaths(root).dir, 'server.json');
+
+export function announceServer(root: string, note: Omit<ServerNote, 'pid' | 'startedAt'>): () => void {
+  const path = file(root);
+  const mine: ServerNote = { ...note, pid: process.pid, startedAt: new Date().toISOString() };
+  try {
+    writeAtomic(path, `${JSON.stringify(mine)}\n`);
+  } catch {
+    return () => undefined; // a read-only checkout: nobody finds this server, nothing breaks
+  }
+  return () => {
+    // only our own note: another server may have started since
+    if (findServer(root, { alive: false })?.pid === process.pid) rmSync(path, { force: true });
+  };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The server announced for this checkout, if its process still runs. */
+export function findServer(root: string, o: { alive?: boolean } = {}): ServerNote | undefined {
+  try {
+    const note = JSON.parse(readFileSync(file(root), 'utf8')) as ServerNote;
+    if (typeof note.pid !== 'number' || typeof note.url !== 'string') return undefined;
+    if (o.alive !== false && (note.pid === process.pid || !alive(note.pid))) return undefined;
+    return note;
+  } catch {
+    return undefined;
+  }
+}
