@@ -140,3 +140,39 @@ test('PUT /api/settings with __proto__ is refused, pollutes nothing and writes n
     await s.exited;
   }
 });
+
+test('a search in a checkout with a running serve asks it, with the same answer; the note goes when the server stops', async () => {
+  const dir = makeTree({
+    '.git/HEAD': 'ref: refs/heads/main\n',
+    'src/lock.ts': 'export function takeWriterLock(path: string) {\n  return path;\n}\n',
+    'src/other.ts': 'export const unrelated = 1;\n',
+  });
+  trees.push(dir);
+  const s = startServe(['--no-watch'], dir);
+  await s.url;
+  const note = join(dir, '.quarry', 'server.json');
+  try {
+    const announced = JSON.parse(readFileSync(note, 'utf8')) as { pid: number; url: string };
+    assert.equal(announced.pid, s.child.pid);
+    const asked = await runCliAsync(['--verbose', 'search', '--json', 'writer lock'], { cwd: dir });
+    assert.equal(asked.code, 0, asked.stderr);
+    assert.match(asked.stderr, /asking the running server at http:\/\/127\.0\.0\.1:\d+/);
+    const here = await runCliAsync(['--verbose', 'search', '--no-server', '--json', 'writer lock'], {
+      cwd: dir,
+    });
+    assert.doesNotMatch(here.stderr, /asking the running server/);
+    const paths = (out: string) =>
+      (JSON.parse(out).results as Array<{ path: string; startLine: number }>).map(
+        (r) => `${r.path}:${r.startLine}`,
+      );
+    assert.deepEqual(paths(asked.stdout), paths(here.stdout));
+    assert.equal(paths(asked.stdout)[0], 'src/lock.ts:1');
+  } finally {
+    s.child.kill('SIGTERM');
+    await s.exited;
+  }
+  assert.equal(existsSync(note), false, 'the server left its note behind');
+  const after = await runCliAsync(['--verbose', 'search', 'writer lock'], { cwd: dir });
+  assert.equal(after.code, 0, after.stderr);
+  assert.doesNotMatch(after.stderr, /asking the running server/);
+});
