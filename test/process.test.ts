@@ -176,3 +176,42 @@ test('a search in a checkout with a running serve asks it, with the same answer;
   assert.equal(after.code, 0, after.stderr);
   assert.doesNotMatch(after.stderr, /asking the running server/);
 });
+
+test('a request body over 4 MiB is refused with 413 as it arrives, and the server keeps answering (regression: no body limit)', async () => {
+  const dir = makeTree({ '.git/HEAD': 'ref: refs/heads/main\n', 'a.ts': 'export const alpha = 1;\n' });
+  trees.push(dir);
+  const s = startServe(['--no-watch'], dir);
+  const url = await s.url;
+  try {
+    const big = JSON.stringify({ question: 'x'.repeat(50 * 1024 * 1024) });
+    const r = await fetch(new URL('/api/context', url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: big,
+    });
+    assert.equal(r.status, 413);
+    assert.match(((await r.json()) as { error: string }).error, /request body over 4 MiB/);
+    // without a length up front: refused once 4 MiB have come
+    const chunk = new TextEncoder().encode('x'.repeat(1024 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 50) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const streamed = await fetch(new URL('/api/context', url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
+    assert.equal(streamed.status, 413);
+    assert.ok(sent < 50, `the server read all ${sent} MiB before refusing`);
+    const ok = await fetch(new URL('/api/status', url));
+    assert.equal(ok.status, 200);
+  } finally {
+    s.child.kill('SIGTERM');
+    await s.exited;
+  }
+});

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { type Context, Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { streamSSE } from 'hono/streaming';
 import { ask } from '../answer/ask.ts';
 import type { LocalProject } from '../api.ts';
@@ -159,6 +160,9 @@ function panelAsset(name: string): { body: string; type: string } | undefined {
   return asset;
 }
 
+/** The largest request body the API and /mcp read. */
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 /**
@@ -260,6 +264,21 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
     if (loopback && !allowedHosts().has(h)) return c.text('quarry: wrong Host header\n', 403);
     await next();
   });
+  // bodies are small JSON (a question, settings, an MCP message): a larger one is refused as it arrives, not read
+  // whole into memory first
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: (c) =>
+        c.json(
+          {
+            error: `request body over ${MAX_BODY_BYTES / 1024 / 1024} MiB: send less (a question, settings)`,
+          },
+          413,
+        ),
+    }),
+  );
   // API and MCP: a token when tokens are on (its grant decides which repositories exist for the request); state
   // changes only from this origin (or from no browser), as JSON
   const guard = async (c: Context<Env>, next: () => Promise<void>) => {
