@@ -72,6 +72,11 @@ export interface ContextOptions {
   namedFileShare: number;
   /** Replaces the built-in system prompt. */
   systemPrompt?: string;
+  /**
+   * Replace secrets found inside files (keys, tokens, passwords; see context/redact.ts) in what is sent to a model or
+   * an agent. Default true.
+   */
+  redactSecrets: boolean;
 }
 
 export interface LlmOptions {
@@ -183,6 +188,7 @@ export const DEFAULT_CONFIG: QuarryConfig = {
     mapTokens: 1024,
     contextLines: 3,
     namedFileShare: 0.5,
+    redactSecrets: true,
   },
   llm: { temperature: 0.2, maxOutputTokens: 2048, contextWindow: 0, timeoutMs: 120_000, retries: 2 },
 };
@@ -267,6 +273,7 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
       context_lines: 'contextLines',
       named_file_share: 'namedFileShare',
       system_prompt: 'systemPrompt',
+      redact_secrets: 'redactSecrets',
     });
   }
   if (file.store) {

@@ -74,6 +74,9 @@ export const SettingsSchema = z
         context_lines: count,
         named_file_share: share,
         system_prompt: z.string(),
+        redact_secrets: z
+          .boolean()
+          .describe('replace secrets found inside files in what goes to a model or an agent (default true)'),
       })
       .partial(),
     llm: z

@@ -6,6 +6,7 @@ import { QuarryError } from '../errors.ts';
 import { analyzeQuery } from '../search/query.ts';
 import type { SearchMode, SearchResponse } from '../search/search.ts';
 import { detectLanguage } from '../workspace/languages.ts';
+import { redactSecrets } from './redact.ts';
 import { buildRepoMap, type RepoMap } from './repomap.ts';
 import { contextWindow, countTokens, safetyMargin } from './tokens.ts';
 
@@ -389,6 +390,14 @@ async function finish(
         })
       : null;
   const system = options.system ?? project.config.context.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;
+  // secrets inside files never go to the model as written (the file being edited is sent as it is: the edit
+  // must be able to keep it); line counts are kept, so citations still hold
+  if (project.config.context.redactSecrets !== false)
+    for (const b of s.blocks)
+      if (b.reason !== 'target') {
+        const r = redactSecrets(b.text);
+        if (r.found.size) b.text = r.text;
+      }
   const parts: string[] = [];
   if (map?.text) parts.push(`Repository map (files and their most-used definitions):\n${map.text}`);
   if (s.blocks.length) parts.push(`Context:\n${s.blocks.map(renderBlock).join('\n')}`);

@@ -6,6 +6,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import { openProject } from '../api.ts';
+import { redactSecrets } from '../context/redact.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { openServedSet, type ProjectSet, searchMany } from '../project/set.ts';
 import type { Project } from '../project/types.ts';
@@ -126,6 +127,11 @@ export function createMcpServer(set: ProjectSet, options: McpServerOptions = {})
     for (const p of byRoot.values()) void p.then((x) => x.close()).catch(() => undefined);
     byRoot.clear();
   };
+  /** Replaces secrets in text an agent receives, unless the project's settings say not to. */
+  const redactsFor = async (repo: string | undefined, root: string | undefined) => {
+    const p = await projectOf(repo, root);
+    return (text: string) => (p.config.context.redactSecrets === false ? text : redactSecrets(text).text);
+  };
   const rootArg = z
     .string()
     .optional()
@@ -179,7 +185,8 @@ export function createMcpServer(set: ProjectSet, options: McpServerOptions = {})
                 options,
               )
             : await (await projectOf(repo, root)).search(query, options);
-        const results = res.results.map(resultJson);
+        const redacting = await redactsFor(repo, root);
+        const results = res.results.map(resultJson).map((r) => ({ ...r, snippet: redacting(r.snippet) }));
         const lines = [
           results.length
             ? `${results.length} result${results.length === 1 ? '' : 's'} (${res.mode}) for "${query}":`
@@ -367,10 +374,16 @@ export function createMcpServer(set: ProjectSet, options: McpServerOptions = {})
     },
     ({ path, start, end, repo, root }) =>
       run(async () => {
-        const slice = await (await projectOf(repo, root)).readFile(path, {
+        const project = await projectOf(repo, root);
+        const read = await project.readFile(path, {
           start,
           end: Math.min(end ?? start + 1999, start + 1999),
         });
+        // what an agent reads goes to its model: secrets inside the file are replaced, line for line
+        const redact = await redactsFor(repo, root);
+        const slice = read.lines.length
+          ? { ...read, lines: redact(read.lines.join('\n')).split('\n') }
+          : read;
         const body = numbered(slice.start, slice.lines);
         const more =
           slice.end < slice.total

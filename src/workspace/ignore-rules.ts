@@ -161,6 +161,18 @@ const SECRET_NAMES = new Set([
 const SECRET_EXTENSIONS = /\.(pem|key|p12|pfx|jks|keystore|ppk|kdbx|asc|gpg|p8|der|crt)$/i;
 const SAFE_ENV_SUFFIX = /\.(example|sample|template|dist|defaults)$/i;
 
+/** Credentials known by where they live, not by their name alone (`config` is a common name). */
+const SECRET_PATHS =
+  /(^|\/)(\.kube\/config|\.docker\/config\.json|\.aws\/(credentials|config)|\.azure\/[^/]+\.json|\.config\/gcloud\/[^/]+\.(json|db))$/i;
+/** Terraform state holds every resource's attributes, passwords included; kubeconfigs hold cluster tokens. */
+const SECRET_SUFFIXES = /(\.tfstate|\.tfstate\.backup|\.kubeconfig|^kubeconfig(\.ya?ml)?)$/i;
+
+/** True when a repository-relative path looks like it holds secrets: by its name, or by where it lives. */
+export function looksLikeSecretPath(rel: string): boolean {
+  const name = rel.slice(rel.lastIndexOf('/') + 1);
+  return looksLikeSecretName(name) || SECRET_PATHS.test(rel) || SECRET_SUFFIXES.test(name);
+}
+
 /** True when a file name looks like it holds secrets. */
 export function looksLikeSecretName(basename: string): boolean {
   const lower = basename.toLowerCase();

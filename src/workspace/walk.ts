@@ -2,7 +2,7 @@ import { type Dirent, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import type { QuarryConfig } from '../config/config.ts';
-import { DEFAULT_IGNORES, looksLikeSecretName } from './ignore-rules.ts';
+import { DEFAULT_IGNORES, looksLikeSecretPath } from './ignore-rules.ts';
 
 export interface WalkEntry {
   /** Repository-relative POSIX path. */
@@ -232,7 +232,7 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
         skip({ path: rel, reason: 'special' });
         continue;
       }
-      if (!config.includeSecrets && looksLikeSecretName(entry.name)) {
+      if (!config.includeSecrets && looksLikeSecretPath(rel)) {
         skip({ path: rel, reason: 'secret' });
         continue;
       }
@@ -307,7 +307,6 @@ export function statPaths(
   for (const rel of [...new Set(paths)].sort()) {
     const slash = rel.lastIndexOf('/');
     const dir = stateOf(slash < 0 ? '' : rel.slice(0, slash));
-    const name = rel.slice(slash + 1);
     let st: ReturnType<typeof lstatSync> | undefined;
     try {
       st = lstatSync(join(root, rel));
@@ -318,7 +317,7 @@ export function statPaths(
       !dir ||
       !st?.isFile() ||
       isIgnored(dir.matchers, rel, false, dir.overridden) ||
-      (!config.includeSecrets && looksLikeSecretName(name)) ||
+      (!config.includeSecrets && looksLikeSecretPath(rel)) ||
       st.size > config.maxFileBytes
     ) {
       excluded.push(rel);

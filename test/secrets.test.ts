@@ -1,0 +1,164 @@
+// Secrets never leave the machine as written: files that hold credentials are not indexed, and secrets inside
+// ordinary files are replaced in what goes to a model (the assembled context) or to an agent (MCP answers).
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { indexProject, type LocalProject } from '../src/api.ts';
+import { assembleContext } from '../src/context/assemble.ts';
+import { redactSecrets } from '../src/context/redact.ts';
+import { createMcpServer } from '../src/mcp/server.ts';
+import { makeTree, openLexical, removeTree, runCli } from './helpers.ts';
+
+// realistic values in the shapes real ones have (none of them valid anywhere)
+const AWS_ID = 'AKIAZ7QX4RTPL2MNB8VW';
+const AWS_SECRET = 'q8Zt/Xv2LmR9kW4pN7sJ3yB6cF1hD5gA0eT+uQiO';
+const GH = 'ghp_R7tYq2Xz9LmK4pW8sN3vB6cF1hD5gA0eJ2uQ';
+const SLACK = 'xoxb-2841763950-9182736450-Zq7Xv2LmR9kW4pN7sJ3yB6cF';
+const DB_PASSWORD = 'Tr0ub4dor&3-Wq9z';
+const KUBE_TOKEN =
+  'eyJhbGciOiJSUzI1NiIsImtpZCI6InF1YXJyeSJ9.eyJpc3MiOiJrdWJlcm5ldGVzL3NlcnZpY2VhY2NvdW50In0.Zq7Xv2LmR9kW4pN7sJ3yB6cF';
+const SECRETS = [
+  AWS_ID,
+  AWS_SECRET,
+  GH,
+  SLACK,
+  DB_PASSWORD,
+  KUBE_TOKEN,
+  'npm_Zq7Xv2LmR9kW4pN7sJ3yB6cF1hD5gA',
+  'dG9wc2VjcmV0OnBhc3N3b3JkMTIz',
+];
+
+const FILES: Record<string, string> = {
+  // ordinary files holding secrets: indexed, but redacted on the way out
+  'app/settings.py': `"""Settings for the billing service."""\nDEBUG = False\nAWS_ACCESS_KEY_ID = "${AWS_ID}"\nAWS_SECRET_ACCESS_KEY = "${AWS_SECRET}"\nDATABASES = {"default": {"ENGINE": "postgres", "PASSWORD": "${DB_PASSWORD}"}}\n\ndef billing_database_url():\n    return f"postgres://billing:{DATABASES['default']['PASSWORD']}@db/billing"\n`,
+  'app/notify.ts': `// posts billing events to the team channel\nconst GITHUB_TOKEN = '${GH}';\nconst slackToken = "${SLACK}";\nexport function notifyBilling(message: string) {\n  return fetch('https://slack.com/api/chat.postMessage', { headers: { authorization: slackToken }, body: message });\n}\n`,
+  // files that are credentials, by name or by where they live: never indexed
+  'deploy/.kube/config': `apiVersion: v1\nusers:\n- name: billing\n  user:\n    token: ${KUBE_TOKEN}\n`,
+  'deploy/.docker/config.json':
+    '{"auths": {"registry.example.com": {"auth": "dG9wc2VjcmV0OnBhc3N3b3JkMTIz"}}}\n',
+  'infra/terraform.tfstate': `{"resources": [{"type": "aws_db_instance", "instances": [{"attributes": {"password": "${DB_PASSWORD}"}}]}]}\n`,
+  'infra/prod.kubeconfig': `users:\n- user:\n    token: ${KUBE_TOKEN}\n`,
+  '.npmrc': '//registry.npmjs.org/:_authToken=npm_Zq7Xv2LmR9kW4pN7sJ3yB6cF1hD5gA\n',
+  '.env': `DATABASE_PASSWORD=${DB_PASSWORD}\n`,
+  '.aws/credentials': `[default]\naws_access_key_id = ${AWS_ID}\naws_secret_access_key = ${AWS_SECRET}\n`,
+};
+
+describe('secrets (regression: secrets inside ordinary files were indexed and sent as written)', () => {
+  let root: string;
+  let project: LocalProject;
+  before(async () => {
+    root = makeTree({ ...FILES, '.git/HEAD': 'ref: refs/heads/main\n' });
+    project = await openLexical(root);
+    await indexProject(project);
+  });
+  after(async () => {
+    await project.close();
+    removeTree(root);
+  });
+
+  it('leaves credential files out of the index, by name and by where they live, and names them', async () => {
+    const indexed = (await project.store.listFiles()).map((f) => f.path).sort();
+    assert.deepEqual(indexed, ['app/notify.ts', 'app/settings.py']);
+    const files = JSON.parse(runCli(['files', '--json'], { cwd: root }).stdout) as {
+      skipped: Array<{ path: string }>;
+    };
+    for (const p of [
+      'deploy/.kube/config',
+      'deploy/.docker/config.json',
+      'infra/terraform.tfstate',
+      'infra/prod.kubeconfig',
+      '.npmrc',
+      '.env',
+      '.aws/credentials',
+    ])
+      assert.ok(
+        files.skipped.some((s) => s.path === p),
+        `${p} not listed as skipped`,
+      );
+  });
+
+  it('the context sent to a model holds none of the secrets, line numbers kept', async () => {
+    const ctx = await assembleContext(
+      project,
+      'how does billing reach its database and post to the team channel?',
+      {
+        budget: 4000,
+      },
+    );
+    assert.ok(
+      ctx.blocks.some((b) => b.path === 'app/settings.py') &&
+        ctx.blocks.some((b) => b.path === 'app/notify.ts'),
+    );
+    for (const s of SECRETS) assert.ok(!ctx.user.includes(s), `${s.slice(0, 8)}… reached the prompt`);
+    assert.match(ctx.user, /AWS_ACCESS_KEY_ID = "\[REDACTED AWS access key\]"/);
+    assert.match(ctx.user, /const GITHUB_TOKEN = '\[REDACTED GitHub token\]'/);
+    assert.match(ctx.user, /"PASSWORD": "\[REDACTED secret\]"/);
+    // the code around them is intact
+    assert.match(ctx.user, /def billing_database_url\(\):/);
+    for (const b of ctx.blocks)
+      assert.equal(b.text.split('\n').length, b.endLine - b.startLine + 1, `${b.path} lost lines`);
+    // the CLI's dry run shows the same
+    const dry = runCli(['ask', '--dry-run', 'how does billing reach its database?'], { cwd: root });
+    assert.equal(dry.code, 0, dry.stderr);
+    for (const s of SECRETS) assert.ok(!dry.stdout.includes(s), `${s.slice(0, 8)}… in ask --dry-run`);
+  });
+
+  it('MCP answers (search_code snippets, read_file) are redacted too', async () => {
+    const set = {
+      live: null,
+      list: async () => [],
+      get: async () => project as never,
+      close: async () => {},
+    };
+    const server = createMcpServer(set as never);
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await server.connect(a);
+    const client = new Client({ name: 'secrets-test', version: '1' });
+    await client.connect(b);
+    try {
+      const text = async (name: string, args: Record<string, unknown>) =>
+        ((await client.callTool({ name, arguments: args })) as { content: Array<{ text: string }> })
+          .content[0]!.text;
+      const read = await text('read_file', { path: 'app/settings.py' });
+      const search = await text('search_code', { query: 'AWS_SECRET_ACCESS_KEY settings', top_k: 5 });
+      const notify = await text('read_file', { path: 'app/notify.ts' });
+      for (const s of SECRETS) {
+        assert.ok(!read.includes(s), `read_file leaked ${s.slice(0, 8)}…`);
+        assert.ok(!search.includes(s), `search_code leaked ${s.slice(0, 8)}…`);
+        assert.ok(!notify.includes(s), `read_file leaked ${s.slice(0, 8)}…`);
+      }
+      assert.match(read, /^\s*4 {2}AWS_SECRET_ACCESS_KEY = "\[REDACTED secret\]"$/m);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('context.redact_secrets = false sends files as written; the file being edited is never redacted', async () => {
+    const lines = readFileSync(join(root, 'app', 'settings.py'), 'utf8');
+    const target = await assembleContext(project, 'rename the debug flag', {
+      budget: 4000,
+      target: { path: 'app/settings.py', text: lines },
+    });
+    assert.ok(target.user.includes(AWS_SECRET), 'an edit must see the file it rewrites as it is');
+    writeFileSync(join(root, 'quarry.toml'), '[context]\nredact_secrets = false\n');
+    const dry = runCli(['ask', '--dry-run', 'how does billing reach its database?'], { cwd: root });
+    assert.ok(dry.stdout.includes(DB_PASSWORD), 'turned off, the file is sent as written');
+  });
+
+  it('leaves ordinary code alone: names, lookups, placeholders, hashes', () => {
+    for (const text of [
+      'def check_password(user, password):',
+      'password = os.environ["DB_PASSWORD"]',
+      'token = get_token(request)',
+      'api_key: ${API_KEY}',
+      'password = "changeme"',
+      'const passwordField = "password";',
+      'sha = "a3f5b2c1d4e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0"',
+      'integrity: sha512-Zq7Xv2LmR9kW4pN7sJ3yB6cF1hD5gA0eT',
+    ])
+      assert.equal(redactSecrets(text).text, text, text);
+  });
+});
