@@ -4,6 +4,7 @@ import { resolveConfig, type UserConfig } from './config/config.ts';
 import { type Embedder, openEmbedder } from './embed/index.ts';
 import { QuarryError } from './errors.ts';
 import { type IndexOptions, type IndexReport, indexRepository } from './index/indexer.ts';
+import { decodeText } from './index/process-file.ts';
 import type { IndexStatus, Project } from './project/types.ts';
 import { createHttpReranker } from './rerank/rerank.ts';
 import { type SearchOptions, type SearchResponse, search } from './search/search.ts';
@@ -204,7 +205,7 @@ function readInside(root: string, rel: string): string | null | undefined {
     if (lstatSync(abs).isSymbolicLink()) return null;
     const real = realpathSync(abs);
     if (!real.startsWith(realpathSync(root) + sep)) return null;
-    return readFileSync(real, 'utf8');
+    return decodeText(readFileSync(real));
   } catch {
     return undefined;
   }

@@ -115,6 +115,26 @@ describe('indexing', () => {
     );
   });
 
+  it('reads UTF-16 files with a byte-order mark as text (regression: skipped as binary)', async () => {
+    const source = 'def utf_sixteen_greeting():\n    return "héllo"\n';
+    const root = makeTree({
+      'le.py': Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(source, 'utf16le')]),
+      'be.py': Buffer.concat([
+        Buffer.from([0xfe, 0xff]),
+        Buffer.from(source.replace('utf_sixteen', 'big_endian'), 'utf16le').swap16(),
+      ]),
+    });
+    trees.push(root);
+    const r = await indexOnce(root);
+    assert.deepEqual(r.skippedByContent, []);
+    const store = openSqliteStore(indexPaths(root).db);
+    assert.equal((await store.findSymbols(['utf_sixteen_greeting'])).length, 1);
+    assert.equal((await store.findSymbols(['big_endian_greeting'])).length, 1);
+    const le = (await store.getFilesChunks(['le.py'])).get('le.py')!;
+    assert.match(le[0]!.text, /return "héllo"/);
+    await store.close();
+  });
+
   it('skips a private key by content whatever its name', async () => {
     const root = makeTree({
       'notes.txt': '-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n',
