@@ -153,6 +153,7 @@ describe('secrets (regression: secrets inside ordinary files were indexed and se
       'def check_password(user, password):',
       'password = os.environ["DB_PASSWORD"]',
       'token = get_token(request)',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: an environment placeholder, as written in a config file
       'api_key: ${API_KEY}',
       'password = "changeme"',
       'const passwordField = "password";',
