@@ -249,6 +249,7 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
       report.interrupted = report.embedding.interrupted;
     }
     if (!report.interrupted) {
+      if (report.updated + report.deleted > 0) await store.settle?.();
       await store.setMeta('last_indexed_at', String(Date.now()));
       await store.setMeta('run', JSON.stringify({ finishedAt: Date.now(), pending: 0 }));
     }

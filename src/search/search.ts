@@ -445,11 +445,16 @@ export function fuse(
   const { fusion, rrfK, lexicalWeight } = config.search;
   const denseWeight = config.search.denseWeight * Math.min(1, Math.max(0, options.queryCoverage ?? 1));
   const rrf = (rank: number | undefined, w: number) => (rank === undefined ? 0 : w / (rrfK + rank + 1));
+  // ranks by score; equal scores by place (a chunk id is looked up, a path is its own place)
+  const placeOf = (key: string | number) =>
+    typeof key === 'number'
+      ? (cands.get(key)?.hit ?? { path: '', startLine: key })
+      : { path: key, startLine: 0 };
   const rankOf = (scores: Map<string | number, number>) =>
     new Map(
       [...scores.entries()]
         .filter(([, v]) => v > 0)
-        .sort((a, b) => b[1] - a[1])
+        .sort((a, b) => b[1] - a[1] || byPlace(placeOf(a[0]), placeOf(b[0])))
         .map(([key], i) => [key, i] as const),
     );
 
@@ -467,9 +472,7 @@ export function fuse(
       c.final =
         rrf(lexRank.get(c.hit.chunkId), lexicalWeight) + rrf(denseRank.get(c.hit.chunkId), denseWeight);
   }
-  const ordered = all
-    .filter((c) => c.final > 0)
-    .sort((a, b) => b.final - a.final || a.hit.chunkId - b.hit.chunkId);
+  const ordered = all.filter((c) => c.final > 0).sort((a, b) => b.final - a.final || byPlace(a.hit, b.hit));
 
   // file order
   let fileScores: Map<string, number>;
@@ -504,6 +507,14 @@ export function fuse(
     .map(([path, score]) => ({ path, score: round(score) }))
     .sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1));
   return { ordered, files };
+}
+
+/**
+ * Equal scores are ordered by place (path, then line), never by row id: ids depend on the index's history (an
+ * updated file gets new ones), and the order must not.
+ */
+function byPlace(a: { path: string; startLine: number }, b: { path: string; startLine: number }): number {
+  return a.path < b.path ? -1 : a.path > b.path ? 1 : a.startLine - b.startLine;
 }
 
 /** Did any word of the query point at this candidate (its text, its file's text or name, a symbol)? */

@@ -449,6 +449,9 @@ export async function openChromaStore(options: ChromaStoreOptions): Promise<Stor
     listSymbols: (paths) => core.listSymbols(paths),
     allDefinitions: () => core.allDefinitions(),
     stats: () => core.stats(),
+    settle: async () => {
+      await core.settle?.();
+    },
     close: () => core.close(),
   };
 }

@@ -498,6 +498,51 @@ export class SqliteStore implements Store {
       .immediate();
   }
 
+  async settle(): Promise<void> {
+    // BM25 reads the row count and the token totals from FTS5's "averages" record, and a DELETE from a
+    // contentless-delete table leaves them as they were (measured: 30 updated and 8 deleted files left 158 rows
+    // counted for 120, SQLite 3.53), so an updated index ranked differently from a clean build of the same files.
+    // The exact figures are in the table's docsize rows: recount them (30 ms for 5,762 chunks) and write the
+    // record as a clean build has it. Document frequencies need nothing: deleted rows' postings are skipped.
+    this.db
+      .transaction(() => {
+        for (const t of ['chunks_fts', 'files_fts', 'refs_fts']) {
+          let rows = 0;
+          let totals: number[] = [];
+          for (const r of this.db.prepare(`SELECT sz FROM ${t}_docsize`).iterate() as Iterable<{
+            sz: Buffer;
+          }>) {
+            const sizes = readVarints(r.sz);
+            if (totals.length < sizes.length)
+              totals = [...totals, ...new Array(sizes.length - totals.length).fill(0)];
+            sizes.forEach((n, i) => {
+              totals[i]! += n;
+            });
+            rows++;
+          }
+          const columns = this.ftsColumns(t);
+          while (totals.length < columns) totals.push(0);
+          // FTS5's own record, in its own format; SQLite's defensive mode guards shadow tables, lifted for this
+          // one statement (the integrity check in test/history.test.ts reads the result)
+          this.db.unsafeMode(true);
+          try {
+            this.db
+              .prepare(`UPDATE ${t}_data SET block = ? WHERE id = 1`)
+              .run(Buffer.from(writeVarints([rows, ...totals.slice(0, columns)])));
+          } finally {
+            this.db.unsafeMode(false);
+          }
+        }
+      })
+      .immediate();
+    this.wrote = true;
+  }
+
+  /** Columns of an FTS5 table. */
+  private ftsColumns(table: string): number {
+    return (this.db.prepare(`SELECT count(*) AS n FROM pragma_table_info(?)`).get(table) as { n: number }).n;
+  }
+
   async deleteFiles(paths: string[]): Promise<void> {
     if (!paths.length) return;
     this.wrote = true;
@@ -1056,4 +1101,40 @@ export class SqliteStore implements Store {
 
 export function openSqliteStore(path: string, options?: SqliteStoreOptions): SqliteStore {
   return new SqliteStore(path, options);
+}
+
+/** SQLite's varints (big-endian, 7 bits a byte, the ninth byte whole), as FTS5 stores sizes and totals. */
+function readVarints(buf: Buffer): number[] {
+  const out: number[] = [];
+  let i = 0;
+  while (i < buf.length) {
+    let v = 0;
+    let n = 0;
+    for (;;) {
+      const b = buf[i++]!;
+      if (n === 8) {
+        v = v * 256 + b;
+        break;
+      }
+      v = v * 128 + (b & 0x7f);
+      n++;
+      if (!(b & 0x80)) break;
+    }
+    out.push(v);
+  }
+  return out;
+}
+
+function writeVarints(values: number[]): number[] {
+  const out: number[] = [];
+  for (let v of values) {
+    const bytes: number[] = [v % 128];
+    v = Math.floor(v / 128);
+    while (v > 0) {
+      bytes.unshift((v % 128) | 0x80);
+      v = Math.floor(v / 128);
+    }
+    out.push(...bytes);
+  }
+  return out;
 }

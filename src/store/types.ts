@@ -236,6 +236,12 @@ export interface StoreCore {
   allDefinitions(): Promise<ReferenceGraph['defs']>;
 
   stats(): Promise<StoreStats>;
+  /**
+   * After a run that changed or deleted rows: bring the lexical statistics (document counts and lengths behind BM25)
+   * to what a clean build of the same content has, so that ranking never depends on the index's history. Stores
+   * whose statistics are always exact need not have it.
+   */
+  settle?(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -1,0 +1,89 @@
+// The index's content decides its ranking, not the way it got there (regression: after an incremental update,
+// lexical scores differed from a clean build of byte-identical content, enough to swap ranks).
+import assert from 'node:assert/strict';
+import { cpSync, mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { indexProject } from '../src/api.ts';
+import { makeTree, openLexical, removeTree } from './helpers.ts';
+
+const trees: string[] = [];
+after(() => {
+  for (const t of trees) removeTree(t);
+});
+
+/** A small code base whose words overlap, so that document frequencies and lengths decide the order. */
+function source(i: number, variant = 0): string {
+  const words = ['cache', 'retry', 'token', 'parser', 'socket', 'buffer', 'stream', 'config'];
+  const pick = (k: number) => words[(i * 3 + k + variant) % words.length]!;
+  return `export function ${pick(0)}${pick(1)}Handler${i}(input: string): string {\n  // ${pick(2)} ${pick(3)} ${pick(0)}\n  const ${pick(4)} = input.split('${pick(5)}');\n  return ${pick(4)}.join('${pick(6)}') + '${'x'.repeat(i % 7)}';\n}\n`;
+}
+
+const QUERIES = [
+  'cache retry handler',
+  'token parser',
+  'socket buffer stream',
+  'config split join',
+  'retry token',
+];
+
+async function rankings(root: string) {
+  const project = await openLexical(root);
+  try {
+    const out: Array<Array<[string, number]>> = [];
+    for (const q of QUERIES) {
+      const r = await project.search(q, { topK: 20, mode: 'lexical' });
+      out.push(r.results.map((x) => [`${x.path}:${x.startLine}`, x.score] as [string, number]));
+    }
+    return out;
+  } finally {
+    await project.close();
+  }
+}
+
+test('after adding, changing and deleting files, search ranks and scores as a clean build of the same files', async () => {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 120; i++) files[`src/m${i % 6}/f${i}.ts`] = source(i);
+  const root = makeTree(files);
+  trees.push(root);
+  const project = await openLexical(root);
+  await indexProject(project);
+  // 30 changed, 8 deleted, 8 added: the incremental run
+  for (let i = 0; i < 30; i++) writeFileSync(join(root, `src/m${i % 6}/f${i}.ts`), source(i, 1));
+  for (let i = 30; i < 38; i++) unlinkSync(join(root, `src/m${i % 6}/f${i}.ts`));
+  mkdirSync(join(root, 'src/new'));
+  for (let i = 200; i < 208; i++) writeFileSync(join(root, `src/new/f${i}.ts`), source(i, 2));
+  await indexProject(project);
+  await project.close();
+
+  // a clean build of byte-identical content
+  const clean = makeTree({});
+  trees.push(clean);
+  cpSync(root, clean, { recursive: true, filter: (p) => !p.includes('.quarry') });
+  rmSync(join(clean, '.quarry'), { recursive: true, force: true });
+  const cleanProject = await openLexical(clean);
+  await indexProject(cleanProject);
+  await cleanProject.close();
+
+  // FTS5's own consistency check accepts the corrected statistics
+  const db = new Database(join(root, '.quarry', 'index.db'));
+  for (const t of ['chunks_fts', 'files_fts', 'refs_fts'])
+    db.prepare(`INSERT INTO ${t}(${t}, rank) VALUES('integrity-check', 1)`).run();
+  db.close();
+
+  const a = await rankings(root);
+  const b = await rankings(clean);
+  for (const [i, q] of QUERIES.entries()) {
+    assert.deepEqual(
+      a[i]!.map(([k]) => k),
+      b[i]!.map(([k]) => k),
+      `"${q}": the incremental index ranks differently from a clean build`,
+    );
+    for (const [j, [k, s]] of a[i]!.entries())
+      assert.ok(
+        Math.abs(s - b[i]![j]![1]) < 1e-9,
+        `"${q}" ${k}: score ${s} after the update, ${b[i]![j]![1]} clean`,
+      );
+  }
+});
