@@ -97,6 +97,7 @@ retries = 4
       contextLines: 5,
       namedFileShare: 0.25,
       systemPrompt: 'from the file',
+      redactSecrets: true,
     });
     assert.deepEqual(c.llm, {
       model: 'ollama:qwen2.5-coder:7b',
