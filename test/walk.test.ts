@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { walk } from '../src/workspace/walk.ts';
@@ -89,6 +89,45 @@ describe('walking the tree', () => {
     assert.deepEqual(result.files.map((f) => f.path).sort(), ['.env.example', 'app.ts', 'id_rsa.pub']);
     assert.equal(result.skipped.filter((s) => s.reason === 'secret').length, 5);
     assert.equal(paths(root, testConfig({ includeSecrets: true })).length, 8);
+  });
+
+  it('names a file whose name is not valid UTF-8 instead of dropping it (regression: in no count at all)', () => {
+    const root = makeTree({ 'ok.ts': 'export const ok = 1;\n' });
+    trees.push(root);
+    writeFileSync(
+      Buffer.concat([Buffer.from(`${root}/caf`), Buffer.from([0xe9]), Buffer.from('.ts')]),
+      'x\n',
+    );
+    const r = walk(root, testConfig());
+    assert.deepEqual(
+      r.files.map((f) => f.path),
+      ['ok.ts'],
+    );
+    assert.deepEqual(
+      r.skipped.map((s) => [s.path, s.reason]),
+      [['caf\uFFFD.ts', 'bad-name']],
+    );
+  });
+
+  it('leaves out a hard link to a file outside the root, named, unless asked (regression: indexed and served)', () => {
+    const outside = makeTree({ passwd: 'root:x:0:0:root:/root:/bin/bash\n' });
+    const root = makeTree({ 'ok.ts': 'export const ok = 1;\n' });
+    trees.push(outside, root);
+    linkSync(join(outside, 'passwd'), join(root, 'users.txt'));
+    const r = walk(root, testConfig());
+    assert.deepEqual(
+      r.files.map((f) => f.path),
+      ['ok.ts'],
+    );
+    assert.deepEqual(
+      r.skipped.map((s) => [s.path, s.reason]),
+      [['users.txt', 'hard-link']],
+    );
+    const asked = walk(root, testConfig({ includeHardLinks: true }));
+    assert.deepEqual(
+      asked.files.map((f) => f.path),
+      ['ok.ts', 'users.txt'],
+    );
   });
 
   it('skips files over the size limit', () => {

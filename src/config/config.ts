@@ -118,6 +118,8 @@ export interface QuarryConfig {
   maxFileBytes: number;
   /** Index files that look like secrets (`.env*`, private keys, credentials). Default false. */
   includeSecrets: boolean;
+  /** Index files with more than one name (hard links), which may be files outside the project. Default false. */
+  includeHardLinks?: boolean;
   /** Extra ignore patterns (gitignore syntax), on top of `.gitignore` and `.quarryignore`. */
   ignore: string[];
   chunk: ChunkOptions;
@@ -221,6 +223,7 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
   const out: UserConfig = {};
   if (file.max_file_bytes !== undefined) out.maxFileBytes = file.max_file_bytes;
   if (file.include_secrets !== undefined) out.includeSecrets = file.include_secrets;
+  if (file.include_hard_links !== undefined) out.includeHardLinks = file.include_hard_links;
   if (file.workers !== undefined) out.workers = file.workers;
   if (file.ignore !== undefined) out.ignore = file.ignore;
   if (file.chunk) {
@@ -374,6 +377,8 @@ function fromEnv(env: NodeJS.ProcessEnv): UserConfig {
   if (env.QUARRY_STORE) out.store = { ...out.store, driver: storeDriver(env.QUARRY_STORE, 'QUARRY_STORE') };
   if (env.QUARRY_REPO) out.store = { ...out.store, repo: env.QUARRY_REPO };
   if (env.QUARRY_INCLUDE_SECRETS) out.includeSecrets = /^(1|true|yes)$/i.test(env.QUARRY_INCLUDE_SECRETS);
+  if (env.QUARRY_INCLUDE_HARD_LINKS)
+    out.includeHardLinks = /^(1|true|yes)$/i.test(env.QUARRY_INCLUDE_HARD_LINKS);
   return out;
 }
 

@@ -18,6 +18,11 @@ export const SettingsSchema = z
   .strictObject({
     max_file_bytes: positive.describe('files larger than this many bytes are skipped (default 1048576)'),
     include_secrets: z.boolean().describe('index files that look like secrets (default false)'),
+    include_hard_links: z
+      .boolean()
+      .describe(
+        'index files with several names (hard links), which may be files outside the project (default false)',
+      ),
     ignore: z.array(z.string()).describe('extra ignore patterns, gitignore syntax'),
     workers: count.describe('parse workers for indexing; 0 picks one per core, at most 4'),
     chunk: z

@@ -11,13 +11,22 @@ export interface WalkEntry {
   mtimeMs: number;
 }
 
-export type SkipReason = 'too-large' | 'secret' | 'symlink' | 'special' | 'unreadable' | 'bad-name';
+export type SkipReason =
+  | 'too-large'
+  | 'secret'
+  | 'symlink'
+  | 'hard-link'
+  | 'special'
+  | 'unreadable'
+  | 'bad-name';
 
 /** Why each reason is one, for people (`quarry files`, `quarry index`'s notes). */
 export const SKIP_REASONS: Record<SkipReason, string> = {
   'too-large': 'over the size limit (max_file_bytes, --max-file-size)',
   secret: 'a secret-looking name (--include-secrets to index it)',
   symlink: 'a symbolic link (never followed)',
+  'hard-link':
+    'a hard link: its other names may be outside the project (include_hard_links = true to index it)',
   special: 'not a regular file (FIFO, socket, device)',
   unreadable: 'cannot be read',
   'bad-name': 'its name is not valid UTF-8 (rename it)',
@@ -247,6 +256,11 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
         continue;
       }
       if (!st.isFile()) continue;
+      // git never makes hard links in a checkout; one may be another name of a file outside the root (/etc/passwd)
+      if (st.nlink > 1 && !config.includeHardLinks) {
+        skip({ path: rel, reason: 'hard-link' });
+        continue;
+      }
       if (st.size > config.maxFileBytes) {
         skip({ path: rel, reason: 'too-large', detail: `${st.size} bytes` });
         continue;
@@ -318,6 +332,7 @@ export function statPaths(
       !st?.isFile() ||
       isIgnored(dir.matchers, rel, false, dir.overridden) ||
       (!config.includeSecrets && looksLikeSecretPath(rel)) ||
+      (st.nlink > 1 && !config.includeHardLinks) ||
       st.size > config.maxFileBytes
     ) {
       excluded.push(rel);
