@@ -135,6 +135,24 @@ describe('indexing', () => {
     await store.close();
   });
 
+  it('indexes files named after Object.prototype members (found by fuzzing: "constructor" failed a NOT NULL)', async () => {
+    const root = makeTree({
+      constructor: 'plain text\n',
+      'x.__proto__': 'more\n',
+      'toString.ts': 'export const a = 1;\n',
+    });
+    trees.push(root);
+    const r = await indexOnce(root);
+    assert.equal(r.files, 3);
+    const store = openSqliteStore(indexPaths(root).db);
+    assert.deepEqual((await store.listFiles()).map((f) => [f.path, f.language]).sort(), [
+      ['constructor', 'text'],
+      ['toString.ts', 'typescript'],
+      ['x.__proto__', 'text'],
+    ]);
+    await store.close();
+  });
+
   it('skips a private key by content whatever its name', async () => {
     const root = makeTree({
       'notes.txt': '-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n',

@@ -96,6 +96,12 @@ describe('LLM providers against a real HTTP server that speaks their streaming p
     );
   });
 
+  it('a provider named after an Object.prototype member is unknown, not a crash', async () => {
+    await assert.rejects(openLlm({ ...DEFAULT_CONFIG.llm, retries: 0 }, 'constructor:x', {}), (err: Error) =>
+      /unknown model provider "constructor"/.test(err.message),
+    );
+  });
+
   it('takes the key from the config when given there', async () => {
     const p = await openLlm(
       { ...DEFAULT_CONFIG.llm, baseUrl: `${server.url}/v1`, retries: 0, apiKey: 'sk-from-config' },

@@ -100,7 +100,10 @@ export function modelServerUrl(llm: LlmOptions): string | undefined {
   if (provider === 'gguf') return undefined;
   const local = ['ollama', 'lmstudio', 'vllm', 'llamacpp', 'compat'];
   if (!local.includes(provider) && !llm.baseUrl) return undefined;
-  const base = withV1(provider, llm.baseUrl ?? PROVIDERS[provider]?.baseUrl);
+  const base = withV1(
+    provider,
+    llm.baseUrl ?? (Object.hasOwn(PROVIDERS, provider) ? PROVIDERS[provider]?.baseUrl : undefined),
+  );
   if (!base) return undefined;
   // ollama's API root answers /api/tags; OpenAI-compatible servers answer /models
   return provider === 'ollama' ? `${base.replace(/\/$/, '')}/tags` : `${base.replace(/\/$/, '')}/models`;
@@ -134,7 +137,8 @@ export async function openLlm(
     const { openGguf } = await import('./gguf.ts');
     return openGguf(model, llm);
   }
-  const p = PROVIDERS[provider];
+  // own keys only: `constructor:x` must be an unknown provider, not Object's constructor
+  const p = Object.hasOwn(PROVIDERS, provider) ? PROVIDERS[provider] : undefined;
   if (!p)
     throw new QuarryError(
       'BAD_INPUT',

@@ -146,7 +146,7 @@ function packageDir(name: string): string {
 const assetCache = new Map<string, { body: string; type: string }>();
 
 function panelAsset(name: string): { body: string; type: string } | undefined {
-  const entry = PANEL_ASSETS[name];
+  const entry = Object.hasOwn(PANEL_ASSETS, name) ? PANEL_ASSETS[name] : undefined;
   if (!entry) return undefined;
   let asset = assetCache.get(name);
   if (!asset) {

@@ -60,12 +60,12 @@ const BY_NAME: Record<string, LanguageInfo> = {
 /** The language of `path` (by extension, or whole file name); `text` for anything else that is text. */
 export function detectLanguage(path: string): LanguageInfo {
   const base = path.slice(path.lastIndexOf('/') + 1).toLowerCase();
-  const named = BY_NAME[base];
-  if (named) return named;
+  // own keys only: a file named `constructor` or `x.__proto__` must not find Object.prototype's members
+  if (Object.hasOwn(BY_NAME, base)) return BY_NAME[base]!;
   const dot = base.lastIndexOf('.');
   if (dot > 0) {
-    const byExt = BY_EXTENSION[base.slice(dot)];
-    if (byExt) return byExt;
+    const ext = base.slice(dot);
+    if (Object.hasOwn(BY_EXTENSION, ext)) return BY_EXTENSION[ext]!;
   }
   return { id: 'text' };
 }
