@@ -11,3 +11,6 @@ npm run --silent lint
 npm run --silent typecheck
 ./scripts/test-install.sh # the packed tarball, installed as a user installs it, indexes and answers a hybrid search
 npm test
+# the kill loop's fast mode: kill -9 during indexing, integrity after each kill, the resumed index equal to a clean
+# build (bench/kill-loop.ts; docs/reliability.md has the long runs)
+node --import tsx bench/kill-loop.ts --kills 12 --files 200
