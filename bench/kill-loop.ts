@@ -7,10 +7,12 @@
 // resumed run. At the end the run is let finish, and files, chunks, symbols, references, FTS answers and (with
 // --embed) the vectors' count are compared with a clean build, and the same fixed queries are searched in both.
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import * as sqliteVec from 'sqlite-vec';
 import { openProject } from '../src/api.ts';
 import { CLI, dumpIndex } from '../test/helpers.ts';
 
@@ -31,7 +33,12 @@ const random = () => {
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
 };
 const TSX = import.meta.resolve('tsx');
-const ENV = { ...process.env, QUARRY_EMBED: EMBED ? 'local' : 'none', QUARRY_SHARED_CACHE: 'off', NO_COLOR: '1' };
+const ENV = {
+  ...process.env,
+  QUARRY_EMBED: EMBED ? 'local' : 'none',
+  QUARRY_SHARED_CACHE: 'off',
+  NO_COLOR: '1',
+};
 
 function makeCorpus(root: string): void {
   mkdirSync(join(root, '.git'), { recursive: true });
@@ -49,13 +56,20 @@ function makeCorpus(root: string): void {
 }
 
 /** `quarry index` as a child; resolves with its exit code (or the signal that ended it). */
-function runIndex(root: string, killAfterMs?: number): Promise<{ code: number | null; signal: string | null; ms: number }> {
+function runIndex(
+  root: string,
+  killAfterMs?: number,
+): Promise<{ code: number | null; signal: string | null; ms: number }> {
   return new Promise((resolve) => {
     const started = performance.now();
-    const child = spawn(process.execPath, ['--import', TSX, CLI, 'index', root, '--quiet', ...(EMBED ? [] : ['--no-embed'])], {
-      env: ENV,
-      stdio: 'ignore',
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', TSX, CLI, 'index', root, '--quiet', ...(EMBED ? [] : ['--no-embed'])],
+      {
+        env: ENV,
+        stdio: 'ignore',
+      },
+    );
     let timer: NodeJS.Timeout | undefined;
     if (killAfterMs !== undefined) timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
     child.on('close', (code, signal) => {
@@ -121,6 +135,36 @@ const a = dumpIndex(db);
 const b = dumpIndex(join(clean, '.quarry', 'index.db'));
 for (const k of ['files', 'chunks', 'symbols', 'fts'] as const)
   if (JSON.stringify(a[k]) !== JSON.stringify(b[k])) failures.push(`${k} differ from a clean build`);
+// with --embed: every vector (by file and chunk) and the embedder record, bit for bit
+const vectorDigest = (path: string) => {
+  const d = new Database(path, { readonly: true });
+  try {
+    sqliteVec.load(d);
+    const hash = createHash('sha256');
+    for (const r of d
+      .prepare(
+        `SELECT f.path, c.ordinal, v.embedding FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id
+         JOIN files f ON f.id = c.file_id ORDER BY f.path, c.ordinal`,
+      )
+      .iterate() as Iterable<{ path: string; ordinal: number; embedding: Buffer }>)
+      hash.update(`${r.path}\0${r.ordinal}\0`).update(r.embedding);
+    for (const r of d
+      .prepare(
+        `SELECT f.path, v.embedding FROM file_vectors v JOIN files f ON f.id = v.file_id ORDER BY f.path`,
+      )
+      .iterate() as Iterable<{ path: string; embedding: Buffer }>)
+      hash.update(`${r.path}\0`).update(r.embedding);
+    const embedder = d.prepare(`SELECT value FROM meta WHERE key = 'embedder_id'`).pluck().get();
+    const count = d.prepare('SELECT count(*) FROM chunk_vectors').pluck().get();
+    return `${embedder} ${count} ${hash.digest('hex')}`;
+  } finally {
+    d.close();
+  }
+};
+if (EMBED) {
+  const [va, vb] = [vectorDigest(db), vectorDigest(join(clean, '.quarry', 'index.db'))];
+  if (va !== vb) failures.push(`vectors differ from a clean build: ${va} vs ${vb}`);
+}
 const queries = ['cache state', 'retry value', 'helper input field', 'socket parser token'];
 const searchAll = async (r: string) => {
   const p = await openProject({ root: r, env: ENV });
@@ -128,7 +172,13 @@ const searchAll = async (r: string) => {
     const out: string[] = [];
     for (const q of queries)
       out.push(
-        JSON.stringify((await p.search(q, { mode: 'lexical', topK: 10 })).results.map((x) => [x.path, x.startLine, x.score])),
+        JSON.stringify(
+          (await p.search(q, { mode: 'lexical', topK: 10 })).results.map((x) => [
+            x.path,
+            x.startLine,
+            x.score,
+          ]),
+        ),
       );
     return out;
   } finally {
