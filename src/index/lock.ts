@@ -10,7 +10,8 @@ interface LockInfo {
   startedAt: number;
 }
 
-function alive(pid: number): boolean {
+/** Whether a process of this machine still runs (EPERM: it runs, as another user). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

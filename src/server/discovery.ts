@@ -1,5 +1,6 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { alive } from '../index/lock.ts';
 import { writeAtomic } from '../workspace/atomic.ts';
 import { indexPaths } from '../workspace/root.ts';
 
@@ -29,15 +30,6 @@ export function announceServer(root: string, note: Omit<ServerNote, 'pid' | 'sta
     // only our own note: another server may have started since
     if (findServer(root, { alive: false })?.pid === process.pid) rmSync(path, { force: true });
   };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** The server announced for this checkout, if its process still runs. */
