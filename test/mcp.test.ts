@@ -131,6 +131,14 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
       await client.callTool({ name: 'read_file', arguments: { path: 'lib.rs', start: 2, end: 4 } }),
     );
     assert.match(read, /^lib\.rs:2-4 of \d+\n2 {2}/);
+    // every repository the server holds (here one), each result labelled with its repository
+    const every = dataOf(
+      await client.callTool({
+        name: 'search_code',
+        arguments: { query: 'Registry register', top_k: 2, repo: '*' },
+      }),
+    );
+    assert.equal(every.results[0].path, 'lib.rs', JSON.stringify(every));
     const map = await client.callTool({ name: 'repo_map', arguments: { budget: 300 } });
     assert.ok(dataOf(map).files.length >= 1);
     assert.match(textOf(map), /^\S+\.\w+\n\s+\d+: /m);

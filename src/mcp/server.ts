@@ -127,11 +127,9 @@ export function createMcpServer(set: ProjectSet, options: McpServerOptions = {})
     for (const p of byRoot.values()) void p.then((x) => x.close()).catch(() => undefined);
     byRoot.clear();
   };
-  /** Replaces secrets in text an agent receives, unless the project's settings say not to. */
-  const redactsFor = async (repo: string | undefined, root: string | undefined) => {
-    const p = await projectOf(repo, root);
-    return (text: string) => (p.config.context.redactSecrets === false ? text : redactSecrets(text).text);
-  };
+  /** Replaces secrets in text an agent receives from a project, unless its settings say not to. */
+  const redactFor = (p: Project) => (text: string) =>
+    p.config.context.redactSecrets === false ? text : redactSecrets(text).text;
   const rootArg = z
     .string()
     .optional()
@@ -177,16 +175,20 @@ export function createMcpServer(set: ProjectSet, options: McpServerOptions = {})
           ...(mode ? { mode } : {}),
           filter: { ...(path ? { pathPrefixes: path } : {}), ...(language ? { languages: language } : {}) },
         };
+        const projects =
+          repo === '*'
+            ? await Promise.all((await set.list()).map((r) => set.get(r.name)))
+            : [await projectOf(repo, root)];
         const res =
           repo === '*'
-            ? await searchMany(
-                await Promise.all((await set.list()).map((r) => set.get(r.name))),
-                query,
-                options,
-              )
-            : await (await projectOf(repo, root)).search(query, options);
-        const redacting = await redactsFor(repo, root);
-        const results = res.results.map(resultJson).map((r) => ({ ...r, snippet: redacting(r.snippet) }));
+            ? await searchMany(projects, query, options)
+            : await projects[0]!.search(query, options);
+        // each snippet redacted by the settings of the repository it comes from
+        const byName = new Map(projects.map((p) => [p.name, p]));
+        const results = res.results.map(resultJson).map((r) => ({
+          ...r,
+          snippet: redactFor(byName.get(r.repo ?? '') ?? projects[0]!)(r.snippet),
+        }));
         const lines = [
           results.length
             ? `${results.length} result${results.length === 1 ? '' : 's'} (${res.mode}) for "${query}":`
@@ -380,7 +382,7 @@ export function createMcpServer(set: ProjectSet, options: McpServerOptions = {})
           end: Math.min(end ?? start + 1999, start + 1999),
         });
         // what an agent reads goes to its model: secrets inside the file are replaced, line for line
-        const redact = await redactsFor(repo, root);
+        const redact = redactFor(project);
         const slice = read.lines.length
           ? { ...read, lines: redact(read.lines.join('\n')).split('\n') }
           : read;
