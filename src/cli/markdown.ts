@@ -2,12 +2,19 @@ import chalk from 'chalk';
 import { Marked } from 'marked';
 import { markedTerminal } from 'marked-terminal';
 
+const renderers = new Map<number, Marked>();
+
 /** Markdown to terminal text (marked + marked-terminal): headings, emphasis, lists, tables, code blocks. */
 export function renderMarkdown(markdown: string, options: { color: boolean; width: number }): string {
   // marked-terminal styles through chalk's shared instance: its level follows quarry's colour decision
   chalk.level = options.color ? (Math.max(1, chalk.level) as 1) : 0;
-  const marked = new Marked();
-  marked.use(markedTerminal({ reflowText: false, width: options.width, tab: 2 }) as never);
+  // one renderer per terminal width, not one per block
+  let marked = renderers.get(options.width);
+  if (!marked) {
+    marked = new Marked();
+    marked.use(markedTerminal({ reflowText: false, width: options.width, tab: 2 }) as never);
+    renderers.set(options.width, marked);
+  }
   const out = marked.parse(markdown) as string;
   // citations stand out: [3] src/api.ts:10-20
   return options.color ? out.replace(/\[(\d+)\]/g, (m) => chalk.magenta(m)) : out;

@@ -1,7 +1,6 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { openProject } from '../api.ts';
-import { noProjectHere } from '../server/listen.ts';
-import { findProjectRoot } from '../workspace/root.ts';
+import { requireProject } from '../server/listen.ts';
 import { type CliContext, remoteOf } from './answer-commands.ts';
 
 /** Resolves on Ctrl-C or SIGTERM. */
@@ -98,7 +97,7 @@ export function registerServeCommands(program: Command, cli: CliContext): void {
     .option('--init', INIT_HELP)
     .action(async (opts) => {
       const root = cli.globals().root;
-      if (!root && !opts.init && !findProjectRoot(process.cwd())) throw noProjectHere(process.cwd(), 'watch');
+      requireProject(process.cwd(), 'watch', { root, init: opts.init });
       const { startAutoSync } = await import('../watch/autosync.ts');
       const project = await openProject({ ...(root ? { root } : {}), create: true });
       const c = cli.colors(io.stdout);

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync, readSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Command } from 'commander';
@@ -30,18 +30,6 @@ interface FileVerdict {
   reason: string;
 }
 
-/** Reads at most `n` bytes of a file (content checks look at the head; minified and key checks at the text). */
-function readHead(path: string, n: number): Buffer {
-  const fd = openSync(path, 'r');
-  try {
-    const buf = Buffer.alloc(n);
-    const got = readSync(fd, buf, 0, n, 0);
-    return buf.subarray(0, got);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 export function listFiles(root: string, config: QuarryConfig, content: boolean): FileVerdict[] {
   const ignored: WalkIgnore[] = [];
   const { files, skipped } = walk(root, config, { onIgnore: (i) => ignored.push(i) });
@@ -50,7 +38,8 @@ export function listFiles(root: string, config: QuarryConfig, content: boolean):
     let verdict: FileVerdict = { path: f.path, status: 'index', reason: '' };
     if (content) {
       try {
-        const v = contentVerdict(readHead(join(root, f.path), config.maxFileBytes), config);
+        // the walk kept only files within the size limit: read each whole, as the indexer does
+        const v = contentVerdict(readFileSync(join(root, f.path)), config);
         if (v.skip)
           verdict = {
             path: f.path,

@@ -53,11 +53,17 @@ export function looksMinified(text: string): boolean {
   return longest > 2000 && text.length / lines > 300;
 }
 
+/** UTF-16 with a byte-order mark (Windows tools write it), or null. */
+function utf16Of(buf: Uint8Array): 'utf-16le' | 'utf-16be' | null {
+  if (buf.length >= 2 && buf[0] === 0xff && buf[1] === 0xfe) return 'utf-16le';
+  if (buf.length >= 2 && buf[0] === 0xfe && buf[1] === 0xff) return 'utf-16be';
+  return null;
+}
+
 /** A file's text: UTF-8, or UTF-16 when it starts with a byte-order mark. */
 export function decodeText(buf: Uint8Array): string {
-  if (buf.length >= 2 && buf[0] === 0xff && buf[1] === 0xfe) return new TextDecoder('utf-16le').decode(buf);
-  if (buf.length >= 2 && buf[0] === 0xfe && buf[1] === 0xff) return new TextDecoder('utf-16be').decode(buf);
-  return decoder.decode(buf);
+  const utf16 = utf16Of(buf);
+  return utf16 ? new TextDecoder(utf16).decode(buf) : decoder.decode(buf);
 }
 
 /** What a file's bytes say: left without chunks (binary, minified, holding a private key), or its text. */
@@ -65,15 +71,10 @@ export function contentVerdict(
   buf: Uint8Array,
   config: Pick<QuarryConfig, 'includeSecrets'>,
 ): { skip: 'binary' | 'minified' | 'secret' } | { skip: null; text: string } {
-  // UTF-16 with a byte-order mark (Windows tools write it): text, though every other byte is NUL
-  const utf16 =
-    buf.length >= 2 && buf[0] === 0xff && buf[1] === 0xfe
-      ? 'utf-16le'
-      : buf.length >= 2 && buf[0] === 0xfe && buf[1] === 0xff
-        ? 'utf-16be'
-        : null;
+  // UTF-16 is text though every other byte is NUL: judged on its decoded text
+  const utf16 = utf16Of(buf) !== null;
   if (!utf16 && looksBinary(buf)) return { skip: 'binary' };
-  const text = utf16 ? new TextDecoder(utf16).decode(buf) : decoder.decode(buf);
+  const text = decodeText(buf);
   if (utf16 && looksBinary(new TextEncoder().encode(text))) return { skip: 'binary' };
   if (looksMinified(text)) return { skip: 'minified' };
   if (!config.includeSecrets && containsPrivateKey(text)) return { skip: 'secret' };

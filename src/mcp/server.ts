@@ -12,9 +12,8 @@ import { openServedSet, type ProjectSet, searchMany } from '../project/set.ts';
 import type { Project } from '../project/types.ts';
 import { resultJson } from '../search/search.ts';
 import { announceServer } from '../server/discovery.ts';
-import { checkPort, listenError, noProjectHere } from '../server/listen.ts';
+import { checkPort, listenError, requireProject } from '../server/listen.ts';
 import { type LiveProject, openLiveProject } from '../watch/live.ts';
-import { findProjectRoot } from '../workspace/root.ts';
 
 const VERSION = '0.1.0';
 /** Characters of one tool result before it is cut (with a note saying how to get the rest). */
@@ -534,8 +533,7 @@ function flatText(value: Record<string, unknown>, prefix = ''): string {
 export async function createQuarryMcp(
   options: McpOptions & { log?: (m: string) => void },
 ): Promise<QuarryMcp> {
-  if (!options.remote && !options.root && !options.init && !findProjectRoot(process.cwd()))
-    throw noProjectHere(process.cwd(), 'mcp');
+  if (!options.remote) requireProject(process.cwd(), 'mcp', options);
   const live = options.remote ? null : await openLiveProject({ ...options, create: true });
   const set = await openServedSet(options.remote ? { remote: options.remote } : { live });
   return {

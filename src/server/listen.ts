@@ -1,4 +1,5 @@
 import { QuarryError } from '../errors.ts';
+import { findProjectRoot } from '../workspace/root.ts';
 
 /** A port is a whole number 0–65535 (0: any free one); anything else is a one-line error before anything starts. */
 export function checkPort(port: number | undefined): void {
@@ -28,6 +29,11 @@ export function listenError(err: NodeJS.ErrnoException, host: string, port: numb
  * Long-running commands never start an index in a folder that is no project (an agent that runs `quarry mcp` in
  * the home folder must not index the home folder): they take `--root` or `--init`.
  */
+/** Refuses (NO_ROOT) unless a root is given, `--init` is, or `cwd` is inside a project. */
+export function requireProject(cwd: string, command: string, given: { root?: string; init?: boolean }): void {
+  if (!given.root && !given.init && !findProjectRoot(cwd)) throw noProjectHere(cwd, command);
+}
+
 export function noProjectHere(cwd: string, command: string): QuarryError {
   return new QuarryError(
     'NO_ROOT',

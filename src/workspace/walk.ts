@@ -196,9 +196,8 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
   const onIgnore = options.onIgnore;
   /** Ignored? Reported to `onIgnore` with its rule when someone listens. */
   const left = (matchers: readonly Matcher[], rel: string, dir: boolean, over: ReadonlySet<Matcher>) => {
-    if (!onIgnore) return isIgnored(matchers, rel, dir, over);
     const m = ignoredBy(matchers, rel, dir, over);
-    if (m) onIgnore({ path: rel, dir, rule: m.source });
+    if (m) onIgnore?.({ path: rel, dir, rule: m.source });
     return m !== undefined;
   };
 
