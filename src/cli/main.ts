@@ -83,9 +83,8 @@ async function warmServerProject(rootOption: string | undefined): Promise<Projec
   if (!note) return undefined;
   try {
     const { openRemoteProject } = await import('../project/remote.ts');
-    const remote = await openRemoteProject({ url: note.url });
-    await remote.status(); // answers, and is quarry
-    return remote;
+    // opening asks the server for its status once: it answers, and is quarry
+    return await openRemoteProject({ url: note.url });
   } catch {
     return undefined;
   }
