@@ -24,7 +24,8 @@ export interface ChunkOptions {
   overlapLines: number;
 }
 
-export type EmbedProvider = 'local' | 'onnx' | 'ollama' | 'openai' | 'gemini' | 'none';
+/** The names the settings schema accepts (config/schema.ts), as a type. */
+export type EmbedProvider = (typeof EMBED_PROVIDERS)[number];
 const PROVIDERS: readonly EmbedProvider[] = EMBED_PROVIDERS;
 
 export interface EmbedOptions {
@@ -100,7 +101,7 @@ export interface LlmOptions {
   retries: number;
 }
 
-export type StoreDriver = 'sqlite' | 'postgres' | 'chroma';
+export type StoreDriver = (typeof STORE_DRIVERS)[number];
 const DRIVERS: readonly StoreDriver[] = STORE_DRIVERS;
 
 /** Where the index lives (`[store]`): the embedded SQLite file, a PostgreSQL database, or a Chroma server. */
