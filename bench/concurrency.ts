@@ -39,8 +39,11 @@ function run(args: string[]): Promise<{ code: number | null; out: string; ms: nu
     const started = performance.now();
     const child = spawn(process.execPath, ['--import', TSX, CLI, ...args], { cwd: root, env: ENV });
     let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
+    const append = (d: Buffer) => {
+      out += d;
+    };
+    child.stdout.on('data', append);
+    child.stderr.on('data', append);
     child.on('close', (code) => resolve({ code, out, ms: performance.now() - started }));
   });
 }

@@ -271,12 +271,22 @@ describe('fuzzing', () => {
           let err = '';
           const sink = (append: (s: string) => void) =>
             ({
-              write: (s: string) => (append(String(s)), true),
+              write: (s: string) => {
+                append(String(s));
+                return true;
+              },
               isTTY: false,
               columns: 80,
             }) as unknown as NodeJS.WriteStream;
           const code = await Promise.race([
-            main(argv, { stdout: sink((s) => (out += s)), stderr: sink((s) => (err += s)) }),
+            main(argv, {
+              stdout: sink((s) => {
+                out += s;
+              }),
+              stderr: sink((s) => {
+                err += s;
+              }),
+            }),
             new Promise<'hang'>((r) => setTimeout(() => r('hang'), 30_000).unref()),
           ]);
           assert.notEqual(code, 'hang', `quarry ${JSON.stringify(argv)} hung`);
