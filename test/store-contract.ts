@@ -83,6 +83,7 @@ export function storeContract(open: () => Promise<Store>): void {
     assert.equal(stats.files, 1);
     assert.equal(stats.chunks, 1);
     assert.equal(stats.symbols, 1);
+    assert.deepEqual(await s.check(), [], 'the driver’s check finds a replaced file sound');
     await s.close();
   });
 
@@ -100,6 +101,8 @@ export function storeContract(open: () => Promise<Store>): void {
       ['b.ts'],
     );
     assert.deepEqual(await s.findSymbols(['alpha']), []);
+    await s.settle?.();
+    assert.deepEqual(await s.check(), [], 'the driver’s check finds nothing left of a deleted file');
     await s.close();
   });
 
@@ -305,6 +308,7 @@ export function storeContract(open: () => Promise<Store>): void {
     assert.deepEqual([status.files, status.coarse, status.refined, status.chunkVectors], [2, 2, 1, 2]);
     assert.deepEqual(status.embedder, { id: 'test-embedder', dimension: 3 });
     assert.deepEqual(await v.embedder(), { id: 'test-embedder', dimension: 3 });
+    assert.deepEqual(await s.check(), [], 'vectors agree with the files marked embedded');
 
     const near = await v.searchChunks(vec([0.9, 0, 0.1]), 2);
     assert.equal(near[0]?.chunkId, aChunks[0]!.chunkId);
@@ -327,6 +331,8 @@ export function storeContract(open: () => Promise<Store>): void {
 
     await s.deleteFiles(['b.ts']);
     assert.deepEqual(await v.searchFiles(vec([0, 1, 0]), 5), [], 'a deleted file’s vector is gone');
+    await s.settle?.();
+    assert.deepEqual(await s.check(), [], 'no vector outlives its file');
 
     assert.deepEqual(await v.useEmbedder('other-embedder', 3), { reset: true });
     status = await v.status();

@@ -162,8 +162,24 @@ describe('PostgreSQL: bad input and faults', () => {
     const a = await openFor(t, big, repo, false);
     const b = await openFor(t, clean, cleanRepo, false);
     assert.deepEqual(await snapshot(a.store), await snapshot(b.store));
+    assert.deepEqual(await a.store.check(), [], 'the driver’s check finds the resumed index sound');
     await a.close();
     await b.close();
+    // a BM25 counter that disagrees with its rows is found by the check, and by quarry doctor
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    await admin.query(`UPDATE quarry_repos SET chunk_docs = chunk_docs + 5 WHERE name = $1`, [repo]);
+    await admin.end();
+    const c = await openFor(t, big, repo, false);
+    const problems = await c.store.check();
+    await c.close();
+    assert.ok(
+      problems.some((p) => /BM25 counts \d+ chunk documents but the rows hold \d+/.test(p)),
+      problems.join('\n'),
+    );
+    const doctor = runCli(['doctor', '--root', big], { env });
+    assert.equal(doctor.code, 6, doctor.stdout + doctor.stderr);
+    assert.match(doctor.stdout, /problems? in the index: BM25 counts/);
   });
 
   it('serves search, ask --dry-run, the HTTP API and MCP from PostgreSQL as from SQLite', async () => {
@@ -305,6 +321,7 @@ describe('Chroma: bad input, foreign collections, and hybrid search equal to SQL
     }
     await here.close();
     const embedderId = (await there.store.vectors!.embedder())!.id;
+    assert.deepEqual(await there.store.check(), [], 'every file marked embedded has its vectors in Chroma');
     await there.close();
 
     // tamper: the collection now says another embedder made it
@@ -312,6 +329,12 @@ describe('Chroma: bad input, foreign collections, and hybrid search equal to SQL
     const mine = (await client.listCollections()).filter((c) => c.name.startsWith(`quarry-${repo}-`));
     assert.equal(mine.length, 2);
     const chunks = mine.find((c) => c.name.endsWith('-chunks'))!;
+    // a vector lost from Chroma behind quarry's back is found by the driver's check
+    await chunks.delete({ ids: (await chunks.get({ limit: 1 })).ids });
+    const checked = await openProject({ root, userConfig: false, env });
+    const problems = await checked.store.check();
+    await checked.close();
+    assert.deepEqual(problems, ['Chroma lacks 1 vectors of chunks marked embedded']);
     await chunks.modify({ metadata: { quarry_embedder: 'someone-else', quarry_dimension: 768 } });
     const again = await openProject({ root, userConfig: false, env });
     await assert.rejects(

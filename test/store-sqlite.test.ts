@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { openSqliteStore, SCHEMA_VERSION } from '../src/store/sqlite.ts';
-import { makeTree, removeTree } from './helpers.ts';
+import { indexLexically, makeTree, removeTree, runCli } from './helpers.ts';
 import { storeContract } from './store-contract.ts';
 
 const dirs: string[] = [];
@@ -19,6 +19,46 @@ describe('SqliteStore: the store contract', () => {
 });
 
 describe('SqliteStore specifics', () => {
+  it('its check finds rows behind the index’s back, a wrong BM25 count, and nothing in a sound index', async () => {
+    const root = makeTree({
+      'a.ts': 'export function alpha() {\n  return 1;\n}\n',
+      'b.ts': 'export function beta() {\n  return alpha();\n}\n',
+    });
+    dirs.push(root);
+    await indexLexically(root);
+    const path = join(root, '.quarry', 'index.db');
+    const store = openSqliteStore(path);
+    assert.deepEqual(await store.check(), []);
+    await store.close();
+    // a BM25 row count that the rows do not have (what an update left before settle() recounted)
+    const db = new Database(path);
+    db.unsafeMode(true);
+    db.prepare(`UPDATE chunks_fts_data SET block = ? WHERE id = 1`).run(Buffer.from([9, 1, 1, 1]));
+    db.unsafeMode(false);
+    const s1 = openSqliteStore(path);
+    let problems = await s1.check();
+    await s1.close();
+    assert.ok(
+      problems.some((p) => /chunks_fts counts 9 documents for BM25 but holds 2/.test(p)),
+      problems.join('\n'),
+    );
+    // a chunk deleted behind the full-text table's back
+    db.pragma('foreign_keys = OFF');
+    db.prepare(`DELETE FROM chunks WHERE id = (SELECT min(id) FROM chunks)`).run();
+    db.close();
+    const s2 = openSqliteStore(path);
+    problems = await s2.check();
+    await s2.close();
+    assert.ok(
+      problems.some((p) => /chunks_fts has 1 documents of no chunks/.test(p)),
+      problems.join('\n'),
+    );
+    // quarry doctor says so, with the count, and exits 6
+    const doctor = runCli(['doctor'], { cwd: root });
+    assert.equal(doctor.code, 6, doctor.stdout + doctor.stderr);
+    assert.match(doctor.stdout + doctor.stderr, /problems? in the index: .*chunks_fts/);
+  });
+
   it('uses WAL and records its schema version', async () => {
     const path = freshPath();
     const s = openSqliteStore(path);

@@ -204,7 +204,13 @@ export async function runDoctor(root: string | undefined): Promise<Check[]> {
         const project = await timed(openProject({ root }), 10_000);
         try {
           const s = await project.store.stats();
-          return `${target.driver} ${project.location === root ? indexPaths(root).db : project.store.location}: ${s.files} files, ${s.chunks} chunks`;
+          // the driver's own consistency check (SQLite's integrity check, FTS5's, and quarry's invariants)
+          const problems = await timed(project.store.check(), 120_000);
+          if (problems.length)
+            throw new Error(
+              `${problems.length} problem${problems.length === 1 ? '' : 's'} in the index: ${problems.slice(0, 3).join('; ')}`,
+            );
+          return `${target.driver} ${project.location === root ? indexPaths(root).db : project.store.location}: ${s.files} files, ${s.chunks} chunks, consistent`;
         } finally {
           await project.close();
         }

@@ -226,6 +226,9 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
       }
     }
     report.interrupted = options.signal?.aborted ?? false;
+    // lexical statistics exact before anything searches them; the store knows whether they wait for a recount (a
+    // run killed before this point leaves it to the next run, whatever that run changes)
+    if (!report.interrupted) await store.settle?.();
     if (!report.interrupted && options.embedder && store.vectors) {
       const shared = cacheFor(store, config);
       try {
@@ -249,7 +252,6 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
       report.interrupted = report.embedding.interrupted;
     }
     if (!report.interrupted) {
-      if (report.updated + report.deleted > 0) await store.settle?.();
       await store.setMeta('last_indexed_at', String(Date.now()));
       await store.setMeta('run', JSON.stringify({ finishedAt: Date.now(), pending: 0 }));
     }

@@ -153,6 +153,45 @@ export class ChromaStore {
     return id;
   }
 
+  /**
+   * Vectors against the phase marks in SQLite: every chunk of a file marked embedded has its record, every file
+   * marked with a coarse vector has one, and no record speaks of a chunk that is gone or of another file. (Records
+   * of files not yet marked are expected after a kill between Chroma's write and the mark: the next run rewrites
+   * them.)
+   */
+  async check(): Promise<string[]> {
+    const cols = await this.collections();
+    if (!cols) return [];
+    const problems: string[] = [];
+    const rows = this.sqlite.phaseRows();
+    const all = async (col: Collection) => {
+      const out = new Map<string, string>();
+      for (let offset = 0; ; offset += 1000) {
+        const page = await this.call('checking vectors', () =>
+          col.get({ limit: 1000, offset, include: ['metadatas'] as never }),
+        );
+        page.ids.forEach((id, i) => {
+          out.set(id, String((page.metadatas[i] as { path?: string } | null)?.path ?? ''));
+        });
+        if (page.ids.length < 1000) return out;
+      }
+    };
+    const chunkRecords = await all(cols.chunks);
+    let missing = 0;
+    let stray = 0;
+    for (const [id, c] of rows.chunks) if (c.phase === 2 && !chunkRecords.has(id)) missing++;
+    for (const [id, path] of chunkRecords) if (rows.chunks.get(id)?.path !== path) stray++;
+    if (missing) problems.push(`Chroma lacks ${missing} vectors of chunks marked embedded`);
+    if (stray) problems.push(`Chroma holds ${stray} chunk vectors of no chunk (or of another file)`);
+    const fileRecords = await all(cols.files);
+    let coarse = 0;
+    for (const [path, phase] of rows.files) if (phase >= 1 && !fileRecords.has(path)) coarse++;
+    const strayFiles = [...fileRecords.keys()].filter((p) => !rows.files.has(p)).length;
+    if (coarse) problems.push(`Chroma lacks ${coarse} file vectors of files marked with one`);
+    if (strayFiles) problems.push(`Chroma holds ${strayFiles} file vectors of no file`);
+    return problems;
+  }
+
   async ping(): Promise<void> {
     await this.call('connecting', () => this.client.heartbeat());
   }
@@ -452,6 +491,7 @@ export async function openChromaStore(options: ChromaStoreOptions): Promise<Stor
     settle: async () => {
       await core.settle?.();
     },
+    check: async () => [...(await core.check()), ...(await chroma.check())],
     close: () => core.close(),
   };
 }

@@ -204,6 +204,9 @@ export function sqliteIndexExists(path: string): boolean {
   return existsSync(path);
 }
 
+/** Meta key set while FTS5's BM25 statistics wait for a recount (settle()). */
+const UNSETTLED = 'fts_unsettled';
+
 export class SqliteStore implements Store {
   readonly kind = 'sqlite';
   readonly location: string;
@@ -436,6 +439,9 @@ export class SqliteStore implements Store {
     this.stmts.deleteChunks.run(id);
     this.stmts.deleteSymbols.run(id);
     if (this.stmts.deleteRefs.run(id).changes) this.stmts.deleteRefsFts.run(id);
+    // FTS5 leaves its averages record as it was on DELETE: marked in the same transaction, so that a run killed
+    // before settle() still leaves the recount to the next run
+    this.stmts.setMeta.run(UNSETTLED, '1');
   }
 
   private readonly replaceTx = (updates: FileUpdate[]): void => {
@@ -499,6 +505,7 @@ export class SqliteStore implements Store {
   }
 
   async settle(): Promise<void> {
+    if (!(await this.getMeta(UNSETTLED))) return;
     // BM25 reads the row count and the token totals from FTS5's "averages" record, and a DELETE from a
     // contentless-delete table leaves them as they were (measured: 30 updated and 8 deleted files left 158 rows
     // counted for 120, SQLite 3.53), so an updated index ranked differently from a clean build of the same files.
@@ -533,9 +540,68 @@ export class SqliteStore implements Store {
             this.db.unsafeMode(false);
           }
         }
+        this.db.prepare('DELETE FROM meta WHERE key = ?').run(UNSETTLED);
       })
       .immediate();
     this.wrote = true;
+  }
+
+  /** FTS5's row count in a table's averages record (what BM25 reads). */
+  private ftsCountedRows(table: string): number {
+    const block = this.db.prepare(`SELECT block FROM ${table}_data WHERE id = 1`).pluck().get() as
+      | Buffer
+      | undefined;
+    return block ? (readVarints(block)[0] ?? 0) : 0;
+  }
+
+  async check(): Promise<string[]> {
+    const problems: string[] = [];
+    const rows = (sql: string) => this.db.prepare(sql).pluck().all() as unknown[];
+    const count = (sql: string) => Number(this.db.prepare(sql).pluck().get());
+    for (const r of rows('PRAGMA integrity_check')) if (r !== 'ok') problems.push(`SQLite: ${String(r)}`);
+    for (const r of this.db.pragma('foreign_key_check') as Array<{ table: string; parent: string }>)
+      problems.push(`a row of ${r.table} points at a missing ${r.parent} row`);
+    for (const t of ['chunks_fts', 'files_fts', 'refs_fts']) {
+      try {
+        this.db.prepare(`INSERT INTO ${t}(${t}, rank) VALUES('integrity-check', 1)`).run();
+      } catch (err) {
+        problems.push(`full-text table ${t}: ${(err as Error).message}`);
+      }
+    }
+    // every lexical document belongs to exactly one row, and the other way round
+    const pairs: Array<[string, string, string]> = [
+      ['chunks_fts', 'SELECT id FROM chunks', 'chunks'],
+      ['files_fts', 'SELECT DISTINCT file_id FROM chunks', 'files with chunks'],
+      ['refs_fts', 'SELECT file_id FROM file_refs', 'files with references'],
+    ];
+    for (const [t, ids, what] of pairs) {
+      const extra = count(`SELECT count(*) FROM ${t}_docsize WHERE id NOT IN (${ids})`);
+      const missing = count(`SELECT count(*) FROM (${ids}) x WHERE x.${ids.includes('file_id') ? 'file_id' : 'id'} NOT IN (SELECT id FROM ${t}_docsize)`);
+      if (extra) problems.push(`${t} has ${extra} documents of no ${what}`);
+      if (missing) problems.push(`${missing} ${what} have no document in ${t}`);
+      if (!(await this.getMeta(UNSETTLED))) {
+        const counted = this.ftsCountedRows(t);
+        const actual = count(`SELECT count(*) FROM ${t}_docsize`);
+        if (counted !== actual && actual > 0)
+          problems.push(`${t} counts ${counted} documents for BM25 but holds ${actual}`);
+      }
+    }
+    if (this.vectorTables) {
+      const orphans = count(`SELECT count(*) FROM chunk_vectors WHERE chunk_id NOT IN (SELECT id FROM chunks)`);
+      if (orphans) problems.push(`${orphans} chunk vectors belong to no chunk`);
+      const fileOrphans = count(`SELECT count(*) FROM file_vectors WHERE file_id NOT IN (SELECT id FROM files)`);
+      if (fileOrphans) problems.push(`${fileOrphans} file vectors belong to no file`);
+      const unrefined = count(
+        `SELECT count(DISTINCT c.file_id) FROM chunks c JOIN files f ON f.id = c.file_id
+         WHERE f.vec_phase = 2 AND c.id NOT IN (SELECT chunk_id FROM chunk_vectors)`,
+      );
+      if (unrefined) problems.push(`${unrefined} files are marked embedded but lack chunk vectors`);
+      const coarse = count(
+        `SELECT count(*) FROM files WHERE vec_phase >= 1 AND id NOT IN (SELECT file_id FROM file_vectors)`,
+      );
+      if (coarse) problems.push(`${coarse} files are marked with a file vector they lack`);
+    }
+    return problems;
   }
 
   /** Columns of an FTS5 table. */
@@ -844,6 +910,19 @@ export class SqliteStore implements Store {
       .immediate();
     this.wrote = true;
     return marked;
+  }
+
+  /** Every chunk (id → file path) and each file's vector phase, for an engine that keeps vectors to check itself. */
+  phaseRows(): { chunks: Map<string, { path: string; phase: number }>; files: Map<string, number> } {
+    const chunks = new Map<string, { path: string; phase: number }>();
+    for (const r of this.db
+      .prepare(`SELECT c.id, f.path, f.vec_phase FROM chunks c JOIN files f ON f.id = c.file_id`)
+      .iterate() as Iterable<Row>)
+      chunks.set(String(r.id), { path: r.path as string, phase: r.vec_phase as number });
+    const files = new Map<string, number>();
+    for (const r of this.db.prepare(`SELECT path, vec_phase FROM files`).iterate() as Iterable<Row>)
+      files.set(r.path as string, r.vec_phase as number);
+    return { chunks, files };
   }
 
   /** Forgets every file's vector phase (the vectors' engine was reset). */

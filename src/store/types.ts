@@ -242,6 +242,13 @@ export interface StoreCore {
    * whose statistics are always exact need not have it.
    */
   settle?(): Promise<void>;
+  /**
+   * The driver's own consistency check, read-only: each problem found, in one line, and none when the index is
+   * sound. The engine's own check where it has one, and quarry's invariants: no row without its file, every
+   * lexical document belonging to a row, the lexical statistics equal to the rows, files marked embedded having
+   * their vectors. `quarry doctor` and the kill loop run it.
+   */
+  check(): Promise<string[]>;
   close(): Promise<void>;
 }
 
