@@ -251,7 +251,9 @@ async function compareWithClean(tree: string, repo: string, label: string): Prom
     // (its `lexical` part asks for terms of another corpus: the fixed queries below stand for it here)
     for (const k of Object.keys(sb).filter((k) => k !== 'lexical'))
       if (JSON.stringify(sa[k]) !== JSON.stringify(sb[k]))
-        failures.push(`${label}: ${k} differ from a clean build${process.env.KILL_DEBUG ? `: ${JSON.stringify(sa[k]).slice(0, 300)} vs ${JSON.stringify(sb[k]).slice(0, 300)}` : ''}`);
+        failures.push(
+          `${label}: ${k} differ from a clean build${process.env.KILL_DEBUG ? `: ${JSON.stringify(sa[k]).slice(0, 300)} vs ${JSON.stringify(sb[k]).slice(0, 300)}` : ''}`,
+        );
     if (STORE === 'sqlite') {
       const a = dumpIndex(join(tree, '.quarry', 'index.db'));
       const b = dumpIndex(join(clean, '.quarry', 'index.db'));

@@ -1342,7 +1342,8 @@ export class PostgresStore implements Store {
            (SELECT count(*) FROM quarry_files f WHERE f.repo = $1 AND f.vec_phase >= 1
               AND NOT EXISTS (SELECT 1 FROM ${t.files} v WHERE v.file_id = f.id)) AS coarse`,
       );
-      if (Number(v?.unrefined)) problems.push(`${v!.unrefined} files are marked embedded but lack chunk vectors`);
+      if (Number(v?.unrefined))
+        problems.push(`${v!.unrefined} files are marked embedded but lack chunk vectors`);
       if (Number(v?.coarse)) problems.push(`${v!.coarse} files are marked with a file vector they lack`);
     }
     // PostgreSQL's own check of the B-tree indexes, where the amcheck extension is installed

@@ -576,7 +576,9 @@ export class SqliteStore implements Store {
     ];
     for (const [t, ids, what] of pairs) {
       const extra = count(`SELECT count(*) FROM ${t}_docsize WHERE id NOT IN (${ids})`);
-      const missing = count(`SELECT count(*) FROM (${ids}) x WHERE x.${ids.includes('file_id') ? 'file_id' : 'id'} NOT IN (SELECT id FROM ${t}_docsize)`);
+      const missing = count(
+        `SELECT count(*) FROM (${ids}) x WHERE x.${ids.includes('file_id') ? 'file_id' : 'id'} NOT IN (SELECT id FROM ${t}_docsize)`,
+      );
       if (extra) problems.push(`${t} has ${extra} documents of no ${what}`);
       if (missing) problems.push(`${missing} ${what} have no document in ${t}`);
       if (!(await this.getMeta(UNSETTLED))) {
@@ -587,9 +589,13 @@ export class SqliteStore implements Store {
       }
     }
     if (this.vectorTables) {
-      const orphans = count(`SELECT count(*) FROM chunk_vectors WHERE chunk_id NOT IN (SELECT id FROM chunks)`);
+      const orphans = count(
+        `SELECT count(*) FROM chunk_vectors WHERE chunk_id NOT IN (SELECT id FROM chunks)`,
+      );
       if (orphans) problems.push(`${orphans} chunk vectors belong to no chunk`);
-      const fileOrphans = count(`SELECT count(*) FROM file_vectors WHERE file_id NOT IN (SELECT id FROM files)`);
+      const fileOrphans = count(
+        `SELECT count(*) FROM file_vectors WHERE file_id NOT IN (SELECT id FROM files)`,
+      );
       if (fileOrphans) problems.push(`${fileOrphans} file vectors belong to no file`);
       const unrefined = count(
         `SELECT count(DISTINCT c.file_id) FROM chunks c JOIN files f ON f.id = c.file_id
