@@ -87,3 +87,39 @@ test('after adding, changing and deleting files, search ranks and scores as a cl
       );
   }
 });
+
+test('a run that ended after its updates but before the recount (a kill) leaves the recount to the next run', async () => {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 60; i++) files[`src/f${i}.ts`] = source(i);
+  const root = makeTree(files);
+  trees.push(root);
+  let project = await openLexical(root);
+  await indexProject(project);
+  for (let i = 0; i < 20; i++) writeFileSync(join(root, `src/f${i}.ts`), source(i, 1));
+  for (let i = 20; i < 26; i++) unlinkSync(join(root, `src/f${i}.ts`));
+  // the process dies between the last write and the recount: the recount never runs
+  const store = project.store as { settle?: () => Promise<void> };
+  store.settle = async () => {};
+  await indexProject(project);
+  await project.close();
+  // the next run finds every file up to date, and still recounts
+  project = await openLexical(root);
+  const report = await indexProject(project);
+  assert.equal(report.updated + report.added + report.deleted, 0);
+  assert.deepEqual(await project.store.check(), []);
+  await project.close();
+
+  const clean = makeTree({});
+  trees.push(clean);
+  cpSync(root, clean, { recursive: true, filter: (p) => !p.includes('.quarry') });
+  const cleanProject = await openLexical(clean);
+  await indexProject(cleanProject);
+  await cleanProject.close();
+  const [a, b] = [await rankings(root), await rankings(clean)];
+  for (const [i, q] of QUERIES.entries())
+    for (const [j, [k, s]] of a[i]!.entries())
+      assert.ok(
+        Math.abs(s - b[i]![j]![1]) < 1e-9,
+        `"${q}" ${k}: score ${s} after the resume, ${b[i]![j]![1]} clean`,
+      );
+});
