@@ -5,8 +5,22 @@ import { countTokens as countO200k } from 'gpt-tokenizer';
  * by a few percent on code; the safety margin of `outputBudget` absorbs that.
  */
 export function countTokens(text: string): number {
-  return text ? countO200k(text) : 0;
+  if (!text) return 0;
+  // BPE merges within one pre-token cost time quadratic in its length: a run of thousands of characters with no
+  // space (minified code, base64, a pasted blob) took seconds. Such runs are counted in slices (at most a token
+  // more per slice than whole).
+  if (!LONG_RUN.test(text)) return countO200k(text);
+  let n = 0;
+  const rest = text.replace(LONG_RUNS, (run) => {
+    for (let i = 0; i < run.length; i += RUN_SLICE) n += countO200k(run.slice(i, i + RUN_SLICE));
+    return ' ';
+  });
+  return n + countO200k(rest);
 }
+
+const RUN_SLICE = 512;
+const LONG_RUN = /\S{1024}/;
+const LONG_RUNS = /\S{1024,}/g;
 
 /** Context windows (input + output tokens) per model family; the first pattern that matches wins. */
 const WINDOWS: Array<[RegExp, number]> = [

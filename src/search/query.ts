@@ -48,7 +48,8 @@ export function analyzeQuery(raw: string): AnalyzedQuery {
 
   // backticked or called names (`parseConfig`, parse_config()) are code for sure
   const codeSpans = new Set<string>();
-  for (const m of raw.matchAll(/`([^`\n]{1,120})`|([A-Za-z_$][\w$]*)\(\)/g))
+  // (a name starts only where a word does: from anywhere inside a long word, the scan was quadratic)
+  for (const m of raw.matchAll(/`([^`\n]{1,120})`|(?<![\w$])([A-Za-z_$][\w$]*)\(\)/g))
     codeSpans.add((m[1] ?? m[2])!.trim());
 
   // words keep dots, slashes and dashes so that `registry.py`, `src/server` and `trie-router` survive

@@ -319,11 +319,12 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
   const body = async (c: Context): Promise<Record<string, unknown>> => {
     let b: unknown;
     try {
-      b = (await c.req.json()) ?? {};
+      b = await c.req.json();
     } catch {
       throw new QuarryError('BAD_INPUT', 'the request body is not valid JSON');
     }
-    if (typeof b !== 'object' || Array.isArray(b)) throw new QuarryError('BAD_INPUT', 'send a JSON object');
+    if (typeof b !== 'object' || b === null || Array.isArray(b))
+      throw new QuarryError('BAD_INPUT', 'send a JSON object');
     return b as Record<string, unknown>;
   };
   const questionOf = (b: Record<string, unknown>): string => {
