@@ -186,6 +186,9 @@ async function dropIndex(): Promise<void> {
     const c = new p.default.Client({ connectionString: server!.url });
     await c.connect();
     await c.query(`DELETE FROM quarry_repos WHERE name = $1`, [REPO]);
+    // the embedding cache is shared by the database's repositories: without this, every run after the first
+    // found its vectors there and finished before the kill
+    await c.query(`DELETE FROM quarry_embed_cache`);
     await c.end();
   }
   // Chroma's collections are named after the index id kept in the SQLite file just removed: a new id, new ones

@@ -216,6 +216,8 @@ export type IndexProjectOptions = Omit<IndexOptions, 'root' | 'config' | 'store'
   embed?: boolean;
   /** Told once when there are no vectors to be had, and why. */
   onNotice?: (message: string) => void;
+  /** Progress of distilling the static embedding table, the first time a machine uses it. */
+  onDistill?: (done: number, total: number) => void;
 };
 
 /** Index (or bring up to date) an opened project: lexical rows first, then vectors when an embedder is there. */
@@ -223,10 +225,14 @@ export async function indexProject(
   project: LocalProject,
   options: IndexProjectOptions = {},
 ): Promise<IndexReport> {
-  const { embed = true, onNotice, ...rest } = options;
+  const { embed = true, onNotice, onDistill, ...rest } = options;
   const embedder =
     embed && project.store.vectors
-      ? await openEmbedder(project.config, { background: true, ...(onNotice ? { onNotice } : {}) })
+      ? await openEmbedder(project.config, {
+          background: true,
+          ...(onNotice ? { onNotice } : {}),
+          ...(onDistill ? { onDistill } : {}),
+        })
       : undefined;
   try {
     return await indexRepository({

@@ -190,6 +190,8 @@ export async function main(
             progress.end();
             io.stderr.write(`${err.yellow('note')}: ${m}\n`);
           },
+          onDistill: (done, total) =>
+            progress.update('distilling the static table', done, total, 0, undefined, ''),
           signal: controller.signal,
           lockWaitMs: opts.wait ? 24 * 3600 * 1000 : 0,
           ...(opts.workers !== undefined ? { workers: opts.workers } : {}),

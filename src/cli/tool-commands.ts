@@ -167,7 +167,7 @@ export async function runDoctor(root: string | undefined): Promise<Check[]> {
     existsSync(tokenizer) ? tokenizer : `${tokenizer} is missing — reinstall quarry`,
   );
   const config = resolveConfig(root ? { root } : {});
-  if (config.embed.provider === 'local') {
+  if (config.embed.provider === 'local' || config.embed.provider === 'static') {
     const weights = findWeights({ modelDir: config.embed.modelDir });
     if (!weights)
       add(

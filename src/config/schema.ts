@@ -11,7 +11,7 @@ const positive = z.number().int().positive();
 const share = z.number().min(0).max(1);
 const weight = z.number().nonnegative();
 
-export const EMBED_PROVIDERS = ['local', 'onnx', 'ollama', 'openai', 'gemini', 'none'] as const;
+export const EMBED_PROVIDERS = ['local', 'static', 'onnx', 'ollama', 'openai', 'gemini', 'none'] as const;
 export const STORE_DRIVERS = ['sqlite', 'postgres', 'chroma'] as const;
 
 export const SettingsSchema = z
@@ -37,7 +37,9 @@ export const SettingsSchema = z
       .strictObject({
         provider: z
           .enum(EMBED_PROVIDERS)
-          .describe('local (all-MiniLM-L6-v2 on ONNX), a remote service, or none'),
+          .describe(
+            'local (all-MiniLM-L6-v2 on ONNX), static (a token table distilled from it: seconds, no transformer), a remote service, or none',
+          ),
         model: z.string(),
         base_url: z.string(),
         api_key_env: z.string(),

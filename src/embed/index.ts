@@ -2,7 +2,7 @@ import { basename } from 'node:path';
 import type { QuarryConfig } from '../config/config.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { createLocalEmbedder } from './local.ts';
-import { downloadWeights, findWeights, weightsFileIn } from './models.ts';
+import { downloadWeights, findWeights, MODEL_NAME, weightsFileIn } from './models.ts';
 import { createRemoteEmbedder } from './remote.ts';
 import type { Embedder } from './types.ts';
 import { createWorkerEmbedder } from './worker-pool.ts';
@@ -58,6 +58,8 @@ export interface OpenEmbedderOptions {
   env?: NodeJS.ProcessEnv;
   /** Told, once, why there are no vectors and how to get them. */
   onNotice?: (message: string) => void;
+  /** Progress of distilling the static table (embed.provider = "static"), the first time on a machine. */
+  onDistill?: (done: number, total: number) => void;
   /** onnxruntime threads (local provider). */
   threads?: number;
   /** Run the model on background worker threads at lowered priority (for indexing). */
@@ -75,7 +77,7 @@ export async function openEmbedder(
   if (config.embed.provider === 'none') return undefined;
   const env = options.env ?? process.env;
   if (config.embed.provider === 'onnx') return openCustomOnnx(config, options);
-  if (config.embed.provider !== 'local') return openRemote(config, env);
+  if (config.embed.provider !== 'local' && config.embed.provider !== 'static') return openRemote(config, env);
   let weights = findWeights({ modelDir: config.embed.modelDir, env });
   try {
     if (!weights && config.embed.download) weights = (await downloadWeights(env)).path;
@@ -87,6 +89,23 @@ export async function openEmbedder(
       return undefined;
     }
     const threads = options.threads ?? (config.embed.threads || undefined);
+    if (config.embed.provider === 'static') {
+      // the table distilled from these weights (once per machine, kept in the model cache)
+      const { verifiedWeights } = await import('./local.ts');
+      const { openStaticEmbedder } = await import('./static.ts');
+      const info = await verifiedWeights(weights);
+      let told = false;
+      return await openStaticEmbedder(weights, info.sha256, {
+        env,
+        ...(threads ? { threads } : {}),
+        onProgress: (done, total) => {
+          if (!told)
+            options.onNotice?.(`distilling the static embedding table from ${MODEL_NAME} (once per machine)`);
+          told = true;
+          options.onDistill?.(done, total);
+        },
+      });
+    }
     const local = await createLocalEmbedder({ weights, ...(threads ? { threads } : {}) });
     if (!options.background) return local;
     return createWorkerEmbedder({

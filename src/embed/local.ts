@@ -59,7 +59,14 @@ export async function verifiedWeights(path: string): Promise<WeightsInfo> {
  * all-MiniLM-L6-v2 on onnxruntime-node: WordPiece tokens (the model's own tokenizer.json), mean pooling over the
  * attention mask, L2-normalised, 384 dimensions. Texts are batched by token length so that little goes to padding.
  */
-export async function createLocalEmbedder(options: LocalEmbedderOptions): Promise<Embedder> {
+/** The local embedder, plus what distilling the static tier needs: raw token-id batches and the weights' hash. */
+export interface LocalEmbedder extends Embedder {
+  /** Runs sequences of token ids as they are (no tokenising, no truncation): one pooled vector each. */
+  embedIds(batch: number[][]): Promise<Float32Array[]>;
+  readonly weightsSha256: string;
+}
+
+export async function createLocalEmbedder(options: LocalEmbedderOptions): Promise<LocalEmbedder> {
   const custom = options.custom;
   const info: WeightsInfo = custom
     ? {
@@ -160,6 +167,8 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
       : `local:${MODEL_NAME}/${info.variant}@${info.sha256.slice(0, 8)}`,
     dimension,
     maxTokens: MAX_TOKENS,
+    weightsSha256: info.sha256,
+    embedIds: runBatch,
     countTokens: (text) => encode(text).length,
     async embed(texts: string[], kind: EmbedKind): Promise<Float32Array[]> {
       const p = prefix[kind];
