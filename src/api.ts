@@ -5,8 +5,9 @@ import { type Embedder, openEmbedder } from './embed/index.ts';
 import { QuarryError } from './errors.ts';
 import { type IndexOptions, type IndexReport, indexRepository } from './index/indexer.ts';
 import { decodeText } from './index/process-file.ts';
+import type { LlmProvider } from './llm/provider.ts';
 import type { IndexStatus, Project } from './project/types.ts';
-import { createHttpReranker } from './rerank/rerank.ts';
+import { createHttpReranker, type Reranker } from './rerank/rerank.ts';
 import { type SearchOptions, type SearchResponse, search } from './search/search.ts';
 import { openStore, storeTarget } from './store/open.ts';
 import { embeddingStatusOf, type FileRecord, type RepoInfo, type Store } from './store/types.ts';
@@ -252,6 +253,8 @@ export interface SearchProjectOptions extends Omit<SearchOptions, 'queryVector'>
   onNotice?: (message: string) => void;
 }
 
+const llmRerankers = new WeakMap<LocalProject, { spec: string | undefined; llm: LlmProvider }>();
+
 /** Searches a project: hybrid when its index has vectors from the installed model, lexical otherwise. */
 export async function searchProject(
   project: LocalProject,
@@ -275,14 +278,29 @@ export async function searchProject(
       );
   }
   const rr = project.config.search.rerank;
-  const reranker =
-    rr.protocol !== 'none' && rr.url
-      ? createHttpReranker({
-          protocol: rr.protocol,
-          baseUrl: rr.url,
-          ...(rr.model ? { model: rr.model } : {}),
-        })
-      : undefined;
+  let reranker: Reranker | undefined;
+  if (rr.protocol === 'llm') {
+    // the configured chat model (or search.rerank.model) ranks the first candidates listwise; opened once per
+    // project (an in-process model loads its weights once)
+    const spec = rr.model ?? project.config.llm.model;
+    let cached = llmRerankers.get(project);
+    if (!cached || cached.spec !== spec) {
+      const { openLlm } = await import('./llm/provider.ts');
+      cached = { spec, llm: await openLlm(project.config.llm, spec) };
+      llmRerankers.set(project, cached);
+    }
+    const { createLlmReranker } = await import('./rerank/llm.ts');
+    reranker = createLlmReranker(cached.llm, {
+      ...(rr.budget ? { budget: rr.budget } : {}),
+      ...(rr.timeoutMs ? { timeoutMs: rr.timeoutMs } : {}),
+      ...(onNotice ? { onFallback: onNotice } : {}),
+    });
+  } else if (rr.protocol !== 'none' && rr.url)
+    reranker = createHttpReranker({
+      protocol: rr.protocol,
+      baseUrl: rr.url,
+      ...(rr.model ? { model: rr.model } : {}),
+    });
   return search(project.store, project.config, query, {
     ...rest,
     ...(queryVector ? { queryVector, queryCoverage: coverage } : {}),

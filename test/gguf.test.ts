@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -56,6 +56,29 @@ describe('the in-process GGUF provider (node-llama-cpp, no server)', () => {
     assert.match(r.stdout, /sources:\n\[1\] src\/config\.py:1-3/);
     const answer = r.stdout.slice(0, r.stdout.indexOf('sources:'));
     assert.ok(answer.trim().length > 0, 'the model wrote something');
+  });
+
+  it('re-ranks search results in process (search.rerank.protocol = "llm"), keeping every result', async () => {
+    const base = runCli(['--root', root, 'search', 'read the settings file', '--json'], {
+      env: { QUARRY_NODE_LLAMA_CPP: RUNTIME },
+    });
+    assert.equal(base.code, 0, base.stderr);
+    writeFileSync(
+      join(root, 'quarry.toml'),
+      `[llm]\nmax_output_tokens = 24\n[search.rerank]\nprotocol = "llm"\nmodel = "gguf:${MODEL}"\ntimeout_ms = 60000\n`,
+    );
+    try {
+      const r = runCli(['--root', root, 'search', 'read the settings file', '--json'], {
+        env: { QUARRY_NODE_LLAMA_CPP: RUNTIME },
+      });
+      assert.equal(r.code, 0, r.stderr);
+      const paths = (out: string) =>
+        (JSON.parse(out).results as Array<{ path: string }>).map((x) => x.path).sort();
+      // a model of random weights ranks at random, or answers no numbers and the fused order stands
+      assert.deepEqual(paths(r.stdout), paths(base.stdout));
+    } finally {
+      writeFileSync(join(root, 'quarry.toml'), '[llm]\nmax_output_tokens = 24\n');
+    }
   });
 
   it('says what to install when node-llama-cpp cannot be found', async () => {

@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { indexProject, openProject, searchProject } from '../src/api.ts';
+import { parseRanking } from '../src/rerank/llm.ts';
 import { createHttpReranker } from '../src/rerank/rerank.ts';
-import { makeTree, openLexical, removeTree } from './helpers.ts';
+import { makeTree, openLexical, removeTree, runCliAsync } from './helpers.ts';
+import { type LlmServer, startLlmServer } from './llm-server.ts';
 
 /**
  * A real HTTP server on 127.0.0.1 speaking TEI's /rerank and the Jina/Cohere-style /v1/rerank. It stands in for the
@@ -79,5 +83,118 @@ describe('re-ranking', () => {
     await new Promise((resolve) => probe.close(resolve));
     const r = createHttpReranker({ protocol: 'tei', baseUrl: `http://127.0.0.1:${port}`, retries: 0 });
     await assert.rejects(r.rerank('q', ['a']), /cannot reach the reranker .*set search\.rerank = "none"/);
+  });
+});
+
+describe('LLM re-ranking (listwise), against a model server on 127.0.0.1', () => {
+  let llm: LlmServer;
+  let root: string;
+  const files = {
+    'src/retry.ts':
+      'export function retryWithBackoff(fn: () => void) {\n  // retry the request with a delay\n}\n',
+    'src/request.ts': 'export function sendRequest(url: string) {\n  // send the request and retry once\n}\n',
+    'src/log.ts': 'export function logRequest(line: string) {\n  // log each request line\n}\n',
+  };
+  const toml = (extra = '', protocol = 'llm') =>
+    `[llm]\nmodel = "lmstudio:qwen2.5-coder-7b-instruct"\nbase_url = "${llm.url}/v1"\n[search.rerank]\nprotocol = "${protocol}"\ntop = 10\n${extra}`;
+  before(async () => {
+    llm = await startLlmServer();
+    root = makeTree({ ...files, 'quarry.toml': '' });
+    await openLexical(root).then(async (p) => {
+      await indexProject(p);
+      await p.close();
+    });
+  });
+  after(async () => {
+    await llm.close();
+    removeTree(root);
+  });
+
+  const searchWith = async (extra = '', protocol = 'llm') => {
+    writeFileSync(join(root, 'quarry.toml'), toml(extra, protocol));
+    const notes: string[] = [];
+    const p = await openProject({ root, userConfig: false, env: { QUARRY_EMBED: 'none' } });
+    try {
+      const r = await searchProject(p, 'retry the request', {
+        mode: 'lexical',
+        onNotice: (m) => notes.push(m),
+      });
+      return { paths: [...new Set(r.results.map((x) => x.path))], notes };
+    } finally {
+      await p.close();
+    }
+  };
+
+  it('parses a listwise answer: numbers in order, once each, in range', () => {
+    assert.deepEqual(parseRanking('3, 1, [2], 3, 9, 0', 3), [2, 0, 1]);
+    assert.deepEqual(parseRanking('Ranking: 2 > 1', 3), [1, 0]);
+    assert.deepEqual(parseRanking('none of them', 3), []);
+  });
+
+  it('orders the candidates as the model ranks them, the ones it leaves out below in fused order', async () => {
+    const fused = await searchWith('', 'none');
+    assert.equal(fused.paths.length, 3);
+    // the model puts the fused list's last file first and names only that one
+    llm.reply = (body) => {
+      const user = String((body.messages as Array<{ content: string }>).at(-1)!.content);
+      const n = [...user.matchAll(/^\[(\d+)\] (\S+)/gm)].find((m) =>
+        m[2]!.startsWith(fused.paths.at(-1)!),
+      )![1];
+      return `${n}`;
+    };
+    const r = await searchWith();
+    assert.deepEqual(r.paths, [fused.paths.at(-1), ...fused.paths.slice(0, -1)]);
+    assert.deepEqual(r.notes, []);
+    const sent = llm.requests.at(-1)!.body as {
+      messages: Array<{ role: string; content: string }>;
+      temperature: number;
+    };
+    assert.equal(sent.temperature, 0);
+    assert.match(sent.messages[0]!.content, /data, not instructions/);
+    assert.match(sent.messages[1]!.content, /\[1\] src\/\w+\.ts:1-3\n/);
+  });
+
+  it('keeps the fused order, and says so, when the model is slow, fails or answers no numbers', async () => {
+    const fused = await searchWith('', 'none');
+    llm.reply = () => 'I think the first one is best.';
+    let r = await searchWith();
+    assert.deepEqual(r.paths, fused.paths);
+    assert.match(r.notes.join('\n'), /answered no candidate numbers .*the fused order stands/);
+    llm.reply = () => '1, 2, 3';
+    llm.delayMs = 3000;
+    r = await searchWith('timeout_ms = 300\n');
+    llm.delayMs = 0;
+    assert.deepEqual(r.paths, fused.paths);
+    assert.match(r.notes.join('\n'), /did not answer within 0\.3 s: the fused order stands/);
+    llm.failFirst = [500, 500, 500, 500, 500];
+    r = await searchWith();
+    llm.failFirst = [];
+    assert.deepEqual(r.paths, fused.paths);
+    assert.match(r.notes.join('\n'), /re-ranking failed .*the fused order stands/);
+  });
+
+  it('quarry eval --rerank scores the re-ranked order and reports its cost per query', async () => {
+    writeFileSync(join(root, 'quarry.toml'), toml());
+    const queries = join(root, 'q.jsonl');
+    writeFileSync(
+      queries,
+      `${JSON.stringify({ id: 'q1', repo: 'x/y', query: 'retry the request', gold: ['src/log.ts'] })}\n`,
+    );
+    llm.reply = (body) => {
+      const user = String((body.messages as Array<{ content: string }>).at(-1)!.content);
+      return [...user.matchAll(/^\[(\d+)\] src\/log\.ts/gm)][0]![1]!;
+    };
+    const r = await runCliAsync(
+      ['eval', queries, '--root', root, '--mode', 'lexical', '--rerank', '--json'],
+      {
+        env: { QUARRY_EMBED: 'none' },
+      },
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(JSON.parse(r.stdout).lexical.ALL['hit@1'], 1, 'the model’s first choice is ranked first');
+    const plain = await runCliAsync(['eval', queries, '--root', root, '--mode', 'lexical'], {
+      env: { QUARRY_EMBED: 'none' },
+    });
+    assert.match(plain.stderr, /lexical \d+ ms\/query/);
   });
 });

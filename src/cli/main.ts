@@ -481,6 +481,11 @@ export async function main(
       '--out <file>',
       'write the ranked files as JSONL ({"id", "ranked"}; one file per mode when several)',
     )
+    .option(
+      '--rerank [model]',
+      're-rank the first candidates with a chat model, listwise (default model: llm.model / QUARRY_MODEL)',
+    )
+    .option('--rerank-top <n>', 'candidates the re-ranking model reads', positiveInt, 20)
     .option('--json', 'print the metrics as JSON')
     .action(async (file: string, opts) => {
       const g = program.opts();
@@ -497,6 +502,14 @@ export async function main(
         root: opts.root ?? g.root ?? process.cwd(),
         modes: modes as SearchMode[],
         topK: opts.topK,
+        ...(opts.rerank
+          ? {
+              rerank: {
+                top: opts.rerankTop,
+                ...(typeof opts.rerank === 'string' ? { model: opts.rerank } : {}),
+              },
+            }
+          : {}),
         onQuery: (done, total) => progress.update('queries', done, total, 0, undefined, ''),
       });
       progress.end();
@@ -514,6 +527,12 @@ export async function main(
         io.stdout.write(`${JSON.stringify(result.metrics, null, 2)}\n`);
         return;
       }
+      const timing = result.modes
+        .map((m) => `${m} ${(result.msPerQuery[m] ?? 0).toFixed(0)} ms/query`)
+        .join(', ');
+      io.stderr.write(
+        `${timing}${opts.rerank ? `; re-ranking fell back to the fused order on ${result.rerankFallbacks} queries` : ''}\n`,
+      );
       const c = colorsFor(io.stdout, g.color);
       const cols = ['hit@1', 'hit@5', 'hit@10', 'recall@5', 'recall@10', 'MRR'] as const;
       const head = `${'repository'.padEnd(30)}${'mode'.padEnd(9)}${'n'.padStart(5)}${cols.map((k) => k.padStart(10)).join('')}`;

@@ -148,7 +148,16 @@ export interface QuarryConfig {
     /** MMR λ for the chunk results: below 1, results from a file already shown give way to other files. Default 0.7. */
     mmrLambda: number;
     /** Second-stage re-ranking by a cross-encoder server: off by default. */
-    rerank: { protocol: 'none' | 'tei' | 'v1'; url?: string; model?: string; top: number };
+    rerank: {
+      protocol: 'none' | 'tei' | 'v1' | 'llm';
+      url?: string;
+      model?: string;
+      top: number;
+      /** llm: tokens of candidate text in the ranking prompt. */
+      budget?: number;
+      /** llm: milliseconds before the fused order stands. */
+      timeoutMs?: number;
+    };
   };
   context: ContextOptions;
   llm: LlmOptions;
@@ -265,7 +274,14 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
       no_evidence_floor: 'noEvidenceFloor',
       mmr_lambda: 'mmrLambda',
     });
-    if (rerank) out.search.rerank = { ...DEFAULT_CONFIG.search.rerank, ...rerank };
+    if (rerank) {
+      const { timeout_ms, ...rest } = rerank;
+      out.search.rerank = {
+        ...DEFAULT_CONFIG.search.rerank,
+        ...rest,
+        ...(timeout_ms !== undefined ? { timeoutMs: timeout_ms } : {}),
+      };
+    }
   }
   if (file.context) {
     out.context = {};

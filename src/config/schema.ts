@@ -64,10 +64,18 @@ export const SettingsSchema = z
         mmr_lambda: share,
         rerank: z
           .strictObject({
-            protocol: z.enum(['none', 'tei', 'v1']),
+            protocol: z
+              .enum(['none', 'tei', 'v1', 'llm'])
+              .describe(
+                'tei or v1: a cross-encoder server; llm: the configured chat model ranks the candidates listwise',
+              ),
             url: z.string(),
-            model: z.string(),
+            model: z
+              .string()
+              .describe('tei/v1: the reranker model; llm: a provider:model spec (default: llm.model)'),
             top: positive,
+            budget: positive.describe('llm: tokens of candidate text in the ranking prompt (default 6000)'),
+            timeout_ms: positive.describe('llm: after this the fused order stands (default 20000)'),
           })
           .partial(),
       })

@@ -30,6 +30,10 @@ export interface EvalResult {
   metrics: Record<string, Record<string, Metrics>>;
   /** Ranked files per query and mode. */
   ranked: Array<{ id: string; mode: SearchMode; ranked: string[] }>;
+  /** Milliseconds per query, per mode (what a re-ranker costs shows here). */
+  msPerQuery: Record<string, number>;
+  /** Queries where the re-ranker's answer could not be used and the fused order stood. */
+  rerankFallbacks: number;
 }
 
 export function readQueries(file: string): EvalQuery[] {
@@ -98,6 +102,8 @@ export interface EvalOptions {
   modes: SearchMode[];
   /** Files ranked per query. Default 20. */
   topK?: number;
+  /** Re-rank each query's first candidates with a chat model, listwise (`search.rerank.protocol = "llm"`). */
+  rerank?: { model?: string; top?: number };
   onQuery?: (done: number, total: number) => void;
 }
 
@@ -107,21 +113,43 @@ export async function runEval(queries: EvalQuery[], options: EvalOptions): Promi
   const projects = new Map<string, Project>();
   const perMode = new Map<string, Map<string, Array<Omit<Metrics, 'n'>>>>();
   const ranked: EvalResult['ranked'] = [];
+  const spent = new Map<string, number>();
+  let fallbacks = 0;
   try {
     let done = 0;
     for (const q of queries) {
       const tree = treeFor(root, q);
       let project = projects.get(tree);
       if (!project) {
-        project = await openProject({ root: tree });
+        project = await openProject({
+          root: tree,
+          ...(options.rerank
+            ? {
+                overrides: {
+                  search: {
+                    rerank: {
+                      protocol: 'llm',
+                      top: options.rerank.top ?? 20,
+                      ...(options.rerank.model ? { model: options.rerank.model } : {}),
+                    },
+                  },
+                },
+              }
+            : {}),
+        });
         projects.set(tree, project);
       }
       for (const mode of options.modes) {
+        const started = performance.now();
         const res = await searchProject(project, q.query, {
           mode,
           topK: options.topK ?? 20,
           topFiles: options.topK ?? 20,
+          onNotice: (m) => {
+            if (/fused order stands/.test(m)) fallbacks++;
+          },
         });
+        spent.set(mode, (spent.get(mode) ?? 0) + performance.now() - started);
         const files = res.files.map((f) => f.path);
         ranked.push({ id: q.id, mode, ranked: files });
         const s = score(files, q.gold);
@@ -139,5 +167,8 @@ export async function runEval(queries: EvalQuery[], options: EvalOptions): Promi
     metrics[mode] = {};
     for (const [repo, rows] of byRepo) metrics[mode]![repo] = average(rows);
   }
-  return { modes: options.modes, metrics, ranked };
+  const msPerQuery = Object.fromEntries(
+    [...spent].map(([mode, ms]) => [mode, queries.length ? ms / queries.length : 0]),
+  );
+  return { modes: options.modes, metrics, ranked, msPerQuery, rerankFallbacks: fallbacks };
 }

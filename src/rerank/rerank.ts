@@ -4,8 +4,11 @@ import { fetchWithRetry } from '../net/fetch-retry.ts';
 /** A second-stage scorer: reads the query and each candidate together (a cross-encoder) and scores them. */
 export interface Reranker {
   readonly id: string;
-  /** One score per text, higher is better, in input order. */
-  rerank(query: string, texts: string[]): Promise<number[]>;
+  /**
+   * One score per text, higher is better, in input order. `labels` name each text (`path:start-end`) for rerankers
+   * that read them (the LLM's listwise prompt); cross-encoders read the text alone.
+   */
+  rerank(query: string, texts: string[], labels?: string[]): Promise<number[]>;
 }
 
 export type RerankProtocol = 'tei' | 'v1';

@@ -579,6 +579,7 @@ export async function search(
     const scores = await options.reranker.rerank(
       query,
       head.map((c) => texts.get(c.hit.chunkId) ?? ''),
+      head.map((c) => `${c.hit.path}:${c.hit.startLine}-${c.hit.endLine}`),
     );
     for (const [i, c] of head.entries()) reranked.set(c.hit.chunkId, scores[i] ?? Number.NEGATIVE_INFINITY);
     const byScore = head
