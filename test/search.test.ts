@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { indexProject, openProject, type LocalProject as Project, searchProject } from '../src/api.ts';
-import { fileRole } from '../src/search/roles.ts';
+import { fileRole, testedBasename } from '../src/search/roles.ts';
 import { makeTree, openLexical, removeTree } from './helpers.ts';
 
 /** Several files share the words of each query, so only the hint can pick the right one. */
@@ -110,5 +110,50 @@ describe('search', () => {
     assert.equal(fileRole('README.md'), 'docs');
     assert.equal(fileRole('CHANGELOG'), 'docs');
     assert.equal(fileRole('config/app.yaml'), 'data');
+  });
+});
+
+describe('tests → source (search.test_lift)', () => {
+  it('names the file each convention tests', () => {
+    assert.equal(testedBasename('tests/test_widget.py'), 'widget.py');
+    assert.equal(testedBasename('pkg/widget_test.py'), 'widget.py');
+    assert.equal(testedBasename('server/conn_test.go'), 'conn.go');
+    assert.equal(testedBasename('src/a/parse.test.ts'), 'parse.ts');
+    assert.equal(testedBasename('src/a/View.spec.tsx'), 'View.tsx');
+    assert.equal(testedBasename('spec/user_spec.rb'), 'user.rb');
+    assert.equal(testedBasename('src/test/java/FooTest.java'), 'Foo.java');
+    assert.equal(testedBasename('src/widget.py'), undefined);
+  });
+
+  it('puts the tested file above its test unless the question is about tests; off by default', async () => {
+    const root = makeTree({
+      'pkg/widget.py': 'def frobnicate(x):\n    return x\n',
+      'tests/test_widget.py':
+        'from pkg.widget import frobnicate\n\ndef test_frobnicate_rounds_widget_values():\n    assert frobnicate(1) == 1  # rounds widget values\n',
+      'pkg/other.py': 'def other():\n    return "rounds values"\n',
+    });
+    try {
+      const order = async (q: string, lift?: number) => {
+        const p = await openProject({
+          root,
+          create: true,
+          userConfig: false,
+          env: { QUARRY_EMBED: 'none' },
+          ...(lift !== undefined ? { overrides: { search: { testLift: lift } } } : {}),
+        });
+        try {
+          await indexProject(p);
+          return (await searchProject(p, q, { mode: 'lexical' })).files.map((f) => f.path);
+        } finally {
+          await p.close();
+        }
+      };
+      const q = 'frobnicate rounds widget values';
+      assert.deepEqual((await order(q)).slice(0, 2), ['tests/test_widget.py', 'pkg/widget.py']);
+      assert.deepEqual((await order(q, 1.05)).slice(0, 2), ['pkg/widget.py', 'tests/test_widget.py']);
+      assert.deepEqual((await order(`the test for ${q}`, 1.05))[0], 'tests/test_widget.py');
+    } finally {
+      removeTree(root);
+    }
   });
 });

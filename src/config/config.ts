@@ -137,6 +137,8 @@ export interface QuarryConfig {
     rrfK: number;
     lexicalWeight: number;
     denseWeight: number;
+    /** Share of a test file's score lent to the file it tests (0 turns the signal off). */
+    testLift: number;
     /** Dense matches below this cosine similarity are not counted. Default 0 (off). */
     denseFloor: number;
     /**
@@ -188,6 +190,7 @@ export const DEFAULT_CONFIG: QuarryConfig = {
     rrfK: 20,
     lexicalWeight: 1,
     denseWeight: 0.75,
+    testLift: 0,
     denseFloor: 0,
     noEvidenceFloor: 0.4,
     mmrLambda: 0.7,
@@ -273,6 +276,7 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
       dense_floor: 'denseFloor',
       no_evidence_floor: 'noEvidenceFloor',
       mmr_lambda: 'mmrLambda',
+      test_lift: 'testLift',
     });
     if (rerank) {
       const { timeout_ms, ...rest } = rerank;

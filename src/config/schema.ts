@@ -62,6 +62,9 @@ export const SettingsSchema = z
         dense_floor: share,
         no_evidence_floor: share,
         mmr_lambda: share,
+        test_lift: weight.describe(
+          "share of a test file's score lent to the file it tests, unless the question is about tests (0 = off)",
+        ),
         rerank: z
           .strictObject({
             protocol: z

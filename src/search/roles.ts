@@ -18,3 +18,26 @@ export function fileRole(path: string): FileRole {
   if (DATA_EXT.test(path)) return 'data';
   return 'code';
 }
+
+/** Words that make a question about tests (then a test file is what it wants, and lends nothing to its source). */
+export const ABOUT_TESTS =
+  /\b(tests?|testing|tested|spec|specs|fixtures?|pytest|unittest|jest|vitest|mocks?)\b/i;
+
+/**
+ * The basename of the file a test file exercises, by the naming conventions of each ecosystem: `test_foo.py` and
+ * `foo_test.py` → `foo.py`, `foo_test.go` → `foo.go`, `foo.test.ts` / `foo.spec.tsx` → `foo.ts` / `foo.tsx`,
+ * `foo_spec.rb` → `foo.rb`, `FooTest.java` / `FooTests.cs` → `Foo.java` / `Foo.cs`; undefined when the name follows
+ * none.
+ */
+export function testedBasename(path: string): string | undefined {
+  const base = path.slice(path.lastIndexOf('/') + 1);
+  let m = /^test_(.+\.py)$/.exec(base);
+  if (m) return m[1];
+  m = /^(.+)_test\.(py|go)$/.exec(base) ?? /^(.+)_spec\.(rb)$/.exec(base);
+  if (m) return `${m[1]}.${m[2]}`;
+  m = /^(.+)\.(test|spec)\.([cm]?[jt]sx?)$/.exec(base);
+  if (m) return `${m[1]}.${m[3]}`;
+  m = /^(.+?)Tests?\.(java|kt|cs|scala|swift)$/.exec(base);
+  if (m) return `${m[1]}.${m[2]}`;
+  return undefined;
+}

@@ -4,7 +4,7 @@ import { QuarryError } from '../errors.ts';
 import type { Reranker } from '../rerank/rerank.ts';
 import type { ChunkHit, FileHit, SearchFilter, Store, StoredChunk } from '../store/types.ts';
 import { type AnalyzedQuery, analyzeQuery } from './query.ts';
-import { type FileRole, fileRole } from './roles.ts';
+import { ABOUT_TESTS, type FileRole, fileRole, testedBasename } from './roles.ts';
 
 export type SearchMode = 'hybrid' | 'lexical' | 'dense';
 
@@ -367,6 +367,8 @@ export interface FuseOptions {
   mode: SearchMode;
   /** Share of the query the embedding model read (scales the dense list's weight). */
   queryCoverage?: number;
+  /** The question, for signals that read it (is it about tests?). */
+  query?: string;
 }
 
 /** Candidates in fused order, and files ranked, from what the retrievers gathered. Pure: no store, no I/O. */
@@ -502,11 +504,41 @@ export function fuse(
           rrf(namedRank.get(path), lexicalWeight),
       );
   }
+  // tests → source: a strong hit on a test file lends most of its score to the file it tests (when that file is a
+  // candidate too), unless the question is about tests: questions about behaviour name what tests exercise
+  const lift = config.search.testLift;
+  if (lift > 0 && !ABOUT_TESTS.test(options.query ?? '')) liftTestedSources(fileScores, lift);
   const files: FileResult[] = [...fileScores.entries()]
     .filter(([, score]) => score > 0)
     .map(([path, score]) => ({ path, score: round(score) }))
     .sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1));
   return { ordered, files };
+}
+
+/** Lifts each tested source file to `lift` × the score of the best of its test files that rank above it. */
+function liftTestedSources(fileScores: Map<string, number>, lift: number): void {
+  const byBase = new Map<string, string[]>();
+  for (const path of fileScores.keys()) {
+    if (fileRole(path) !== 'code') continue;
+    const base = path.slice(path.lastIndexOf('/') + 1);
+    byBase.set(base, [...(byBase.get(base) ?? []), path]);
+  }
+  const raised = new Map<string, number>();
+  for (const [path, score] of fileScores) {
+    if (fileRole(path) !== 'test') continue;
+    const tested = testedBasename(path);
+    const sources = tested ? byBase.get(tested) : undefined;
+    if (!sources) continue;
+    // the source nearest the test: the longest shared folder prefix
+    const shared = (a: string, b: string) => {
+      let i = 0;
+      while (i < a.length && a[i] === b[i]) i++;
+      return i;
+    };
+    const source = sources.reduce((best, p) => (shared(p, path) > shared(best, path) ? p : best));
+    raised.set(source, Math.max(raised.get(source) ?? 0, lift * score));
+  }
+  for (const [path, score] of raised) if (score > (fileScores.get(path) ?? 0)) fileScores.set(path, score);
 }
 
 /**
@@ -558,6 +590,7 @@ export async function search(
   });
   const fused = fuse(gathered, config, {
     mode,
+    query,
     ...(options.queryCoverage !== undefined ? { queryCoverage: options.queryCoverage } : {}),
   });
   let { ordered, files } = fused;
