@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { embedQuery } from '../src/api.ts';
-import { createLocalEmbedder } from '../src/embed/local.ts';
+import { resolveConfig } from '../src/config/config.ts';
+import { createLocalEmbedder, cudaProvider } from '../src/embed/local.ts';
 import { findWeights } from '../src/embed/models.ts';
 import { embedderContract } from './embedder-contract.ts';
+import { REPO } from './helpers.ts';
 
 // The real model: provisioned by scripts/fetch-test-weights.sh (run by scripts/test.sh and CI).
 const weights = findWeights();
@@ -83,5 +85,41 @@ describe('a custom ONNX model folder (embed.provider = "onnx")', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('embed.device', () => {
+  it('runs on the CPU when CUDA is asked for but not installed, says so once, and gives the CPU’s vectors', async () => {
+    assert.equal(cudaProvider().ok, false, 'this machine has no CUDA provider installed');
+    const notices: string[] = [];
+    const gpu = await createLocalEmbedder({
+      weights,
+      threads: 1,
+      device: 'cuda',
+      onNotice: (m) => notices.push(m),
+    });
+    const cpu = await createLocalEmbedder({ weights, threads: 1, device: 'cpu' });
+    const texts = ['read the settings file', 'open a socket'];
+    assert.deepEqual(await gpu.embed(texts, 'document'), await cpu.embed(texts, 'document'));
+    await gpu.embed(texts, 'query');
+    assert.equal(notices.length, 1, notices.join('\n'));
+    assert.match(
+      notices[0]!,
+      /embedding on the CPU: CUDA was asked for, but .*npm rebuild -g onnxruntime-node/,
+    );
+    assert.equal(gpu.id, cpu.id, 'the device does not change what the vectors are');
+    await gpu.close();
+    await cpu.close();
+  });
+
+  it('is checked in settings and the environment', () => {
+    assert.throws(
+      () => resolveConfig({ root: REPO, userConfig: false, env: { QUARRY_EMBED_DEVICE: 'tpu' } }),
+      /QUARRY_EMBED_DEVICE must be auto, cpu or cuda, got "tpu"/,
+    );
+    assert.equal(
+      resolveConfig({ root: REPO, userConfig: false, env: { QUARRY_EMBED_DEVICE: 'cuda' } }).embed.device,
+      'cuda',
+    );
   });
 });

@@ -49,6 +49,8 @@ export interface EmbedOptions {
   workers: number;
   /** onnxruntime threads per worker; 0 picks one. */
   threads: number;
+  /** Where the local model runs: auto (CUDA when installed), cpu, cuda. Default auto. */
+  device?: 'auto' | 'cpu' | 'cuda';
   /**
    * Look vectors up in the user's cache (`~/.cache/quarry/embeddings.db`) before embedding, and keep new ones there:
    * a second clone of a repository re-embeds only what differs. Default true (`shared_cache`, QUARRY_SHARED_CACHE).
@@ -260,6 +262,7 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
       document_prefix: 'documentPrefix',
       workers: 'workers',
       threads: 'threads',
+      device: 'device',
       download: 'download',
       shared_cache: 'sharedCache',
     });
@@ -368,6 +371,14 @@ function fromEnv(env: NodeJS.ProcessEnv): UserConfig {
   if (env.QUARRY_SHARED_CACHE)
     out.embed = { ...out.embed, sharedCache: !/^(0|false|no|off)$/i.test(env.QUARRY_SHARED_CACHE) };
   if (env.QUARRY_EMBED_MODEL) out.embed = { ...out.embed, model: env.QUARRY_EMBED_MODEL };
+  if (env.QUARRY_EMBED_DEVICE) {
+    if (!['auto', 'cpu', 'cuda'].includes(env.QUARRY_EMBED_DEVICE))
+      throw new QuarryError(
+        'BAD_CONFIG',
+        `QUARRY_EMBED_DEVICE must be auto, cpu or cuda, got "${env.QUARRY_EMBED_DEVICE}"`,
+      );
+    out.embed = { ...out.embed, device: env.QUARRY_EMBED_DEVICE as 'auto' | 'cpu' | 'cuda' };
+  }
   if (env.QUARRY_EMBED_URL) out.embed = { ...out.embed, baseUrl: env.QUARRY_EMBED_URL };
   if (env.QUARRY_OFFLINE && /^(1|true|yes)$/i.test(env.QUARRY_OFFLINE))
     out.embed = { ...out.embed, download: false };

@@ -49,6 +49,9 @@ export const SettingsSchema = z
         download: z.boolean(),
         workers: count,
         threads: count,
+        device: z
+          .enum(['auto', 'cpu', 'cuda'])
+          .describe('where the local model runs: auto (CUDA when its files are installed), cpu, cuda'),
         shared_cache: z.boolean(),
       })
       .partial(),

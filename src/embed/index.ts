@@ -1,7 +1,7 @@
 import { basename } from 'node:path';
 import type { QuarryConfig } from '../config/config.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
-import { createLocalEmbedder } from './local.ts';
+import { createLocalEmbedder, cudaProvider } from './local.ts';
 import { downloadWeights, findWeights, MODEL_NAME, weightsFileIn } from './models.ts';
 import { createRemoteEmbedder } from './remote.ts';
 import type { Embedder } from './types.ts';
@@ -106,8 +106,15 @@ export async function openEmbedder(
         },
       });
     }
-    const local = await createLocalEmbedder({ weights, ...(threads ? { threads } : {}) });
-    if (!options.background) return local;
+    const device = config.embed.device ?? 'auto';
+    const local = await createLocalEmbedder({
+      weights,
+      device,
+      ...(threads ? { threads } : {}),
+      ...(options.onNotice ? { onNotice: options.onNotice } : {}),
+    });
+    // one GPU session does the work of every worker: no background workers then
+    if (!options.background || (device !== 'cpu' && cudaProvider().ok)) return local;
     return createWorkerEmbedder({
       local,
       weights,
