@@ -46,7 +46,7 @@ describe('re-ranking', () => {
   it('reads scores in both protocols, in input order', async () => {
     for (const protocol of ['tei', 'v1'] as const) {
       const r = createHttpReranker({ protocol, baseUrl: url, model: 'm' });
-      const scores = await r.rerank('q', ['plain', 'with backoff', 'other']);
+      const scores = (await r.rerank('q', ['plain', 'with backoff', 'other']))!;
       assert.equal(scores.indexOf(Math.max(...scores)), 1, protocol);
     }
   });
@@ -119,7 +119,11 @@ describe('LLM re-ranking (listwise), against a model server on 127.0.0.1', () =>
         mode: 'lexical',
         onNotice: (m) => notes.push(m),
       });
-      return { paths: [...new Set(r.results.map((x) => x.path))], notes };
+      return {
+        paths: [...new Set(r.results.map((x) => x.path))],
+        files: r.files.map((f) => `${f.path} ${f.score}`),
+        notes,
+      };
     } finally {
       await p.close();
     }
@@ -160,6 +164,7 @@ describe('LLM re-ranking (listwise), against a model server on 127.0.0.1', () =>
     let r = await searchWith();
     assert.deepEqual(r.paths, fused.paths);
     assert.match(r.notes.join('\n'), /answered no candidate numbers .*the fused order stands/);
+    assert.deepEqual(r.files, fused.files, 'files and their scores untouched by a fallback');
     llm.reply = () => '1, 2, 3';
     llm.delayMs = 3000;
     r = await searchWith('timeout_ms = 300\n');

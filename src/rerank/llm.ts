@@ -51,7 +51,8 @@ export function createLlmReranker(llm: LlmProvider, options: LlmRerankerOptions 
     id: `llm:${llm.id}`,
     async rerank(query, texts, labels) {
       const n = texts.length;
-      const fused = texts.map((_, i) => -i);
+      // undefined: the fused order stands, untouched
+      const fused = undefined;
       if (n < 2) return fused;
       const share = Math.max(40, Math.floor(budget / n));
       const blocks = texts.map((t, i) => `[${i + 1}] ${labels?.[i] ?? ''}\n${cut(t, share)}`.trimEnd());

@@ -6,9 +6,10 @@ export interface Reranker {
   readonly id: string;
   /**
    * One score per text, higher is better, in input order. `labels` name each text (`path:start-end`) for rerankers
-   * that read them (the LLM's listwise prompt); cross-encoders read the text alone.
+   * that read them (the LLM's listwise prompt); cross-encoders read the text alone. Undefined: no opinion (the
+   * reranker fell back), and the fused order stands untouched.
    */
-  rerank(query: string, texts: string[], labels?: string[]): Promise<number[]>;
+  rerank(query: string, texts: string[], labels?: string[]): Promise<number[] | undefined>;
 }
 
 export type RerankProtocol = 'tei' | 'v1';

@@ -614,7 +614,11 @@ export async function search(
       head.map((c) => texts.get(c.hit.chunkId) ?? ''),
       head.map((c) => `${c.hit.path}:${c.hit.startLine}-${c.hit.endLine}`),
     );
-    for (const [i, c] of head.entries()) reranked.set(c.hit.chunkId, scores[i] ?? Number.NEGATIVE_INFINITY);
+    if (scores)
+      for (const [i, c] of head.entries()) reranked.set(c.hit.chunkId, scores[i] ?? Number.NEGATIVE_INFINITY);
+  }
+  if (options.reranker && reranked.size) {
+    const head = ordered.slice(0, reranked.size);
     const byScore = head
       .map((c, i) => ({ c, i }))
       .sort((a, b) => reranked.get(b.c.hit.chunkId)! - reranked.get(a.c.hit.chunkId)! || a.i - b.i)
