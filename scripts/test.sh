@@ -14,3 +14,6 @@ npm test
 # the kill loop's fast mode: kill -9 during indexing, integrity after each kill, the resumed index equal to a clean
 # build (bench/kill-loop.ts; docs/reliability.md has the long runs)
 node --import tsx bench/kill-loop.ts --kills 12 --files 200
+# and on the other drivers, their servers killed too: PostgreSQL (lexical) and Chroma (which keeps only vectors)
+node --import tsx bench/kill-loop.ts --store postgres --kills 8 --files 100 --seed 2
+node --import tsx bench/kill-loop.ts --store chroma --kills 3 --files 10 --embed --seed 2
