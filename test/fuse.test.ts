@@ -26,6 +26,7 @@ function gathered(over: Partial<Gathered> = {}): Gathered {
     fileHints: new Map(),
     namedFiles: new Map(),
     symbolHints: new Map(),
+    exactHits: new Map(),
     hinted: [],
     denseChunks: [],
     denseFiles: [],

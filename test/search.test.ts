@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { indexProject, openProject, type LocalProject as Project, searchProject } from '../src/api.ts';
+import { analyzeQuery } from '../src/search/query.ts';
 import { fileRole, testedBasename } from '../src/search/roles.ts';
 import { makeTree, openLexical, removeTree } from './helpers.ts';
 
@@ -152,6 +153,56 @@ describe('tests → source (search.test_lift)', () => {
       assert.deepEqual((await order(q)).slice(0, 2), ['tests/test_widget.py', 'pkg/widget.py']);
       assert.deepEqual((await order(q, 1.05)).slice(0, 2), ['pkg/widget.py', 'tests/test_widget.py']);
       assert.deepEqual((await order(`the test for ${q}`, 1.05))[0], 'tests/test_widget.py');
+    } finally {
+      removeTree(root);
+    }
+  });
+});
+
+describe('quoted text and pasted errors (search.exact_weight)', () => {
+  it('finds the strings a query quotes and the error lines it pastes', () => {
+    const q = analyzeQuery(
+      `linting fails with "Avoid using aliases in join condition" on a bare table\nTraceback (most recent call last):\n  File "x.py", line 3, in <module>\nRuntimeError: Dropped elements in sequence matching! 'a' != ';'\nit's 'ok' (one 'word' is no literal)`,
+    );
+    assert.deepEqual(q.literals, [
+      'Avoid using aliases in join condition',
+      "Dropped elements in sequence matching! 'a' != ';'",
+    ]);
+  });
+
+  it('puts the file that holds a pasted message, even formatted, above files that share its words', async () => {
+    const root = makeTree({
+      'src/helpers.py': `def check_match(matched, expected):\n${'    total = compute(matched, expected)\n'.repeat(4)}    if len(matched) != len(expected):\n        raise RuntimeError(\n            "Dropped elements in sequence matching! {!r} != {!r}".format(matched, expected)\n        )\n`,
+      'src/sequence.py':
+        '# the linter: matching a sequence of elements, none dropped\ndef match_sequence(sequence, elements):\n    """Matching elements in sequence; dropped elements are an error in matching the sequence."""\n    # elements dropped in matching: select the sequence elements\n    return [e for e in elements if e in sequence]\n',
+      'src/other.py': 'def unrelated():\n    return 1\n',
+    });
+    try {
+      const files = async (weight?: number) => {
+        const p = await openProject({
+          root,
+          create: true,
+          userConfig: false,
+          env: { QUARRY_EMBED: 'none' },
+          ...(weight !== undefined ? { overrides: { search: { exactWeight: weight } } } : {}),
+        });
+        try {
+          await indexProject(p);
+          const r = await searchProject(
+            p,
+            "the linter crashes on a sequence:\nRuntimeError: Dropped elements in sequence matching! 'select 1;;' != ';'",
+            { mode: 'lexical' },
+          );
+          return { files: r.files.map((f) => f.path), top: r.results[0]! };
+        } finally {
+          await p.close();
+        }
+      };
+      const off = await files(0);
+      assert.equal(off.files[0], 'src/sequence.py', 'without the signal, shared words win');
+      const on = await files();
+      assert.equal(on.files[0], 'src/helpers.py');
+      assert.ok((on.top.signals.exact ?? 0) > 0, 'the signal is reported');
     } finally {
       removeTree(root);
     }

@@ -141,6 +141,8 @@ export interface QuarryConfig {
     denseWeight: number;
     /** Share of a test file's score lent to the file it tests (0 turns the signal off). */
     testLift: number;
+    /** Weight of text the query quotes found verbatim in a chunk, beside the best lexical match's 1 (0 = off). */
+    exactWeight: number;
     /** Dense matches below this cosine similarity are not counted. Default 0 (off). */
     denseFloor: number;
     /**
@@ -193,6 +195,7 @@ export const DEFAULT_CONFIG: QuarryConfig = {
     lexicalWeight: 1,
     denseWeight: 0.75,
     testLift: 0,
+    exactWeight: 1,
     denseFloor: 0,
     noEvidenceFloor: 0.4,
     mmrLambda: 0.7,
@@ -280,6 +283,7 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
       no_evidence_floor: 'noEvidenceFloor',
       mmr_lambda: 'mmrLambda',
       test_lift: 'testLift',
+      exact_weight: 'exactWeight',
     });
     if (rerank) {
       const { timeout_ms, ...rest } = rerank;

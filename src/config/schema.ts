@@ -68,6 +68,9 @@ export const SettingsSchema = z
         test_lift: weight.describe(
           "share of a test file's score lent to the file it tests, unless the question is about tests (0 = off)",
         ),
+        exact_weight: weight.describe(
+          'weight of text the query quotes (or an error message it pastes) found verbatim in a chunk (0 = off)',
+        ),
         rerank: z
           .strictObject({
             protocol: z

@@ -23,6 +23,11 @@ export interface AnalyzedQuery {
   identifiers: Map<string, number>;
   /** File names the query may mention, each with how strongly (0..1). */
   fileNames: { query: FileNameQuery; strength: Map<string, number> };
+  /**
+   * Text the code may contain verbatim: strings the query quotes and error messages it pastes (`ValueError: …`,
+   * `panic: …`), each of two words or more.
+   */
+  literals: string[];
 }
 
 const MAX_TERMS = 64;
@@ -105,9 +110,29 @@ export function analyzeQuery(raw: string): AnalyzedQuery {
     raw,
     terms,
     identifiers,
+    literals: quotedLiterals(raw),
     fileNames: {
       query: { basenames: [...basenames], stems: [...stems], fragments: [...fragments] },
       strength,
     },
   };
+}
+
+const MAX_LITERALS = 8;
+/** A quoted string: after no word character (an apostrophe inside a word is no quote), 10–200 characters. */
+const QUOTED = /(?<![\w\\])"([^"\n]{10,200})"(?!\w)|(?<![\w\\])'([^'\n]{10,200})'(?!\w)/g;
+/** The message of an error line a traceback or a log ends with: `KeyError: …`, `error[E0308]: …`, `panic: …`. */
+const ERROR_LINE =
+  /^[ \t>]*(?:[\w.]+\.)?(?:[A-Z]\w*(?:Error|Exception|Warning|Fault)|error(?:\[\w+\])?|panic|fatal|FATAL|ERROR)\s*:\s*(.{10,200}?)\s*$/gm;
+
+/** Strings the query quotes and error messages it pastes, of two words or more (one word is an identifier's job). */
+export function quotedLiterals(raw: string): string[] {
+  const out = new Set<string>();
+  const keep = (s: string | undefined) => {
+    const text = s?.trim().replace(/\s+/g, ' ');
+    if (text?.includes(' ') && /[A-Za-z]{2}/.test(text)) out.add(text);
+  };
+  for (const m of raw.matchAll(QUOTED)) keep(m[1] ?? m[2]);
+  for (const m of raw.matchAll(ERROR_LINE)) keep(m[1]);
+  return [...out].slice(0, MAX_LITERALS);
 }

@@ -45,7 +45,15 @@ export interface SearchResult {
   line: number;
   column: number;
   /** Why it ranked: which signals contributed. */
-  signals: { lexical: number; fileLexical: number; fileHint: number; symbolHint: number; dense: number };
+  signals: {
+    lexical: number;
+    fileLexical: number;
+    fileHint: number;
+    symbolHint: number;
+    /** Quoted text or a pasted error message found verbatim in the chunk. */
+    exact?: number;
+    dense: number;
+  };
   chunkId: number;
   /** The repository, when results come from several. */
   repo?: string;
@@ -111,6 +119,8 @@ export interface Candidate {
   fileLexical: number;
   fileHint: number;
   symbolHint: number;
+  /** Quoted text found verbatim in the chunk, already weighted (`search.exact_weight`). */
+  exact: number;
   /** The file role's prior (1 for code). */
   prior: number;
   /** Cosine similarity to the query (0 when not among the dense candidates). */
@@ -131,7 +141,8 @@ const total = (c: Candidate) =>
   (c.lexical +
     FILE_LEXICAL_WEIGHT * c.fileLexical +
     FILE_HINT_WEIGHT * c.fileHint +
-    SYMBOL_HINT_WEIGHT * c.symbolHint);
+    SYMBOL_HINT_WEIGHT * c.symbolHint +
+    c.exact);
 
 /**
  * Hint strength per file from the names the query mentions, damped when a name matches many files; and the files the
@@ -183,6 +194,84 @@ async function symbolHints(
     out.set(s.chunkId, Math.max(out.get(s.chunkId) ?? 0, strength));
   }
   return out;
+}
+
+/** Candidate chunks read per quoted string: its words' best BM25 matches, whose text is then searched verbatim. */
+const EXACT_CANDIDATES = 30;
+/** A verbatim run shorter than this says little (a few common words). */
+const EXACT_MIN_CHARS = 12;
+/** A run this long counts in full. */
+const EXACT_FULL_CHARS = 24;
+
+/**
+ * Chunks that contain, verbatim, a string the query quotes or an error message it pastes: the longest run of the
+ * string's words found in the chunk, as a share of a run long enough to be unambiguous. Messages are often formatted
+ * in code (`"Dropped elements in sequence matching! {!r}"`), so a run of the words counts, not only the whole string.
+ * A string found in many files is damped (a message every test repeats points nowhere).
+ */
+async function exactHits(
+  store: Store,
+  config: QuarryConfig,
+  q: AnalyzedQuery,
+  filter?: SearchFilter,
+): Promise<{ strength: Map<number, number>; chunks: StoredChunk[] }> {
+  const strength = new Map<number, number>();
+  const lexical = store.lexical;
+  if (!q.literals.length || !lexical) return { strength, chunks: [] };
+  const lists = await Promise.all(
+    q.literals.map((literal) => {
+      const terms: string[] = [];
+      pushCodeTokens(literal, terms);
+      return terms.length
+        ? lexical.searchChunks({
+            terms: [...new Set(terms)],
+            limit: EXACT_CANDIDATES,
+            weights: config.search.weights,
+            ...(filter ? { filter } : {}),
+          })
+        : [];
+    }),
+  );
+  const ids = [...new Set(lists.flat().map((h) => h.chunkId))];
+  if (!ids.length) return { strength, chunks: [] };
+  const chunks = await store.getChunks(ids);
+  const byId = new Map(chunks.map((c) => [c.chunkId, c]));
+  const flat = new Map(chunks.map((c) => [c.chunkId, c.text.replace(/\s+/g, ' ').toLowerCase()]));
+  const found: StoredChunk[] = [];
+  for (const [i, literal] of q.literals.entries()) {
+    const words = literal.toLowerCase().split(' ');
+    const runs = new Map<StoredChunk, number>();
+    for (const hit of lists[i]!) {
+      const chunk = byId.get(hit.chunkId);
+      const text = flat.get(hit.chunkId);
+      if (!chunk || !text) continue;
+      const run = longestRun(words, text);
+      if (run >= Math.min(EXACT_MIN_CHARS, literal.length)) runs.set(chunk, run);
+    }
+    const files = new Set([...runs.keys()].map((c) => c.path)).size;
+    const damp = 1 / (1 + Math.log2(Math.max(1, files / 2)));
+    for (const [chunk, run] of runs) {
+      const s = Math.min(1, run / EXACT_FULL_CHARS) * damp;
+      if (!strength.has(chunk.chunkId)) found.push(chunk);
+      strength.set(chunk.chunkId, Math.max(strength.get(chunk.chunkId) ?? 0, s));
+    }
+  }
+  return { strength, chunks: found };
+}
+
+/** Characters in the longest run of consecutive `words` (of two or more, or all of them) that `text` contains. */
+function longestRun(words: string[], text: string): number {
+  let best = 0;
+  for (let i = 0; i < words.length; i++) {
+    let run = words[i]!;
+    for (let j = i + 1; j < words.length; j++) {
+      run += ` ${words[j]}`;
+      if (!text.includes(run)) break;
+      if (run.length > best) best = run.length;
+    }
+  }
+  if (words.length === 1 && text.includes(words[0]!)) best = words[0]!.length;
+  return best;
 }
 
 /** Where in a chunk the query's words are densest: the line (0-based), and the column (0-based) of the first one. */
@@ -264,6 +353,8 @@ export interface Gathered {
   namedFiles: Map<string, number>;
   /** Symbol hint strength per chunk. */
   symbolHints: Map<number, number>;
+  /** Chunks that contain text the query quotes (or an error message it pastes) verbatim, with how much of it. */
+  exactHits: Map<number, number>;
   /** Chunks only hints reached (a hinted file's first chunk, a hinted definition's chunk). */
   hinted: Array<Omit<ChunkHit, 'score'>>;
   /** Dense hits: chunks by their vectors, files by their coarse vector. */
@@ -297,7 +388,7 @@ export async function gather(
         informativeTerms(store, q.terms, 'files'),
       ])
     : [[], []];
-  const [lexHits, fileHits, hinted, sHints] = await Promise.all([
+  const [lexHits, fileHits, hinted, sHints, exact] = await Promise.all([
     lexical && chunkTerms.length
       ? lexical.searchChunks({ terms: chunkTerms, limit, weights, ...(filter ? { filter } : {}) })
       : [],
@@ -311,6 +402,7 @@ export async function gather(
       : [],
     fileHints(store, q, filter),
     symbolHints(store, q, filter),
+    config.search.exactWeight > 0 ? exactHits(store, config, q, filter) : { strength: new Map(), chunks: [] },
   ]);
 
   // hinted files, and files strong as a whole, that the chunk search did not reach: take their best chunks
@@ -347,6 +439,11 @@ export async function gather(
     }
   }
   const known = new Set([...lexHits, ...extra, ...hintedChunks].map((h) => h.chunkId));
+  for (const c of exact.chunks)
+    if (!known.has(c.chunkId)) {
+      hintedChunks.push(c);
+      known.add(c.chunkId);
+    }
   const unseen = [...sHints.keys()].filter((id) => !known.has(id));
   hintedChunks.push(...(await store.getChunks(unseen)));
   const [denseChunks, denseFiles] = denseLists ? await denseLists : [[], []];
@@ -357,6 +454,7 @@ export async function gather(
     fileHints: hinted.all,
     namedFiles: hinted.named,
     symbolHints: sHints,
+    exactHits: exact.strength,
     hinted: hintedChunks,
     denseChunks,
     denseFiles,
@@ -378,7 +476,8 @@ export function fuse(
   options: FuseOptions,
 ): { ordered: Candidate[]; files: FileResult[] } {
   const { mode } = options;
-  const { fileHints: fHints, namedFiles, symbolHints: sHints } = g;
+  const { fileHints: fHints, namedFiles, symbolHints: sHints, exactHits } = g;
+  const exactWeight = config.search.exactWeight;
   const maxLex = g.lexical.reduce((m, h) => Math.max(m, h.score), 0) || 1;
   const maxFileLex = g.fileLexical.reduce((m, h) => Math.max(m, h.score), 0) || 1;
   const fileLex = new Map(g.fileLexical.map((h) => [h.path, h.score / maxFileLex]));
@@ -396,6 +495,7 @@ export function fuse(
     fileLexical: fileLex.get(hit.path) ?? 0,
     fileHint: fHints.get(hit.path) ?? 0,
     symbolHint,
+    exact: exactWeight * (exactHits.get(hit.chunkId) ?? 0),
     prior: ROLE_PRIOR[fileRole(hit.path)],
     dense: 0,
     final: 0,
@@ -551,7 +651,7 @@ function byPlace(a: { path: string; startLine: number }, b: { path: string; star
 
 /** Did any word of the query point at this candidate (its text, its file's text or name, a symbol)? */
 function hasEvidence(c: Candidate): boolean {
-  return c.lexical > 0 || c.fileLexical > 0 || c.fileHint > 0 || c.symbolHint > 0;
+  return c.lexical > 0 || c.fileLexical > 0 || c.fileHint > 0 || c.symbolHint > 0 || c.exact > 0;
 }
 
 /**
@@ -668,6 +768,7 @@ export async function search(
         fileLexical: round(c.fileLexical),
         fileHint: round(c.fileHint),
         symbolHint: round(c.symbolHint),
+        exact: round(c.exact),
         dense: round(c.dense),
       },
       chunkId: c.hit.chunkId,
