@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { indexProject, openProject, type LocalProject as Project, searchProject } from '../src/api.ts';
-import { analyzeQuery } from '../src/search/query.ts';
+import { analyzeQuery, frameFunctions } from '../src/search/query.ts';
 import { fileRole, testedBasename } from '../src/search/roles.ts';
 import { makeTree, openLexical, removeTree } from './helpers.ts';
 
@@ -168,6 +168,16 @@ describe('quoted text and pasted errors (search.exact_weight)', () => {
       'Avoid using aliases in join condition',
       "Dropped elements in sequence matching! 'a' != ';'",
     ]);
+  });
+
+  it("reads the functions a stack trace's frames name, in Python, V8 and JVM traces", () => {
+    assert.deepEqual(
+      frameFunctions(
+        'Traceback (most recent call last):\n  File "/usr/lib/x/schema.py", line 12, in _invoke_validators\n    raise\n  File "<stdin>", line 1, in <module>\nTypeError: Error: boom\n    at parseConfig (src/config.ts:3:5)\n    at async Loader.loadAll (src/a.ts:9:1)\n\tat com.acme.Widget.render(Widget.java:42)\n',
+      ),
+      ['_invoke_validators', 'parseConfig', 'loadAll', 'render'],
+    );
+    assert.equal(analyzeQuery('  File "a.py", line 3, in load\n').identifiers.get('load'), 1);
   });
 
   it('puts the file that holds a pasted message, even formatted, above files that share its words', async () => {

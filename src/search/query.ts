@@ -106,6 +106,8 @@ export function analyzeQuery(raw: string): AnalyzedQuery {
     }
     if (!word.includes('-')) note(identifiers, lower, s);
   }
+  // a stack trace's frames name functions for sure (`File "a.py", line 3, in load`, `at load (src/a.ts:3:5)`)
+  for (const fn of frameFunctions(raw)) note(identifiers, fn.toLowerCase(), 1);
   return {
     raw,
     terms,
@@ -135,4 +137,21 @@ export function quotedLiterals(raw: string): string[] {
   for (const m of raw.matchAll(QUOTED)) keep(m[1] ?? m[2]);
   for (const m of raw.matchAll(ERROR_LINE)) keep(m[1]);
   return [...out].slice(0, MAX_LITERALS);
+}
+
+/**
+ * Python's `File "…", line N, in name`, V8's `at name (file:line:col)` / `at Class.name (…)`, and the JVM's
+ * `at pkg.Class.name(File.java:12)`.
+ */
+const FRAME =
+  /\bFile "[^"\n]+", line \d+, in ([A-Za-z_]\w*)|^\s*at (?:async )?(?:[\w$.]+\.)?([A-Za-z_$][\w$]*) \(|^\s*at (?:[\w$]+\.)+([A-Za-z_$][\w$]*)\([\w$]+\.\w+:\d+\)/gm;
+
+/** The functions a pasted stack trace's frames name. */
+export function frameFunctions(raw: string): string[] {
+  const out = new Set<string>();
+  for (const m of raw.matchAll(FRAME)) {
+    const name = m[1] ?? m[2] ?? m[3];
+    if (name && name.length >= 3) out.add(name);
+  }
+  return [...out];
 }
