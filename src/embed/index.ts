@@ -3,6 +3,7 @@ import type { QuarryConfig } from '../config/config.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { createLocalEmbedder, cudaProvider } from './local.ts';
 import { downloadWeights, findWeights, MODEL_NAME, weightsFileIn } from './models.ts';
+import { downloadPreset, type EmbedPreset, PRESETS, presetDir, presetFor, readPin } from './presets.ts';
 import { createRemoteEmbedder } from './remote.ts';
 import type { Embedder } from './types.ts';
 import { createWorkerEmbedder } from './worker-pool.ts';
@@ -31,6 +32,62 @@ async function openCustomOnnx(config: QuarryConfig, options: OpenEmbedderOptions
     ...(config.embed.documentPrefix !== undefined ? { documentPrefix: config.embed.documentPrefix } : {}),
   };
   return createLocalEmbedder({ weights, custom, ...(threads ? { threads } : {}) });
+}
+
+/**
+ * A preset (`embed.model = "jina-code-v2"`, …): its files from `embed.model_dir`, else from its cache folder, downloaded
+ * there the first time when downloads are allowed; run with the preset's pooling, prefixes, length and dimension.
+ */
+async function openPreset(
+  preset: EmbedPreset,
+  config: QuarryConfig,
+  options: OpenEmbedderOptions,
+  env: NodeJS.ProcessEnv,
+): Promise<Embedder> {
+  if (preset.runtime === 'ollama')
+    return createRemoteEmbedder({
+      provider: 'ollama',
+      model: preset.model,
+      maxTokens: preset.maxTokens,
+      ...(config.embed.baseUrl ? { baseUrl: config.embed.baseUrl } : {}),
+      queryPrefix: config.embed.queryPrefix ?? preset.queryPrefix,
+      documentPrefix: config.embed.documentPrefix ?? preset.documentPrefix,
+    });
+  let dir = config.embed.modelDir ?? presetDir(preset, env);
+  let weights = weightsFileIn(dir);
+  if (!weights && !config.embed.modelDir) {
+    if (!config.embed.download || !preset.download)
+      throw new QuarryError(
+        'BAD_CONFIG',
+        `${preset.name} is not installed: ${preset.download ? `allow the download (unset QUARRY_OFFLINE), or put its ONNX export in ${dir}` : preset.note}`,
+      );
+    options.onNotice?.(`downloading ${preset.model} (once per machine)`);
+    dir = await downloadPreset(preset, { env });
+    weights = weightsFileIn(dir);
+  }
+  if (!weights)
+    throw new QuarryError(
+      'BAD_CONFIG',
+      `no model.onnx in ${dir}: put ${preset.model}'s ONNX export (model.onnx, tokenizer.json) there`,
+    );
+  const threads = options.threads ?? (config.embed.threads || undefined);
+  const pin = readPin(dir);
+  return createLocalEmbedder({
+    weights,
+    device: config.embed.device ?? 'auto',
+    ...(threads ? { threads } : {}),
+    ...(options.onNotice ? { onNotice: options.onNotice } : {}),
+    custom: {
+      dir,
+      name: preset.name,
+      maxTokens: preset.maxTokens,
+      queryPrefix: config.embed.queryPrefix ?? preset.queryPrefix,
+      documentPrefix: config.embed.documentPrefix ?? preset.documentPrefix,
+      pooling: preset.pooling,
+      dimension: preset.dimension,
+      ...(pin ? { sha256: pin.sha256 } : preset.sha256 ? { sha256: preset.sha256 } : {}),
+    },
+  });
 }
 
 /** A remote embedder; an unreachable or misconfigured service is an error (the user asked for it by name). */
@@ -76,6 +133,14 @@ export async function openEmbedder(
 ): Promise<Embedder | undefined> {
   if (config.embed.provider === 'none') return undefined;
   const env = options.env ?? process.env;
+  const preset = presetFor(config.embed.model);
+  if (preset && (config.embed.provider === 'local' || config.embed.provider === 'onnx'))
+    return openPreset(preset, config, options, env);
+  if (config.embed.provider === 'local' && config.embed.model && config.embed.model !== MODEL_NAME)
+    throw new QuarryError(
+      'BAD_CONFIG',
+      `embed.model = "${config.embed.model}" is no model quarry knows: use one of ${[MODEL_NAME, ...Object.keys(PRESETS)].join(', ')}, or embed.provider = "onnx" with embed.model_dir for your own export`,
+    );
   if (config.embed.provider === 'onnx') return openCustomOnnx(config, options);
   if (config.embed.provider !== 'local' && config.embed.provider !== 'static') return openRemote(config, env);
   let weights = findWeights({ modelDir: config.embed.modelDir, env });

@@ -29,7 +29,19 @@ export interface LocalEmbedderOptions {
    * A model of the user's own instead of all-MiniLM-L6-v2 (a code model exported to ONNX, say): its folder holds
    * `tokenizer.json` and `tokenizer_config.json`; its weights are the user's choice, so no pinned hash applies.
    */
-  custom?: { dir: string; name: string; maxTokens?: number; queryPrefix?: string; documentPrefix?: string };
+  custom?: {
+    dir: string;
+    name: string;
+    maxTokens?: number;
+    queryPrefix?: string;
+    documentPrefix?: string;
+    /** Mean over the attention mask (default), or the first token's vector (BERT's [CLS], bge, CodeRankEmbed). */
+    pooling?: 'mean' | 'cls';
+    /** The dimension the model must produce (a preset's); a model that differs is refused. */
+    dimension?: number;
+    /** The weights' sha256 they must have (pinned when a preset's weights were downloaded). */
+    sha256?: string;
+  };
 }
 
 const MINILM_MAX_TOKENS = 256; // all-MiniLM-L6-v2 was trained on 256 word pieces
@@ -117,6 +129,11 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
         source: custom.dir,
       }
     : await verifiedWeights(options.weights);
+  if (custom?.sha256 && info.sha256 !== custom.sha256)
+    throw new QuarryError(
+      'BAD_INPUT',
+      `${options.weights} changed since it was downloaded (sha256 ${info.sha256.slice(0, 12)}…, pinned ${custom.sha256.slice(0, 12)}…): delete the folder and let quarry download it again`,
+    );
   const ort = await import('onnxruntime-node');
   const dir = custom?.dir ?? bundledModelDir();
   let tokenizerConfig: { model_max_length?: number } = {};
@@ -185,6 +202,7 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
     return cut;
   };
 
+  const pooling = custom?.pooling ?? 'mean';
   const runBatch = async (batch: number[][]): Promise<Float32Array[]> => {
     const s = await session();
     const wantsTypes = s.inputNames.includes('token_type_ids');
@@ -208,6 +226,10 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
     const hidden = result[output]!;
     const dim = hidden.dims[2] as number;
     const data = hidden.data as Float32Array;
+    if (pooling === 'cls')
+      return batch.map((_, i) =>
+        l2normalize(Float32Array.from(data.subarray(i * len * dim, i * len * dim + dim))),
+      );
     return batch.map((seq, i) => {
       const v = new Float32Array(dim);
       for (let j = 0; j < seq.length; j++) {
@@ -221,6 +243,11 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
 
   // all-MiniLM-L6-v2 has 384 dimensions; a custom model says how many by embedding one text
   const dimension = custom ? (await runBatch([encode('dimension probe')]))[0]!.length : 384;
+  if (custom?.dimension && dimension !== custom.dimension)
+    throw new QuarryError(
+      'BAD_CONFIG',
+      `${info.path} gives ${dimension}-dimensional vectors, but ${custom.name} has ${custom.dimension}: the folder holds another model`,
+    );
   return {
     id: custom
       ? `onnx:${custom.name}@${info.sha256.slice(0, 8)}`

@@ -41,6 +41,9 @@ const KEY_HINT: Record<RemoteProvider, string> = {
 
 /** Prefixes that known models expect; the config can always set its own. */
 export function defaultPrefixes(model: string): { query: string; document: string } {
+  // nomic-embed-code (and CodeRankEmbed) were trained with one query instruction and bare code
+  if (/nomic-embed-code|coderank/i.test(model))
+    return { query: 'Represent this query for searching relevant code: ', document: '' };
   if (/nomic-embed/i.test(model)) return { query: 'search_query: ', document: 'search_document: ' };
   return { query: '', document: '' };
 }
