@@ -218,3 +218,40 @@ describe('quoted text and pasted errors (search.exact_weight)', () => {
     }
   });
 });
+
+describe('one hop over the references (search.graph_hop)', () => {
+  it('lifts the file defining what the best file uses, never past the best file; off by default', async () => {
+    const root = makeTree({
+      'src/report.py':
+        'from src.render import frobnicate_layout\n\ndef make_report(rows):\n    """Build the quarterly report from the rows."""\n    return frobnicate_layout(rows)\n',
+      'src/render.py': 'def frobnicate_layout(rows):\n    return [str(r) for r in rows]\n',
+      'src/other.py': 'def other_report_helper():\n    """A quarterly note."""\n    return 1\n',
+    });
+    try {
+      const files = async (hop?: number) => {
+        const p = await openProject({
+          root,
+          create: true,
+          userConfig: false,
+          env: { QUARRY_EMBED: 'none' },
+          ...(hop !== undefined ? { overrides: { search: { graphHop: hop } } } : {}),
+        });
+        try {
+          await indexProject(p);
+          return (await searchProject(p, 'quarterly report rows', { mode: 'lexical' })).files.map(
+            (f) => f.path,
+          );
+        } finally {
+          await p.close();
+        }
+      };
+      const off = await files();
+      assert.equal(off[0], 'src/report.py');
+      assert.ok(!off.slice(0, 2).includes('src/render.py'), `render.py is no lexical match: ${off}`);
+      const on = await files(0.9);
+      assert.deepEqual(on.slice(0, 2), ['src/report.py', 'src/render.py']);
+    } finally {
+      removeTree(root);
+    }
+  });
+});

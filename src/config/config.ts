@@ -143,6 +143,8 @@ export interface QuarryConfig {
     testLift: number;
     /** Weight of text the query quotes found verbatim in a chunk, beside the best lexical match's 1 (0 = off). */
     exactWeight: number;
+    /** Share of a top file's score lent to the files defining what it uses (one hop; 0 = off). */
+    graphHop: number;
     /** Dense matches below this cosine similarity are not counted. Default 0 (off). */
     denseFloor: number;
     /**
@@ -196,6 +198,7 @@ export const DEFAULT_CONFIG: QuarryConfig = {
     denseWeight: 0.75,
     testLift: 0,
     exactWeight: 1,
+    graphHop: 0,
     denseFloor: 0,
     noEvidenceFloor: 0.4,
     mmrLambda: 0.7,
@@ -284,6 +287,7 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
       mmr_lambda: 'mmrLambda',
       test_lift: 'testLift',
       exact_weight: 'exactWeight',
+      graph_hop: 'graphHop',
     });
     if (rerank) {
       const { timeout_ms, ...rest } = rerank;

@@ -71,6 +71,9 @@ export const SettingsSchema = z
         exact_weight: weight.describe(
           'weight of text the query quotes (or an error message it pastes) found verbatim in a chunk (0 = off)',
         ),
+        graph_hop: weight.describe(
+          "share of a top file's score lent to the files that define what it uses, one hop over the references (0 = off)",
+        ),
         rerank: z
           .strictObject({
             protocol: z

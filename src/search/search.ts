@@ -641,6 +641,63 @@ function liftTestedSources(fileScores: Map<string, number>, lift: number): void 
   for (const [path, score] of raised) if (score > (fileScores.get(path) ?? 0)) fileScores.set(path, score);
 }
 
+/** Files whose uses are followed, and names a hop follows at most. */
+const HOP_SOURCES = 3;
+const HOP_MAX_DEFINERS = 3;
+
+/**
+ * One hop over the reference graph: the files that define what the best files use (the callee a bug report's
+ * symptom leads to) gain `weight` × the user's score × how specific the name is (defined in one file: 1, in three:
+ * ⅓). A name defined in more files than that points nowhere. Files only gain, and never more than a share of the
+ * file they were reached from.
+ */
+async function hopToCallees(store: Store, files: FileResult[], weight: number): Promise<FileResult[]> {
+  const sources = files.slice(0, HOP_SOURCES);
+  if (!sources.length) return files;
+  const chunksOf = await store.getFilesChunks(sources.map((f) => f.path));
+  const usedBy = new Map<string, Set<string>>();
+  for (const f of sources) {
+    const names = new Set<string>();
+    for (const c of chunksOf.get(f.path) ?? [])
+      for (const m of c.text.matchAll(/[A-Za-z_$][\w$]{3,}/g)) names.add(m[0].toLowerCase());
+    usedBy.set(f.path, names);
+  }
+  const all = [...new Set([...usedBy.values()].flatMap((s) => [...s]))];
+  if (!all.length) return files;
+  const counts = await store.countSymbolFiles(all);
+  const specific = all.filter((n) => {
+    const k = counts.get(n) ?? 0;
+    return k > 0 && k <= HOP_MAX_DEFINERS;
+  });
+  if (!specific.length) return files;
+  const defs = await store.findSymbols(specific, { limit: 2000 });
+  const definedIn = new Map<string, Set<string>>();
+  for (const d of defs) {
+    if (d.kind === 'variable') continue;
+    const name = d.name.toLowerCase();
+    definedIn.set(name, (definedIn.get(name) ?? new Set()).add(d.path));
+  }
+  const gain = new Map<string, number>();
+  for (const src of sources) {
+    for (const name of usedBy.get(src.path) ?? []) {
+      const where = definedIn.get(name);
+      if (!where || where.has(src.path)) continue; // its own definitions are no hop
+      for (const path of where)
+        gain.set(path, Math.max(gain.get(path) ?? 0, (weight * src.score) / (counts.get(name) ?? 1)));
+    }
+  }
+  if (!gain.size) return files;
+  const scores = new Map(files.map((f) => [f.path, f.score]));
+  // a weak prior never decides the first place: nothing it lifts passes the best file
+  const first = files[0]!;
+  for (const [path, g] of gain)
+    if (path !== first.path) scores.set(path, Math.min(first.score * 0.999, (scores.get(path) ?? 0) + g));
+  const repo = files[0]?.repo;
+  return [...scores.entries()]
+    .map(([path, score]) => ({ path, score: round(score), ...(repo ? { repo } : {}) }))
+    .sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1));
+}
+
 /**
  * Equal scores are ordered by place (path, then line), never by row id: ids depend on the index's history (an
  * updated file gets new ones), and the order must not.
@@ -739,6 +796,8 @@ export async function search(
     ? new Map(ordered.map((c, i) => [c, 1 - i / ordered.length]))
     : new Map(ordered.map((c) => [c, c.final / (ordered[0]?.final || 1)]));
   const ranked = diversify(ordered, (c) => relevance.get(c) ?? 0, config.search.mmrLambda, topK);
+  if (config.search.graphHop > 0 && !reranked.size)
+    files = await hopToCallees(store, files, config.search.graphHop);
   files = files.slice(0, topFiles);
 
   // present: the text of the chunks shown, one round trip
