@@ -8,6 +8,7 @@ import { decodeText } from './index/process-file.ts';
 import type { LlmProvider } from './llm/provider.ts';
 import type { IndexStatus, Project } from './project/types.ts';
 import { createHttpReranker, type Reranker } from './rerank/rerank.ts';
+import { readHistory } from './search/history.ts';
 import { type SearchOptions, type SearchResponse, search } from './search/search.ts';
 import { openStore, storeTarget } from './store/open.ts';
 import { embeddingStatusOf, type FileRecord, type RepoInfo, type Store } from './store/types.ts';
@@ -303,6 +304,7 @@ export async function searchProject(
     });
   return search(project.store, project.config, query, {
     ...rest,
+    history: () => readHistory(project.root),
     ...(queryVector ? { queryVector, queryCoverage: coverage } : {}),
     ...(reranker ? { reranker, rerankTop: rr.top } : {}),
   });

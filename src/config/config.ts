@@ -145,6 +145,10 @@ export interface QuarryConfig {
     exactWeight: number;
     /** Share of a top file's score lent to the files defining what it uses (one hop; 0 = off). */
     graphHop: number;
+    /** Weight of a file's change recency in git (0 = off). */
+    gitRecency: number;
+    /** Share of a top file's score lent to the files that changed with it in git (0 = off). */
+    gitCochange: number;
     /** Dense matches below this cosine similarity are not counted. Default 0 (off). */
     denseFloor: number;
     /**
@@ -199,6 +203,8 @@ export const DEFAULT_CONFIG: QuarryConfig = {
     testLift: 0,
     exactWeight: 1,
     graphHop: 0,
+    gitRecency: 0,
+    gitCochange: 0,
     denseFloor: 0,
     noEvidenceFloor: 0.4,
     mmrLambda: 0.7,
@@ -288,6 +294,8 @@ function toUserConfig(raw: Record<string, unknown>, source: string): UserConfig 
       test_lift: 'testLift',
       exact_weight: 'exactWeight',
       graph_hop: 'graphHop',
+      git_recency: 'gitRecency',
+      git_cochange: 'gitCochange',
     });
     if (rerank) {
       const { timeout_ms, ...rest } = rerank;

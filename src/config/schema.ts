@@ -74,6 +74,10 @@ export const SettingsSchema = z
         graph_hop: weight.describe(
           "share of a top file's score lent to the files that define what it uses, one hop over the references (0 = off)",
         ),
+        git_recency: weight.describe("weight of a file's change recency in git, a prior (0 = off)"),
+        git_cochange: weight.describe(
+          "share of a top file's score lent to the files that changed with it in git (0 = off)",
+        ),
         rerank: z
           .strictObject({
             protocol: z

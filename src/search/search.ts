@@ -3,6 +3,7 @@ import type { QuarryConfig } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
 import type { Reranker } from '../rerank/rerank.ts';
 import type { ChunkHit, FileHit, SearchFilter, Store, StoredChunk } from '../store/types.ts';
+import type { ChangeHistory } from './history.ts';
 import { type AnalyzedQuery, analyzeQuery } from './query.ts';
 import { ABOUT_TESTS, type FileRole, fileRole, testedBasename } from './roles.ts';
 
@@ -27,6 +28,8 @@ export interface SearchOptions {
   reranker?: Reranker;
   /** Candidates the reranker reads. Default 30. */
   rerankTop?: number;
+  /** The repository's git history, read when a git prior is on (`search.git_recency`, `search.git_cochange`). */
+  history?: () => Promise<ChangeHistory | undefined>;
 }
 
 /** One result, as `quarry search --json` prints it (DESIGN.md, "Search output"). */
@@ -699,6 +702,34 @@ async function hopToCallees(store: Store, files: FileResult[], weight: number): 
 }
 
 /**
+ * Git priors over the ranked files: recently changed files gain `recency` × the best file's score × how recent, and
+ * the files that changed together with the best three gain `cochange` × that file's score × how often. Only files
+ * already ranked move, and never past the first.
+ */
+function applyHistory(
+  files: FileResult[],
+  h: ChangeHistory,
+  recency: number,
+  cochange: number,
+): FileResult[] {
+  const first = files[0];
+  if (!first) return files;
+  const scores = new Map(files.map((f) => [f.path, f.score]));
+  const gain = new Map<string, number>();
+  const add = (path: string, g: number) => {
+    if (path !== first.path && scores.has(path)) gain.set(path, (gain.get(path) ?? 0) + g);
+  };
+  if (recency > 0) for (const f of files) add(f.path, recency * first.score * h.recency(f.path));
+  if (cochange > 0)
+    for (const src of files.slice(0, HOP_SOURCES))
+      for (const [path, share] of h.neighbours(src.path)) add(path, cochange * src.score * share);
+  for (const [path, g] of gain) scores.set(path, Math.min(first.score * 0.999, (scores.get(path) ?? 0) + g));
+  return files
+    .map((f) => ({ ...f, score: round(scores.get(f.path) ?? f.score) }))
+    .sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1));
+}
+
+/**
  * Equal scores are ordered by place (path, then line), never by row id: ids depend on the index's history (an
  * updated file gets new ones), and the order must not.
  */
@@ -798,6 +829,11 @@ export async function search(
   const ranked = diversify(ordered, (c) => relevance.get(c) ?? 0, config.search.mmrLambda, topK);
   if (config.search.graphHop > 0 && !reranked.size)
     files = await hopToCallees(store, files, config.search.graphHop);
+  const { gitRecency, gitCochange } = config.search;
+  if ((gitRecency > 0 || gitCochange > 0) && options.history && !reranked.size) {
+    const history = await options.history();
+    if (history) files = applyHistory(files, history, gitRecency, gitCochange);
+  }
   files = files.slice(0, topFiles);
 
   // present: the text of the chunks shown, one round trip
