@@ -15,6 +15,11 @@ export interface Embedder {
   /** The model's token count for `text`, capped at `maxTokens` (used to batch texts of similar length). */
   countTokens(text: string): number;
   close(): Promise<void>;
+  /**
+   * Embedding costs less than looking a vector up (a static token table): the indexer then keeps no cache rows for
+   * it and commits in wide batches.
+   */
+  readonly cheap?: boolean;
 }
 
 export function l2normalize(v: Float32Array): Float32Array {

@@ -74,8 +74,9 @@ export async function embedPending(
   const vectors: VectorIndex | undefined = store.vectors;
   if (!vectors) throw new Error(`the ${store.kind} store keeps no vectors`);
   const { reset } = await vectors.useEmbedder(embedder.id, embedder.dimension);
-  const batchFiles = options.batchFiles ?? 16;
-  const cache = options.cache ?? store.cache;
+  // a cheap embedder (the static table) recomputes faster than a cache answers, and its batches cost little to redo
+  const batchFiles = options.batchFiles ?? (embedder.cheap ? 256 : 16);
+  const cache = embedder.cheap ? undefined : (options.cache ?? store.cache);
   const report: EmbedReport = {
     embedder: embedder.id,
     reset,
