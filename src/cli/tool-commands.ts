@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { openProject } from '../api.ts';
 import { DEFAULT_CONFIG, type QuarryConfig, resolveConfig } from '../config/config.ts';
-import { bundledModelDir, cacheModelDir, findWeights, verifyWeights } from '../embed/models.ts';
+import {
+  bundledModelDir,
+  cacheModelDir,
+  findWeights,
+  sha256File,
+  verifyWeights,
+  weightsFileIn,
+} from '../embed/models.ts';
 import { QuarryError } from '../errors.ts';
 import { contentVerdict } from '../index/process-file.ts';
 import { storeTarget } from '../store/open.ts';
@@ -167,7 +174,30 @@ export async function runDoctor(root: string | undefined): Promise<Check[]> {
     existsSync(tokenizer) ? tokenizer : `${tokenizer} is missing — reinstall quarry`,
   );
   const config = resolveConfig(root ? { root } : {});
-  if (config.embed.provider === 'local' || config.embed.provider === 'static') {
+  const { presetFor, presetDir, readPin } = await import('../embed/presets.ts');
+  const preset = presetFor(config.embed.model);
+  if (preset && preset.runtime === 'onnx' && config.embed.provider !== 'none') {
+    const dir = config.embed.modelDir ?? presetDir(preset);
+    const file = weightsFileIn(dir);
+    if (!file)
+      add(
+        'model weights',
+        'warn',
+        `${preset.name}: none in ${dir}: ${preset.download ? (config.embed.download ? 'the next `quarry index` downloads them' : 'allow the download (unset QUARRY_OFFLINE)') : preset.note}`,
+      );
+    else
+      await attempt(
+        'model weights',
+        async () => {
+          const sha256 = await sha256File(file);
+          const pinned = readPin(dir)?.sha256 ?? preset.sha256;
+          if (pinned && pinned !== sha256)
+            throw new Error(`${file} has sha256 ${sha256.slice(0, 12)}…, pinned ${pinned.slice(0, 12)}…`);
+          return `${preset.name} (${preset.model}) at ${file}, sha256 ${sha256.slice(0, 12)}…${pinned ? ' (pinned)' : ' (your own export: not pinned)'}`;
+        },
+        `delete ${dir} and let \`quarry index\` download it again`,
+      );
+  } else if (config.embed.provider === 'local' || config.embed.provider === 'static') {
     const weights = findWeights({ modelDir: config.embed.modelDir });
     if (!weights)
       add(
