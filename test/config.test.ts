@@ -15,6 +15,13 @@ function project(toml: string): string {
 }
 
 describe('config', () => {
+  it('resolves a model folder named in quarry.toml against the project, wherever quarry runs from', () => {
+    const root = project('[embed]\nmodel = "bge-small-en"\nmodel_dir = "models/bge"\n');
+    assert.equal(resolveConfig({ root, userConfig: false }).embed.modelDir, join(root, 'models', 'bge'));
+    const abs = project('[embed]\nmodel_dir = "/opt/models/bge"\n');
+    assert.equal(resolveConfig({ root: abs, userConfig: false }).embed.modelDir, '/opt/models/bge');
+  });
+
   it('reads quarry.toml, the environment and overrides, in that order of precedence', () => {
     const root = project(`max_file_bytes = 2048
 workers = 2

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parse as parseToml, stringify as stringifyToml } from 'smol-toml';
 import { QuarryError } from '../errors.ts';
 import { writeAtomic } from '../workspace/atomic.ts';
@@ -225,7 +225,10 @@ export const DEFAULT_CONFIG: QuarryConfig = {
 function readToml(file: string): UserConfig {
   if (!existsSync(file)) return {};
   try {
-    return toUserConfig(parseToml(readFileSync(file, 'utf8')) as Record<string, unknown>, file);
+    const out = toUserConfig(parseToml(readFileSync(file, 'utf8')) as Record<string, unknown>, file);
+    // a folder named in a settings file is relative to that file, wherever quarry runs from
+    if (out.embed?.modelDir) out.embed.modelDir = resolve(dirname(file), out.embed.modelDir);
+    return out;
   } catch (err) {
     if (err instanceof QuarryError) throw err;
     throw new QuarryError('BAD_CONFIG', `cannot parse ${file}: ${(err as Error).message.split('\n')[0]}`, {
