@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, renameSync } from 'node:fs';
+import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -11,6 +11,7 @@ import { createLocalEmbedder } from '../src/embed/local.ts';
 import { findWeights } from '../src/embed/models.ts';
 import { embedPending } from '../src/index/embedding.ts';
 import { indexRepository } from '../src/index/indexer.ts';
+import { DATA_CHUNK_VECTORS } from '../src/search/roles.ts';
 import { openSqliteStore } from '../src/store/sqlite.ts';
 import { indexPaths } from '../src/workspace/root.ts';
 import { copyPolyglot, removeTree, testConfig } from './helpers.ts';
@@ -75,6 +76,27 @@ describe('embedding phases and hybrid search (real all-MiniLM-L6-v2)', () => {
     assert.equal(named.files[0]?.path, 'util.js');
     const unnamed = await searchProject(project, 'load the application settings from disk, see util');
     assert.notEqual(unnamed.files[0]?.path, 'util.js', 'a bare word is not a file name');
+    await project.close();
+  });
+
+  it('embeds a data file’s head only, while its every row stays found by words', async () => {
+    const root = copyPolyglot(trees);
+    const rows = Array.from({ length: 3000 }, (_, i) => `${i},station_${i},${(i * 0.37).toFixed(2)},ok`);
+    writeFileSync(join(root, 'readings.csv'), `id,station,irradiance,status\n${rows.join('\n')}\n`);
+    const project = await openProject({ root, create: true, userConfig: false });
+    await indexProject(project);
+    const csv = (await project.store.getFilesChunks(['readings.csv'])).get('readings.csv')!;
+    assert.ok(csv.length > DATA_CHUNK_VECTORS, `${csv.length} chunks`);
+    const vectors = dumpVectors(indexPaths(root).db).chunks.filter(([path]) => path === 'readings.csv');
+    assert.deepEqual(
+      vectors.map(([, ordinal]) => ordinal),
+      Array.from({ length: DATA_CHUNK_VECTORS }, (_, i) => i),
+    );
+    const status = await projectStatus(project);
+    assert.equal(status.embedding.refined, status.embedding.files, 'the file counts as embedded');
+    assert.deepEqual(await project.store.check(), []);
+    const tail = await searchProject(project, 'station_2999');
+    assert.equal(tail.files[0]?.path, 'readings.csv');
     await project.close();
   });
 

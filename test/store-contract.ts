@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { codeTokenText, pathTokenText } from '../src/chunk/tokens.ts';
 import { referenceGraph } from '../src/context/repomap.ts';
+import { chunksToEmbed } from '../src/index/embedding.ts';
+import { DATA_CHUNK_VECTORS } from '../src/search/roles.ts';
 import { type ChunkInput, encodeRefs, type FileUpdate, type Store } from '../src/store/types.ts';
 
 function chunk(path: string, ordinal: number, text: string, symbol: string | null = null): ChunkInput {
@@ -343,6 +345,47 @@ export function storeContract(open: () => Promise<Store>): void {
       'another dimension resets too',
     );
     assert.deepEqual(await v.embedder(), { id: 'other-embedder', dimension: 4 });
+    await s.close();
+  });
+
+  it('holds a data file with vectors for its head only, and still notices a vector missing from that head', async () => {
+    const s = await open();
+    const v = s.vectors;
+    if (!v) return void (await s.close());
+    const rows = Array.from(
+      { length: DATA_CHUNK_VECTORS + 4 },
+      (_, i) => [`row ${i},${i * 7}`, null] as [string, null],
+    );
+    await s.replaceFiles([update('data/table.csv', rows)]);
+    await v.useEmbedder('test-embedder', 3);
+    const [pending] = await v.pendingFiles(1, 10);
+    await v.putFileVectors([{ path: 'data/table.csv', hash: pending!.hash, vector: vec([1, 0, 0]) }]);
+    const stored = (await s.getFilesChunks(['data/table.csv'])).get('data/table.csv')!;
+    const head = chunksToEmbed('data/table.csv', stored);
+    assert.equal(
+      head.length,
+      DATA_CHUNK_VECTORS,
+      'the first chunks of a data file get vectors, not its tail',
+    );
+    assert.deepEqual(
+      head.map((c) => c.chunkId),
+      stored.slice(0, DATA_CHUNK_VECTORS).map((c) => c.chunkId),
+    );
+    const put = (chunks: typeof head) =>
+      v.putChunkVectors([
+        {
+          path: 'data/table.csv',
+          hash: pending!.hash,
+          vectors: chunks.map((c, i) => ({ chunkId: c.chunkId, vector: vec([1, i, 0]) })),
+        },
+      ]);
+    await put(head.slice(1));
+    await s.settle?.();
+    assert.equal((await s.check()).length, 1, 'a chunk of the head without its vector is a fault');
+    await put(head);
+    await s.settle?.();
+    assert.equal((await v.status()).refined, 1);
+    assert.deepEqual(await s.check(), [], 'the tail without vectors is no fault');
     await s.close();
   });
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Embedder } from '../embed/types.ts';
+import { chunkGetsVector } from '../search/roles.ts';
 import type { EmbeddingCache, Store, StoredChunk, VectorIndex } from '../store/types.ts';
 
 export interface EmbedProgress {
@@ -56,6 +57,11 @@ export function coarseText(symbols: string[], chunks: Array<{ text: string }>): 
 export function chunkText(c: { text: string; symbol: string | null; container: string | null }): string {
   const where = [c.container, c.symbol].filter(Boolean).join('.');
   return where ? `${where}\n${c.text}` : c.text;
+}
+
+/** The chunks of a file that get a vector in phase 2 (all but a data file's tail), in line order. */
+export function chunksToEmbed<T>(path: string, chunks: T[]): T[] {
+  return chunks.filter((_, ordinal) => chunkGetsVector(path, ordinal));
 }
 
 const textHash = (text: string) => createHash('sha1').update(text).digest('hex');
@@ -145,6 +151,7 @@ export async function embedPending(
         phase === 1 ? store.listSymbols(paths) : undefined,
       ]);
       const chunks = (path: string): StoredChunk[] => chunksOf.get(path) ?? [];
+      const embedded = (path: string): StoredChunk[] => chunksToEmbed(path, chunks(path));
       if (phase === 1) {
         const texts = pending.map((p) =>
           coarseText(
@@ -158,14 +165,14 @@ export async function embedPending(
         );
         report.coarseFiles += pending.length;
       } else {
-        const texts = pending.flatMap((p) => chunks(p.path).map((c) => chunkText(c)));
+        const texts = pending.flatMap((p) => embedded(p.path).map((c) => chunkText(c)));
         const vecs = await vectorsFor(texts);
         let k = 0;
         await vectors.putChunkVectors(
           pending.map((p) => ({
             path: p.path,
             hash: p.hash,
-            vectors: chunks(p.path).map((c) => ({ chunkId: c.chunkId, vector: vecs[k++]! })),
+            vectors: embedded(p.path).map((c) => ({ chunkId: c.chunkId, vector: vecs[k++]! })),
           })),
         );
         report.refinedFiles += pending.length;

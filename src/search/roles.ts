@@ -10,13 +10,27 @@ const TEST_FILE =
 const DOCS_EXT = /\.(md|mdx|markdown|rst|adoc|txt|html?)$/i;
 const DOCS_NAME =
   /(^|\/)(changelog|changes|history|news|readme|license|licence|authors|contributing|notice)[^/]*$/i;
-const DATA_EXT = /\.(json|jsonc|json5|ya?ml|toml|ini|cfg|conf|csv|tsv|xml|lock|snap|svg|properties)$/i;
+const DATA_EXT =
+  /\.(json|jsonc|json5|jsonl|ndjson|geojson|ya?ml|toml|ini|cfg|conf|csv|tsv|dat|xml|lock|snap|svg|properties)$/i;
 
 export function fileRole(path: string): FileRole {
   if (DOCS_NAME.test(path) || DOCS_EXT.test(path) || /(^|\/)docs?\//i.test(path)) return 'docs';
   if (TEST_DIR.test(path) || TEST_FILE.test(path)) return 'test';
   if (DATA_EXT.test(path)) return 'data';
   return 'code';
+}
+
+/**
+ * Chunk vectors a data file (CSV, JSON, YAML, `.dat`…) gets: its first chunks, where the header, the keys or the
+ * schema are. A 5,000-row table costs the transformer minutes and answers no question by meaning that its head and
+ * its file vector do not; every chunk stays in the lexical index, so an exact value is still found. A config file
+ * of up to this many chunks is embedded whole.
+ */
+export const DATA_CHUNK_VECTORS = 8;
+
+/** Whether the chunk at this ordinal (0-based, in line order) of a file gets a vector in phase 2. */
+export function chunkGetsVector(path: string, ordinal: number): boolean {
+  return ordinal < DATA_CHUNK_VECTORS || fileRole(path) !== 'data';
 }
 
 /** Words that make a question about tests (then a test file is what it wants, and lends nothing to its source). */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ChromaClient, type Collection, type Metadata, type Where } from 'chromadb';
 import { QuarryError } from '../errors.ts';
+import { chunkGetsVector } from '../search/roles.ts';
 import { openSqliteStore, type SqliteStore, sqliteIndexExists } from './sqlite.ts';
 import type {
   ChunkHit,
@@ -154,7 +155,8 @@ export class ChromaStore {
   }
 
   /**
-   * Vectors against the phase marks in SQLite: every chunk of a file marked embedded has its record, every file
+   * Vectors against the phase marks in SQLite: every chunk of a file marked embedded has its record (but a data
+   * file's tail, which gets none by design), every file
    * marked with a coarse vector has one, and no record speaks of a chunk that is gone or of another file. (Records
    * of files not yet marked are expected after a kill between Chroma's write and the mark: the next run rewrites
    * them.)
@@ -179,7 +181,8 @@ export class ChromaStore {
     const chunkRecords = await all(cols.chunks);
     let missing = 0;
     let stray = 0;
-    for (const [id, c] of rows.chunks) if (c.phase === 2 && !chunkRecords.has(id)) missing++;
+    for (const [id, c] of rows.chunks)
+      if (c.phase === 2 && chunkGetsVector(c.path, c.ordinal) && !chunkRecords.has(id)) missing++;
     for (const [id, path] of chunkRecords) if (rows.chunks.get(id)?.path !== path) stray++;
     if (missing) problems.push(`Chroma lacks ${missing} vectors of chunks marked embedded`);
     if (stray) problems.push(`Chroma holds ${stray} chunk vectors of no chunk (or of another file)`);
