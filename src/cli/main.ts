@@ -17,6 +17,7 @@ import { bundledModelDir, cacheModelDir, findWeights, installWeights } from '../
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { readQueries, runEval } from '../eval/eval.ts';
 import { analyzeQuery } from '../search/query.ts';
+import { DATA_CHUNK_VECTORS } from '../search/roles.ts';
 import { resultJson, type SearchMode, type SearchResponse } from '../search/search.ts';
 import { SKIP_REASONS } from '../workspace/walk.ts';
 import {
@@ -305,7 +306,11 @@ export async function main(
           `${c.bold('vectors')}    ${
             s.embedding.embedder
               ? `${s.embedding.coarse}/${s.embedding.files} files (phase 1), ${s.embedding.refined}/${s.embedding.files} refined (phase 2), ` +
-                `${s.embedding.chunkVectors} chunk vectors · ${s.embedding.embedder.id}`
+                `${s.embedding.chunkVectors} chunk vectors${
+                  s.embedding.refined === s.embedding.files && s.embedding.chunkVectors < s.chunks
+                    ? ` (data files: their first ${DATA_CHUNK_VECTORS} chunks)`
+                    : ''
+                } · ${s.embedding.embedder.id}`
               : 'none (lexical only)'
           }`,
           `${c.bold('pending')}    ${
