@@ -12,6 +12,7 @@ import {
   verifyWeights,
   weightsFileIn,
 } from '../embed/models.ts';
+import { pinnedSha256, presetDir, presetFor } from '../embed/presets.ts';
 import { QuarryError } from '../errors.ts';
 import { contentVerdict } from '../index/process-file.ts';
 import { storeTarget } from '../store/open.ts';
@@ -174,7 +175,6 @@ export async function runDoctor(root: string | undefined): Promise<Check[]> {
     existsSync(tokenizer) ? tokenizer : `${tokenizer} is missing — reinstall quarry`,
   );
   const config = resolveConfig(root ? { root } : {});
-  const { presetFor, presetDir, readPin } = await import('../embed/presets.ts');
   const preset = presetFor(config.embed.model);
   if (preset && preset.runtime === 'onnx' && config.embed.provider !== 'none') {
     const dir = config.embed.modelDir ?? presetDir(preset);
@@ -190,7 +190,7 @@ export async function runDoctor(root: string | undefined): Promise<Check[]> {
         'model weights',
         async () => {
           const sha256 = await sha256File(file);
-          const pinned = readPin(dir)?.sha256 ?? preset.sha256;
+          const pinned = pinnedSha256(preset, dir);
           if (pinned && pinned !== sha256)
             throw new Error(`${file} has sha256 ${sha256.slice(0, 12)}…, pinned ${pinned.slice(0, 12)}…`);
           return `${preset.name} (${preset.model}) at ${file}, sha256 ${sha256.slice(0, 12)}…${pinned ? ' (pinned)' : ' (your own export: not pinned)'}`;

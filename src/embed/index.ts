@@ -3,7 +3,7 @@ import type { QuarryConfig } from '../config/config.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { createLocalEmbedder, cudaProvider } from './local.ts';
 import { downloadWeights, findWeights, MODEL_NAME, weightsFileIn } from './models.ts';
-import { downloadPreset, type EmbedPreset, PRESETS, presetDir, presetFor, readPin } from './presets.ts';
+import { downloadPreset, type EmbedPreset, PRESETS, pinnedSha256, presetDir, presetFor } from './presets.ts';
 import { createRemoteEmbedder } from './remote.ts';
 import type { Embedder } from './types.ts';
 import { createWorkerEmbedder } from './worker-pool.ts';
@@ -71,7 +71,7 @@ async function openPreset(
       `no model.onnx in ${dir}: put ${preset.model}'s ONNX export (model.onnx, tokenizer.json) there`,
     );
   const threads = options.threads ?? (config.embed.threads || undefined);
-  const pin = readPin(dir);
+  const sha256 = pinnedSha256(preset, dir);
   return createLocalEmbedder({
     weights,
     device: config.embed.device ?? 'auto',
@@ -85,7 +85,7 @@ async function openPreset(
       documentPrefix: config.embed.documentPrefix ?? preset.documentPrefix,
       pooling: preset.pooling,
       dimension: preset.dimension,
-      ...(pin ? { sha256: pin.sha256 } : preset.sha256 ? { sha256: preset.sha256 } : {}),
+      ...(sha256 ? { sha256 } : {}),
     },
   });
 }

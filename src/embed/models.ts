@@ -51,9 +51,13 @@ export function bundledModelDir(): string {
 }
 
 /** `~/.cache/quarry/models/all-MiniLM-L6-v2` (or under `$XDG_CACHE_HOME`). */
+/** `~/.cache/quarry/models` (or under `$XDG_CACHE_HOME`): every downloaded model has its folder here. */
+export function modelsCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  return join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'quarry', 'models');
+}
+
 export function cacheModelDir(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CACHE_HOME || join(homedir(), '.cache');
-  return join(base, 'quarry', 'models', MODEL_NAME);
+  return join(modelsCacheDir(env), MODEL_NAME);
 }
 
 export async function sha256File(path: string): Promise<string> {

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { QuarryError } from '../errors.ts';
+import { modelsCacheDir } from './models.ts';
 
 /**
  * Code and retrieval models for machines that can download weights (`embed.model = "<preset>"`): what each needs to
@@ -36,7 +37,8 @@ export interface EmbedPreset {
   note: string;
 }
 
-const CODE_QUERY = 'Represent this query for searching relevant code: ';
+/** The query instruction nomic-embed-code and CodeRankEmbed were trained with (documents go bare). */
+export const CODE_QUERY = 'Represent this query for searching relevant code: ';
 
 export const PRESETS: Record<string, EmbedPreset> = {
   'jina-code-v2': {
@@ -101,8 +103,7 @@ export function presetFor(model: string | undefined): EmbedPreset | undefined {
 
 /** `~/.cache/quarry/models/<preset>` (or under `$XDG_CACHE_HOME`). */
 export function presetDir(preset: EmbedPreset, env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CACHE_HOME || join(homedir(), '.cache');
-  return join(base, 'quarry', 'models', preset.name.replace(/[^\w.-]+/g, '_'));
+  return join(modelsCacheDir(env), preset.name.replace(/[^\w.-]+/g, '_'));
 }
 
 /** The files a preset's folder holds. */
@@ -122,6 +123,11 @@ export function readPin(dir: string): PresetPin | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The sha256 a preset's weights in `dir` must have: pinned there at download, else shipped with quarry. */
+export function pinnedSha256(preset: EmbedPreset, dir: string): string | undefined {
+  return readPin(dir)?.sha256 ?? preset.sha256;
 }
 
 /**
@@ -144,41 +150,53 @@ export async function downloadPreset(
   mkdirSync(dir, { recursive: true });
   const hub = (options.hub ?? options.env?.QUARRY_HUB_URL ?? 'https://huggingface.co').replace(/\/+$/, '');
   const url = (file: string) => `${hub}/${d.repo}/resolve/${d.revision}/${file}`;
-  const fetchTo = async (file: string, dest: string): Promise<{ sha256: string; published?: string }> => {
+  /** Streams a file to `dest` while hashing it; `check` sees its hash before it lands (a throw leaves nothing). */
+  const fetchTo = async (
+    file: string,
+    dest: string,
+    check?: (sha256: string, published: string | undefined) => void,
+  ): Promise<string> => {
     const res = await fetch(url(file), { signal: AbortSignal.timeout(600_000) });
     if (!res.ok || !res.body) throw new Error(`${file}: HTTP ${res.status}`);
     const total = Number(res.headers.get('content-length') ?? 0);
     const etag = (res.headers.get('x-linked-etag') ?? '').replace(/^W\//, '').replace(/"/g, '');
     const hash = createHash('sha256');
-    const parts: Uint8Array[] = [];
-    let bytes = 0;
-    for await (const part of res.body as unknown as AsyncIterable<Uint8Array>) {
-      hash.update(part);
-      parts.push(part);
-      bytes += part.length;
-      options.onProgress?.(file, bytes, total);
+    const body = res.body as unknown as AsyncIterable<Uint8Array>;
+    async function* hashed() {
+      let bytes = 0;
+      for await (const part of body) {
+        hash.update(part);
+        bytes += part.length;
+        options.onProgress?.(file, bytes, total);
+        yield part;
+      }
     }
     const tmp = `${dest}.${process.pid}.download`;
-    writeFileSync(tmp, Buffer.concat(parts));
-    renameSync(tmp, dest);
-    return { sha256: hash.digest('hex'), ...(/^[0-9a-f]{64}$/.test(etag) ? { published: etag } : {}) };
+    try {
+      await writeFile(tmp, hashed());
+      const sha256 = hash.digest('hex');
+      check?.(sha256, /^[0-9a-f]{64}$/.test(etag) ? etag : undefined);
+      renameSync(tmp, dest);
+      return sha256;
+    } finally {
+      if (existsSync(tmp)) unlinkSync(tmp);
+    }
   };
-  const weights = join(dir, 'model.onnx');
   try {
     await fetchTo('tokenizer.json', join(dir, 'tokenizer.json'));
     await fetchTo('tokenizer_config.json', join(dir, 'tokenizer_config.json'));
-    const got = await fetchTo(d.weights, weights);
-    const expected = preset.sha256 ?? got.published;
-    if (!expected)
-      throw new Error(
-        `the hub published no sha256 for ${d.weights}, so the download cannot be checked; download it yourself and set embed.model_dir`,
-      );
-    if (got.sha256 !== expected)
-      throw new Error(`${d.weights} has sha256 ${got.sha256.slice(0, 12)}…, not ${expected.slice(0, 12)}…`);
-    writeFileSync(join(dir, PIN_FILE), JSON.stringify({ sha256: got.sha256, source: url(d.weights) }));
+    const sha256 = await fetchTo(d.weights, join(dir, 'model.onnx'), (got, published) => {
+      const expected = preset.sha256 ?? published;
+      if (!expected)
+        throw new Error(
+          `the hub published no sha256 for ${d.weights}, so the download cannot be checked; download it yourself and set embed.model_dir`,
+        );
+      if (got !== expected)
+        throw new Error(`${d.weights} has sha256 ${got.slice(0, 12)}…, not ${expected.slice(0, 12)}…`);
+    });
+    writeFileSync(join(dir, PIN_FILE), JSON.stringify({ sha256, source: url(d.weights) }));
     return dir;
   } catch (err) {
-    if (existsSync(weights)) unlinkSync(weights);
     throw new QuarryError(
       'IO',
       `could not download ${preset.name} (${(err as Error).message}): put its model.onnx, tokenizer.json and tokenizer_config.json in a folder and set embed.model_dir`,

@@ -1,5 +1,6 @@
 import { QuarryError } from '../errors.ts';
 import { fetchWithRetry } from '../net/fetch-retry.ts';
+import { CODE_QUERY } from './presets.ts';
 import { type Embedder, type EmbedKind, l2normalize } from './types.ts';
 
 export type RemoteProvider = 'ollama' | 'openai' | 'gemini';
@@ -42,8 +43,7 @@ const KEY_HINT: Record<RemoteProvider, string> = {
 /** Prefixes that known models expect; the config can always set its own. */
 export function defaultPrefixes(model: string): { query: string; document: string } {
   // nomic-embed-code (and CodeRankEmbed) were trained with one query instruction and bare code
-  if (/nomic-embed-code|coderank/i.test(model))
-    return { query: 'Represent this query for searching relevant code: ', document: '' };
+  if (/nomic-embed-code|coderank/i.test(model)) return { query: CODE_QUERY, document: '' };
   if (/nomic-embed/i.test(model)) return { query: 'search_query: ', document: 'search_document: ' };
   return { query: '', document: '' };
 }

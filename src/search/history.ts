@@ -76,7 +76,10 @@ export function parseLog(out: string): ChangeHistory {
   commits.forEach((files, i) => {
     for (const f of files) {
       if (!last.has(f)) last.set(f, i);
-      if (files.length <= SWEEP_FILES) touches.set(f, [...(touches.get(f) ?? []), i]);
+      if (files.length > SWEEP_FILES) continue;
+      const mine = touches.get(f);
+      if (mine) mine.push(i);
+      else touches.set(f, [i]);
     }
   });
   return {

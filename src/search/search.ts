@@ -262,7 +262,7 @@ async function exactHits(
   return { strength, chunks: found };
 }
 
-/** Characters in the longest run of consecutive `words` (of two or more, or all of them) that `text` contains. */
+/** Characters in the longest run of two or more consecutive `words` that `text` contains. */
 function longestRun(words: string[], text: string): number {
   let best = 0;
   for (let i = 0; i < words.length; i++) {
@@ -273,7 +273,6 @@ function longestRun(words: string[], text: string): number {
       if (run.length > best) best = run.length;
     }
   }
-  if (words.length === 1 && text.includes(words[0]!)) best = words[0]!.length;
   return best;
 }
 
@@ -689,16 +688,7 @@ async function hopToCallees(store: Store, files: FileResult[], weight: number): 
         gain.set(path, Math.max(gain.get(path) ?? 0, (weight * src.score) / (counts.get(name) ?? 1)));
     }
   }
-  if (!gain.size) return files;
-  const scores = new Map(files.map((f) => [f.path, f.score]));
-  // a weak prior never decides the first place: nothing it lifts passes the best file
-  const first = files[0]!;
-  for (const [path, g] of gain)
-    if (path !== first.path) scores.set(path, Math.min(first.score * 0.999, (scores.get(path) ?? 0) + g));
-  const repo = files[0]?.repo;
-  return [...scores.entries()]
-    .map(([path, score]) => ({ path, score: round(score), ...(repo ? { repo } : {}) }))
-    .sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1));
+  return liftBelowFirst(files, gain);
 }
 
 /**
@@ -714,18 +704,31 @@ function applyHistory(
 ): FileResult[] {
   const first = files[0];
   if (!first) return files;
-  const scores = new Map(files.map((f) => [f.path, f.score]));
+  const ranked = new Set(files.map((f) => f.path));
   const gain = new Map<string, number>();
   const add = (path: string, g: number) => {
-    if (path !== first.path && scores.has(path)) gain.set(path, (gain.get(path) ?? 0) + g);
+    if (ranked.has(path)) gain.set(path, (gain.get(path) ?? 0) + g);
   };
   if (recency > 0) for (const f of files) add(f.path, recency * first.score * h.recency(f.path));
   if (cochange > 0)
     for (const src of files.slice(0, HOP_SOURCES))
       for (const [path, share] of h.neighbours(src.path)) add(path, cochange * src.score * share);
-  for (const [path, g] of gain) scores.set(path, Math.min(first.score * 0.999, (scores.get(path) ?? 0) + g));
-  return files
-    .map((f) => ({ ...f, score: round(scores.get(f.path) ?? f.score) }))
+  return liftBelowFirst(files, gain);
+}
+
+/**
+ * Adds a weak prior's gains to the file ranking (a file not yet ranked joins it) and re-sorts. A weak prior never
+ * decides the first place: the best file does not gain, and nothing passes it.
+ */
+function liftBelowFirst(files: FileResult[], gain: Map<string, number>): FileResult[] {
+  const first = files[0];
+  if (!first || !gain.size) return files;
+  const scores = new Map(files.map((f) => [f.path, f.score]));
+  for (const [path, g] of gain)
+    if (path !== first.path) scores.set(path, Math.min(first.score * 0.999, (scores.get(path) ?? 0) + g));
+  const repo = first.repo;
+  return [...scores.entries()]
+    .map(([path, score]) => ({ path, score: round(score), ...(repo ? { repo } : {}) }))
     .sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1));
 }
 
