@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { indexProject, openProject, searchProject } from '../src/api.ts';
 import { parseLog, readHistory } from '../src/search/history.ts';
-import { makeTree, removeTree, writeFiles } from './helpers.ts';
+import { makeTree, removeTree, searchLexically, writeFiles } from './helpers.ts';
 
 describe('git priors (search.git_recency, search.git_cochange)', () => {
   it('reads recency and co-change from a log, ignoring sweeps', () => {
@@ -44,21 +43,14 @@ describe('git priors (search.git_recency, search.git_cochange)', () => {
         });
         git('commit', '-qam', `change ${i}`);
       }
-      const files = async (cochange?: number) => {
-        const p = await openProject({
-          root,
-          create: true,
-          userConfig: false,
-          env: { QUARRY_EMBED: 'none' },
-          ...(cochange !== undefined ? { overrides: { search: { gitCochange: cochange } } } : {}),
-        });
-        try {
-          await indexProject(p);
-          return (await searchProject(p, 'invoice total', { mode: 'lexical' })).files.map((f) => f.path);
-        } finally {
-          await p.close();
-        }
-      };
+      const files = async (cochange?: number) =>
+        (
+          await searchLexically(
+            root,
+            'invoice total',
+            cochange !== undefined ? { gitCochange: cochange } : undefined,
+          )
+        ).files.map((f) => f.path);
       const off = await files();
       assert.equal(off[0], 'src/billing.py');
       const on = await files(1);

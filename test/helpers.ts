@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { indexProject, openProject, type LocalProject as Project } from '../src/api.ts';
-import { DEFAULT_CONFIG, type QuarryConfig } from '../src/config/config.ts';
+import { indexProject, openProject, type LocalProject as Project, searchProject } from '../src/api.ts';
+import { DEFAULT_CONFIG, type QuarryConfig, type UserConfig } from '../src/config/config.ts';
+import type { SearchResponse } from '../src/search/search.ts';
 
 // tests count what they embed: the user's shared embedding cache would answer from earlier runs (its own test turns
 // it on, in a folder of its own)
@@ -145,6 +146,26 @@ export async function indexLexically(root: string): Promise<void> {
   const p = await openLexical(root);
   try {
     await indexProject(p);
+  } finally {
+    await p.close();
+  }
+}
+
+/** Indexes `root` lexically with these search settings (camelCase), runs one lexical search, and closes it. */
+export async function searchLexically(
+  root: string,
+  query: string,
+  search?: NonNullable<UserConfig['search']>,
+): Promise<SearchResponse> {
+  const p = await openProject({
+    root,
+    create: true,
+    userConfig: false,
+    overrides: { embed: { provider: 'none' }, ...(search ? { search } : {}) },
+  });
+  try {
+    await indexProject(p);
+    return await searchProject(p, query, { mode: 'lexical' });
   } finally {
     await p.close();
   }

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { indexProject, openProject, type LocalProject as Project, searchProject } from '../src/api.ts';
 import { analyzeQuery, frameFunctions } from '../src/search/query.ts';
 import { fileRole, testedBasename } from '../src/search/roles.ts';
-import { makeTree, openLexical, removeTree } from './helpers.ts';
+import { makeTree, openLexical, removeTree, searchLexically } from './helpers.ts';
 
 /** Several files share the words of each query, so only the hint can pick the right one. */
 const FILES: Record<string, string> = {
@@ -134,21 +134,10 @@ describe('tests → source (search.test_lift)', () => {
       'pkg/other.py': 'def other():\n    return "rounds values"\n',
     });
     try {
-      const order = async (q: string, lift?: number) => {
-        const p = await openProject({
-          root,
-          create: true,
-          userConfig: false,
-          env: { QUARRY_EMBED: 'none' },
-          ...(lift !== undefined ? { overrides: { search: { testLift: lift } } } : {}),
-        });
-        try {
-          await indexProject(p);
-          return (await searchProject(p, q, { mode: 'lexical' })).files.map((f) => f.path);
-        } finally {
-          await p.close();
-        }
-      };
+      const order = async (q: string, lift?: number) =>
+        (await searchLexically(root, q, lift !== undefined ? { testLift: lift } : undefined)).files.map(
+          (f) => f.path,
+        );
       const q = 'frobnicate rounds widget values';
       assert.deepEqual((await order(q)).slice(0, 2), ['tests/test_widget.py', 'pkg/widget.py']);
       assert.deepEqual((await order(q, 1.05)).slice(0, 2), ['pkg/widget.py', 'tests/test_widget.py']);
@@ -189,24 +178,12 @@ describe('quoted text and pasted errors (search.exact_weight)', () => {
     });
     try {
       const files = async (weight?: number) => {
-        const p = await openProject({
+        const r = await searchLexically(
           root,
-          create: true,
-          userConfig: false,
-          env: { QUARRY_EMBED: 'none' },
-          ...(weight !== undefined ? { overrides: { search: { exactWeight: weight } } } : {}),
-        });
-        try {
-          await indexProject(p);
-          const r = await searchProject(
-            p,
-            "the linter crashes on a sequence:\nRuntimeError: Dropped elements in sequence matching! 'select 1;;' != ';'",
-            { mode: 'lexical' },
-          );
-          return { files: r.files.map((f) => f.path), top: r.results[0]! };
-        } finally {
-          await p.close();
-        }
+          "the linter crashes on a sequence:\nRuntimeError: Dropped elements in sequence matching! 'select 1;;' != ';'",
+          weight !== undefined ? { exactWeight: weight } : undefined,
+        );
+        return { files: r.files.map((f) => f.path), top: r.results[0]! };
       };
       const off = await files(0);
       assert.equal(off.files[0], 'src/sequence.py', 'without the signal, shared words win');
@@ -228,23 +205,14 @@ describe('one hop over the references (search.graph_hop)', () => {
       'src/other.py': 'def other_report_helper():\n    """A quarterly note."""\n    return 1\n',
     });
     try {
-      const files = async (hop?: number) => {
-        const p = await openProject({
-          root,
-          create: true,
-          userConfig: false,
-          env: { QUARRY_EMBED: 'none' },
-          ...(hop !== undefined ? { overrides: { search: { graphHop: hop } } } : {}),
-        });
-        try {
-          await indexProject(p);
-          return (await searchProject(p, 'quarterly report rows', { mode: 'lexical' })).files.map(
-            (f) => f.path,
-          );
-        } finally {
-          await p.close();
-        }
-      };
+      const files = async (hop?: number) =>
+        (
+          await searchLexically(
+            root,
+            'quarterly report rows',
+            hop !== undefined ? { graphHop: hop } : undefined,
+          )
+        ).files.map((f) => f.path);
       const off = await files();
       assert.equal(off[0], 'src/report.py');
       assert.ok(!off.slice(0, 2).includes('src/render.py'), `render.py is no lexical match: ${off}`);
