@@ -9,8 +9,8 @@
 // compared with quarry's lexical file ranking (BM25 with hints) on the same queries.
 import { parseArgs } from 'node:util';
 import { ChromaClient } from 'chromadb';
-import { openProject, searchProject } from '../src/api.ts';
 import { readQueries, score, treeFor } from '../src/eval/eval.ts';
+import { openProject, searchProject } from '../src/project/local.ts';
 import { analyzeQuery } from '../src/search/query.ts';
 import { informativeTerms } from '../src/search/search.ts';
 import { chromaAddress } from '../src/store/chroma.ts';

@@ -8,10 +8,10 @@
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openProject, type LocalProject as Project } from '../src/api.ts';
 import type { Packing } from '../src/config/config.ts';
 import { assembleContext } from '../src/context/assemble.ts';
 import { readQueries, treeFor } from '../src/eval/eval.ts';
+import { openProject, type LocalProject as Project } from '../src/project/local.ts';
 import type { SearchMode } from '../src/search/search.ts';
 
 const { values, positionals } = parseArgs({

@@ -18,7 +18,7 @@ import * as ort from 'onnxruntime-node';
 import { createLocalEmbedder } from '../src/embed/local.ts';
 import { bundledModelDir, findWeights } from '../src/embed/models.ts';
 import { createWorkerEmbedder } from '../src/embed/worker-pool.ts';
-import { chunkText } from '../src/index/embedding.ts';
+import { chunkText } from '../src/indexing/embedding.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

@@ -8,8 +8,8 @@
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { indexProject, openProject, searchProject } from '../src/api.ts';
 import { readQueries, runEval, treeFor } from '../src/eval/eval.ts';
+import { indexProject, openProject, searchProject } from '../src/project/local.ts';
 import type { SearchMode } from '../src/search/search.ts';
 
 const { values } = parseArgs({

@@ -25,12 +25,12 @@ export {
   type AssembledContext,
   type AssembleOptions,
   assembleContext,
-  type ChatMessage,
   type ContextBlock,
   DEFAULT_SYSTEM_PROMPT,
   renderBlock,
   toMessages,
 } from './context/assemble.ts';
 export { buildRepoMap, type MapEntry, type RepoMap, rankDefinitions } from './context/repomap.ts';
-export { contextWindow, countTokens, outputBudget } from './context/tokens.ts';
 export { type GenerateOptions, type LlmProvider, openLlm, parseModelSpec } from './llm/provider.ts';
+export { contextWindow, countTokens, outputBudget } from './llm/tokens.ts';
+export type { ChatMessage } from './llm/types.ts';

@@ -1,4 +1,23 @@
 /** quarry's library entry: the CLI, the server and the MCP server call exactly these functions. */
+
+export { type Chunk, type ChunkedFile, chunkByLines, chunkFile, type SymbolDef } from './chunk/chunker.ts';
+export type { SymbolKind } from './chunk/specs.ts';
+export { codeTokenText, identifierParts, pathTokenText } from './chunk/tokens.ts';
+export {
+  DEFAULT_CONFIG,
+  type QuarryConfig,
+  type ResolveConfigOptions,
+  resolveConfig,
+  type UserConfig,
+} from './config/config.ts';
+export { isQuarryError, QuarryError, type QuarryErrorCode } from './errors.ts';
+export { openServedSet, type ProjectSet, scopedSet, searchMany } from './host/set.ts';
+export {
+  type IndexOptions,
+  type IndexProgress,
+  type IndexReport,
+  indexRepository,
+} from './indexing/indexer.ts';
 export {
   embedQuery,
   type IndexProjectOptions,
@@ -12,21 +31,8 @@ export {
   projectStatus,
   type StatusReport,
   searchProject,
-} from './api.ts';
-export { type Chunk, type ChunkedFile, chunkByLines, chunkFile, type SymbolDef } from './chunk/chunker.ts';
-export type { SymbolKind } from './chunk/specs.ts';
-export { codeTokenText, identifierParts, pathTokenText } from './chunk/tokens.ts';
-export {
-  DEFAULT_CONFIG,
-  type QuarryConfig,
-  type ResolveConfigOptions,
-  resolveConfig,
-  type UserConfig,
-} from './config/config.ts';
-export { isQuarryError, QuarryError, type QuarryErrorCode } from './errors.ts';
-export { type IndexOptions, type IndexProgress, type IndexReport, indexRepository } from './index/indexer.ts';
+} from './project/local.ts';
 export { openRemoteProject, RemoteClient, type RemoteOptions } from './project/remote.ts';
-export { openServedSet, type ProjectSet, scopedSet, searchMany } from './project/set.ts';
 export type { FileSlice, Outline, ProjectSearchOptions } from './project/types.ts';
 export { analyzeQuery } from './search/query.ts';
 export {

@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ask } from '../src/answer/ask.ts';
 import { routeQuestion } from '../src/answer/router.ts';
-import { indexProject, type LocalProject as Project } from '../src/api.ts';
 import { assembleContext, mergeRanges, renderBlock } from '../src/context/assemble.ts';
 import { buildRepoMap } from '../src/context/repomap.ts';
-import { contextWindow, countTokens, outputBudget, safetyMargin } from '../src/context/tokens.ts';
 import type { QuarryError } from '../src/errors.ts';
 import { openLlm } from '../src/llm/provider.ts';
+import { contextWindow, countTokens, outputBudget, safetyMargin } from '../src/llm/tokens.ts';
+import { indexProject, type LocalProject as Project } from '../src/project/local.ts';
 import { makeTree, openLexical, removeTree } from './helpers.ts';
 import { type LlmServer, startLlmServer } from './llm-server.ts';
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { embedQuery } from '../src/api.ts';
 import { resolveConfig } from '../src/config/config.ts';
 import { createLocalEmbedder, cudaProvider } from '../src/embed/local.ts';
 import { findWeights } from '../src/embed/models.ts';
+import { embedQuery } from '../src/project/local.ts';
 import { embedderContract } from './embedder-contract.ts';
 import { REPO } from './helpers.ts';
 
@@ -59,7 +59,7 @@ describe('a custom ONNX model folder (embed.provider = "onnx")', () => {
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
     const { bundledModelDir } = await import('../src/embed/models.ts');
-    const { openEmbedder } = await import('../src/embed/index.ts');
+    const { openEmbedder } = await import('../src/embed/open.ts');
     const { testConfig } = await import('./helpers.ts');
     const dir = mkdtempSync(join(tmpdir(), 'quarry-onnx-'));
     try {

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { openEmbedder } from '../src/embed/index.ts';
+import { openEmbedder } from '../src/embed/open.ts';
 import { createRemoteEmbedder, type RemoteProvider } from '../src/embed/remote.ts';
 import { embedderContract } from './embedder-contract.ts';
 import { testConfig } from './helpers.ts';

@@ -4,8 +4,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { indexProject, openProject, type LocalProject as Project, searchProject } from '../src/api.ts';
 import { DEFAULT_CONFIG, type QuarryConfig, type UserConfig } from '../src/config/config.ts';
+import {
+  indexProject,
+  openProject,
+  type LocalProject as Project,
+  searchProject,
+} from '../src/project/local.ts';
 import type { SearchResponse } from '../src/search/search.ts';
 
 // tests count what they embed: the user's shared embedding cache would answer from earlier runs (its own test turns

@@ -5,7 +5,7 @@ import { cpSync, mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { indexProject } from '../src/api.ts';
+import { indexProject } from '../src/project/local.ts';
 import { makeTree, openLexical, removeTree } from './helpers.ts';
 
 const trees: string[] = [];

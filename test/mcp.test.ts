@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { acquireWriterLock } from '../src/index/lock.ts';
+import { acquireWriterLock } from '../src/store/lock.ts';
 import { indexPaths } from '../src/workspace/root.ts';
 import { CLI, copyPolyglot, indexLexically, makeTree, removeTree } from './helpers.ts';
 

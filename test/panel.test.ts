@@ -68,10 +68,10 @@ describe('the web panel in a real browser', () => {
     await page.click('#search-form button');
     await page.waitForSelector('#results .result a');
     const first = await page.textContent('#results .result a');
-    assert.match(first!, /^src\/index\/lock\.ts:\d+-\d+$/);
+    assert.match(first!, /^src\/store\/lock\.ts:\d+-\d+$/);
     assert.ok((await page.locator('#results mark').count()) > 0, 'query terms highlighted');
     await page.click('#results .result a');
-    await waitText(page, '#file-title', /src\/index\/lock\.ts \(\d+ lines\)/);
+    await waitText(page, '#file-title', /src\/store\/lock\.ts \(\d+ lines\)/);
     const hl = await page.locator('#file .hl').allTextContents();
     assert.ok(
       hl.some((l) => l.includes('acquireWriterLock')),
@@ -95,11 +95,11 @@ describe('the web panel in a real browser', () => {
       sources.join(' | '),
     );
     assert.ok(
-      sources.some((t) => t.includes('src/index/lock.ts')),
+      sources.some((t) => t.includes('src/store/lock.ts')),
       'retrieval sent the lock code',
     );
-    await page.locator('#sources a', { hasText: 'src/index/lock.ts' }).first().click();
-    await waitText(page, '#file-title', /src\/index\/lock\.ts \(\d+ lines\)/);
+    await page.locator('#sources a', { hasText: 'src/store/lock.ts' }).first().click();
+    await waitText(page, '#file-title', /src\/store\/lock\.ts \(\d+ lines\)/);
   });
 
   it('changes a setting and writes it to quarry.toml', async () => {
@@ -183,16 +183,16 @@ describe('the web panel in a real browser', () => {
     await page.waitForSelector('#results .result a');
     assert.match(page.url(), /[?&]q=acquireWriterLock/);
     await page.click('#results .result a');
-    await waitText(page, '#file-title', /src\/index\/lock\.ts/);
+    await waitText(page, '#file-title', /src\/store\/lock\.ts/);
     const shared = page.url();
-    assert.match(shared, /#src\/index\/lock\.ts:\d+/);
+    assert.match(shared, /#src\/store\/lock\.ts:\d+/);
 
     // a shared link opens the same search and the same file, here in a narrow window
     const narrow = await browser.newPage({ viewport: { width: 400, height: 800 } });
     try {
       await narrow.goto(shared);
       await narrow.waitForSelector('#results .result a');
-      await waitText(narrow, '#file-title', /src\/index\/lock\.ts \(\d+ lines\)/);
+      await waitText(narrow, '#file-title', /src\/store\/lock\.ts \(\d+ lines\)/);
       assert.equal(await narrow.inputValue('#q'), 'acquireWriterLock');
       assert.ok((await narrow.locator('#file .hljs-keyword').count()) > 0, 'the file view is highlighted');
       // nothing wider than the window: no sideways scrolling of the page
@@ -213,7 +213,7 @@ describe('the web panel in a real browser', () => {
         let node; while ((node = walker.nextNode())) { const i = node.textContent.indexOf('acquireWriterLock'); if (i >= 0) { const r = document.createRange(); r.setStart(node, i); r.setEnd(node, i + 17); const sel = getSelection(); sel.removeAllRanges(); sel.addRange(r); break; } }
         document.getElementById('file').dispatchEvent(new MouseEvent('dblclick', { bubbles: true }));
       })()`);
-      await waitText(narrow, '#xref', /acquireWriterLock defined: src\/index\/lock\.ts:\d+/);
+      await waitText(narrow, '#xref', /acquireWriterLock defined: src\/store\/lock\.ts:\d+/);
       assert.ok((await narrow.locator('#xref a').count()) >= 2, 'a definition and a use');
     } finally {
       await narrow.close();

@@ -1,8 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { indexProject, openProject, type LocalProject as Project, searchProject } from '../src/api.ts';
+import {
+  indexProject,
+  openProject,
+  type LocalProject as Project,
+  searchProject,
+} from '../src/project/local.ts';
 import { analyzeQuery, frameFunctions } from '../src/search/query.ts';
-import { fileRole, testedBasename } from '../src/search/roles.ts';
+import { fileRole, testedBasename } from '../src/workspace/roles.ts';
 import { makeTree, openLexical, removeTree, searchLexically } from './helpers.ts';
 
 /** Several files share the words of each query, so only the hint can pick the right one. */

@@ -6,10 +6,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { indexProject, type LocalProject } from '../src/api.ts';
 import { assembleContext } from '../src/context/assemble.ts';
 import { redactSecrets } from '../src/context/redact.ts';
 import { createMcpServer } from '../src/mcp/server.ts';
+import { indexProject, type LocalProject } from '../src/project/local.ts';
 import { makeTree, openLexical, removeTree, runCli } from './helpers.ts';
 
 // realistic values in the shapes real ones have (none of them valid anywhere)

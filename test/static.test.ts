@@ -3,8 +3,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Tokenizer } from '@huggingface/tokenizers';
-import { openEmbedder } from '../src/embed/index.ts';
 import { bundledModelDir, findWeights, sha256File } from '../src/embed/models.ts';
+import { openEmbedder } from '../src/embed/open.ts';
 import {
   createStaticEmbedder,
   distillStaticTable,

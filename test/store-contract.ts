@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { codeTokenText, pathTokenText } from '../src/chunk/tokens.ts';
 import { referenceGraph } from '../src/context/repomap.ts';
-import { chunksToEmbed } from '../src/index/embedding.ts';
-import { DATA_CHUNK_VECTORS } from '../src/search/roles.ts';
+import { chunksToEmbed } from '../src/indexing/embedding.ts';
 import { type ChunkInput, encodeRefs, type FileUpdate, type Store } from '../src/store/types.ts';
+import { DATA_CHUNK_VECTORS } from '../src/workspace/roles.ts';
 
 function chunk(path: string, ordinal: number, text: string, symbol: string | null = null): ChunkInput {
   const lines = text.split('\n').length;

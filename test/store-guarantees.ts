@@ -3,10 +3,10 @@ import { spawn } from 'node:child_process';
 import { cpSync } from 'node:fs';
 import { it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openProject, type LocalProject as Project, searchProject } from '../src/api.ts';
 import { codeTokenText, pathTokenText } from '../src/chunk/tokens.ts';
 import { referenceGraph } from '../src/context/repomap.ts';
 import { isQuarryError } from '../src/errors.ts';
+import { openProject, type LocalProject as Project, searchProject } from '../src/project/local.ts';
 import type { FileUpdate, Store } from '../src/store/types.ts';
 import { bigTree, copyPolyglot, makeTree, runCli, runCliAsync, spawnCli } from './helpers.ts';
 

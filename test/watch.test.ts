@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { indexProject, type LocalProject as Project } from '../src/api.ts';
+import { indexProject, type LocalProject as Project } from '../src/project/local.ts';
 import { type AutoSync, startAutoSync } from '../src/watch/autosync.ts';
 import { makeTree, openLexical, removeTree } from './helpers.ts';
 

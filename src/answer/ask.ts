@@ -1,13 +1,9 @@
-import type { Project } from '../api.ts';
-import {
-  type AssembledContext,
-  type AssembleOptions,
-  type ChatMessage,
-  toMessages,
-} from '../context/assemble.ts';
-import { contextWindow, countTokens, outputBudget } from '../context/tokens.ts';
+import { toMessages } from '../context/assemble.ts';
 import { QuarryError } from '../errors.ts';
 import { type LlmProvider, openLlm } from '../llm/provider.ts';
+import { contextWindow, countTokens, outputBudget } from '../llm/tokens.ts';
+import type { ChatMessage } from '../llm/types.ts';
+import type { AssembledContext, AssembleOptions, Project } from '../project/types.ts';
 import type { RoutedAnswer } from './router.ts';
 
 export interface AskOptions extends AssembleOptions {

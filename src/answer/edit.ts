@@ -11,11 +11,11 @@ import {
 } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
 import { createTwoFilesPatch } from 'diff';
-import type { LocalProject as Project } from '../api.ts';
 import { assembleContext, toMessages } from '../context/assemble.ts';
-import { outputBudget } from '../context/tokens.ts';
 import { QuarryError } from '../errors.ts';
 import { type LlmProvider, openLlm } from '../llm/provider.ts';
+import { outputBudget } from '../llm/tokens.ts';
+import type { LocalProject as Project } from '../project/types.ts';
 import { writeAtomic } from '../workspace/atomic.ts';
 import { indexPaths } from '../workspace/root.ts';
 

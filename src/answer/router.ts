@@ -1,22 +1,10 @@
-import type { LocalProject as Project } from '../api.ts';
 import { topLevelVariables } from '../chunk/chunker.ts';
 import { QuarryError } from '../errors.ts';
+import type { IndexedProject as Project, RouteResult } from '../project/types.ts';
 import type { RefHit, SymbolHit } from '../store/types.ts';
 import { detectLanguage } from '../workspace/languages.ts';
 
-/** A structural question answered from the symbol index, with no retrieval and no model. */
-export interface RoutedAnswer {
-  kind: 'symbols' | 'variables' | 'definition' | 'references';
-  /** The file or name asked about. */
-  subject: string;
-  text: string;
-  symbols?: SymbolHit[];
-  variables?: Array<{ name: string; line: number; kind: string }>;
-  references?: RefHit[];
-}
-
-/** What the router made of a question: an answer, a fall back to retrieval (and why), or not structural at all. */
-export type RouteResult = { answer: RoutedAnswer } | { fallback: string } | null;
+export type { RoutedAnswer, RouteResult } from '../project/types.ts';
 
 const KIND_WORDS: Array<[RegExp, string[] | 'variables']> = [
   [/global variables?|globals|top-level variables?|variables?|constants?|consts?/, 'variables'],

@@ -3,6 +3,11 @@ import { createRequire } from 'node:module';
 import { resolve as resolvePath } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import pc from 'picocolors';
+import { driverOfUrl, resolveConfig, type UserConfig } from '../config/config.ts';
+import { verifiedWeights } from '../embed/local.ts';
+import { bundledModelDir, cacheModelDir, findWeights, installWeights } from '../embed/models.ts';
+import { isQuarryError, QuarryError } from '../errors.ts';
+import { readQueries, runEval } from '../eval/eval.ts';
 import {
   indexProject,
   type LocalProject,
@@ -10,15 +15,10 @@ import {
   type Project,
   projectStatus,
   type StatusReport,
-} from '../api.ts';
-import { driverOfUrl, resolveConfig, type UserConfig } from '../config/config.ts';
-import { verifiedWeights } from '../embed/local.ts';
-import { bundledModelDir, cacheModelDir, findWeights, installWeights } from '../embed/models.ts';
-import { isQuarryError, QuarryError } from '../errors.ts';
-import { readQueries, runEval } from '../eval/eval.ts';
+} from '../project/local.ts';
 import { analyzeQuery } from '../search/query.ts';
-import { DATA_CHUNK_VECTORS } from '../search/roles.ts';
 import { resultJson, type SearchMode, type SearchResponse } from '../search/search.ts';
+import { DATA_CHUNK_VECTORS } from '../workspace/roles.ts';
 import { SKIP_REASONS } from '../workspace/walk.ts';
 import {
   openAnyProject,
@@ -78,7 +78,7 @@ function collect(value: string, previous: string[] = []): string[] {
 /** The project as a running local server of this checkout serves it, when there is one that answers. */
 async function warmServerProject(rootOption: string | undefined): Promise<Project | undefined> {
   const { findProjectRoot } = await import('../workspace/root.ts');
-  const { findServer } = await import('../server/discovery.ts');
+  const { findServer } = await import('../host/discovery.ts');
   const root = rootOption ? resolvePath(rootOption) : findProjectRoot(process.cwd());
   const note = root ? findServer(root) : undefined;
   if (!note) return undefined;
@@ -397,7 +397,7 @@ export async function main(
         };
         let res: SearchResponse;
         if (many) {
-          const { searchMany } = await import('../project/set.ts');
+          const { searchMany } = await import('../host/set.ts');
           for (const name of names)
             others.push(name === project.name ? project : await openAnyProject({ ...g, repo: [name] }));
           res = await searchMany(others, words.join(' '), searchOptions);

@@ -1,6 +1,6 @@
 import { type Command, InvalidArgumentError } from 'commander';
-import { openProject } from '../api.ts';
-import { requireProject } from '../server/listen.ts';
+import { requireProject } from '../host/listen.ts';
+import { openProject } from '../project/local.ts';
 import { type CliContext, remoteOf } from './answer-commands.ts';
 
 /** Resolves on Ctrl-C or SIGTERM. */

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { resolveConfig } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
-import { addToken, defaultTokensFile, readTokens, removeToken } from '../server/tokens.ts';
+import { addToken, defaultTokensFile, readTokens, removeToken } from '../host/tokens.ts';
 import { openRegistry } from '../store/open.ts';
 import { findProjectRoot } from '../workspace/root.ts';
 import { type CliContext, remoteOf, repoList } from './answer-commands.ts';

@@ -2,7 +2,6 @@ import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { openProject } from '../api.ts';
 import { DEFAULT_CONFIG, type QuarryConfig, resolveConfig } from '../config/config.ts';
 import {
   bundledModelDir,
@@ -14,7 +13,8 @@ import {
 } from '../embed/models.ts';
 import { pinnedSha256, presetDir, presetFor } from '../embed/presets.ts';
 import { QuarryError } from '../errors.ts';
-import { contentVerdict } from '../index/process-file.ts';
+import { contentVerdict } from '../indexing/process-file.ts';
+import { openProject } from '../project/local.ts';
 import { storeTarget } from '../store/open.ts';
 import { findProjectRoot, indexPaths } from '../workspace/root.ts';
 import { SKIP_REASONS, type WalkIgnore, type WalkSkip, walk } from '../workspace/walk.ts';

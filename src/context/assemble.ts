@@ -1,78 +1,22 @@
 import ignore from 'ignore';
-import type { LocalProject as Project } from '../api.ts';
-import { searchProject } from '../api.ts';
 import type { Packing } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
+import type { ChatMessage } from '../llm/types.ts';
+import type {
+  AssembledContext,
+  AssembleOptions,
+  ContextBlock,
+  IndexedProject as Project,
+} from '../project/types.ts';
 import { analyzeQuery } from '../search/query.ts';
-import type { SearchMode, SearchResponse } from '../search/search.ts';
+import type { SearchResponse } from '../search/search.ts';
 import { detectLanguage } from '../workspace/languages.ts';
 import { redactSecrets } from './redact.ts';
-import { buildRepoMap, type RepoMap } from './repomap.ts';
-import { contextWindow, countTokens, safetyMargin } from './tokens.ts';
+import { buildRepoMap } from './repomap.ts';
 
-/** One labelled piece of code in the prompt; answers cite it as `[n] path:start-end`. */
-export interface ContextBlock {
-  n: number;
-  path: string;
-  startLine: number;
-  endLine: number;
-  text: string;
-  tokens: number;
-  /** Why it is there: named in the question, found by retrieval, asked for by `/all`, or the file being edited. */
-  reason: 'named' | 'retrieved' | 'all' | 'target';
-  /** A named file cut at its share of the budget. */
-  truncated?: boolean;
-}
+export type { AssembledContext, AssembleOptions, ContextBlock } from '../project/types.ts';
 
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
-}
-
-export interface AssembledContext {
-  question: string;
-  packing: Packing;
-  /** Token budget for the context (the hard limit), the soft limit of `files` packing, the map's reserved slice. */
-  budget: { hard: number; soft: number; map: number };
-  blocks: ContextBlock[];
-  map: RepoMap | null;
-  /** Files retrieval offered that did not fit, with their size in tokens. */
-  skipped: Array<{ path: string; tokens: number }>;
-  /** Tokens: code blocks, map, and the whole prompt (system + user message). */
-  tokens: { blocks: number; map: number; prompt: number };
-  system: string;
-  /** The user message: map, blocks and question. */
-  user: string;
-  search: SearchResponse | null;
-}
-
-export interface AssembleOptions {
-  packing?: Packing;
-  /**
-   * Earlier questions of a conversation: a follow-up ("and what about credentials?") is retrieved with them, as one
-   * query, while the prompt asks the follow-up itself.
-   */
-  previous?: string[];
-  /** Context tokens (hard limit). Default: config `context.budget`, else derived from the model's window. */
-  budget?: number;
-  /** The model the prompt is for (`provider:name`), to size the budget from its window. */
-  model?: string;
-  /** The model's context window when the provider knows it (a GGUF file says); else from the model's name. */
-  window?: number;
-  mode?: SearchMode;
-  /** Chunks (or files) retrieval is asked for. Default: enough to fill the budget (at least 60 chunks / 40 files). */
-  topK?: number;
-  /** `/all`: every indexed file, or those matching this gitignore-style mask (`src/**`, `*.py`). */
-  all?: boolean | string;
-  /** Files retrieval must not return (the file being edited). */
-  exclude?: string[];
-  /** A file that goes in whole, first, as the source of truth (edit mode). */
-  target?: { path: string; text: string };
-  /** Leave out the repository map. */
-  noMap?: boolean;
-  /** Replaces the system prompt. */
-  system?: string;
-}
+import { contextWindow, countTokens, safetyMargin } from '../llm/tokens.ts';
 
 /** The system prompt: answer from the context, cite, and say so when the context does not answer. */
 export const DEFAULT_SYSTEM_PROMPT = `You are quarry, an assistant that answers questions about a code repository.
@@ -271,7 +215,7 @@ export async function assembleContext(
   }
 
   const retrieval = [...(options.previous ?? []).slice(-2), question].join('\n');
-  const search = await searchProject(project, retrieval, {
+  const search = await project.search(retrieval, {
     ...(options.mode ? { mode: options.mode } : {}),
     // enough candidates to fill the budget: about one chunk per 250 tokens (a chunk with its context lines)
     topK: options.topK ?? (packing === 'chunks' ? Math.min(400, Math.max(60, Math.ceil(hard / 250))) : 10),

@@ -1,22 +1,9 @@
-import { type FileRole, fileRole } from '../search/roles.ts';
+import { countTokens } from '../llm/tokens.ts';
+import type { MapEntry, RepoMap } from '../project/types.ts';
 import type { ReferenceGraph, Store } from '../store/types.ts';
-import { countTokens } from './tokens.ts';
+import { type FileRole, fileRole } from '../workspace/roles.ts';
 
-/** One file of the repository map with its definitions, most referred-to first. */
-export interface MapEntry {
-  path: string;
-  rank: number;
-  defs: Array<{ name: string; kind: string; line: number; container: string | null; rank: number }>;
-}
-
-export interface RepoMap {
-  entries: MapEntry[];
-  /** The map as it goes into a prompt. */
-  text: string;
-  tokens: number;
-  /** Files with definitions that did not fit the budget. */
-  omitted: number;
-}
+export type { MapEntry, RepoMap } from '../project/types.ts';
 
 export interface RepoMapOptions {
   /** Tokens the map may use. */

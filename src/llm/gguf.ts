@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { LlmOptions } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
-import type { LlmProvider } from './provider.ts';
+import type { LlmProvider } from './types.ts';
 
 /** The part of node-llama-cpp's API quarry uses (v3). */
 interface NodeLlamaCpp {

@@ -5,31 +5,14 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { type LanguageModel, streamText } from 'ai';
 import { createOllama } from 'ollama-ai-provider-v2';
 import type { LlmOptions } from '../config/config.ts';
-import type { ChatMessage } from '../context/assemble.ts';
-import { contextWindow, knownWindow } from '../context/tokens.ts';
 import { QuarryError } from '../errors.ts';
+import { contextWindow, knownWindow } from './tokens.ts';
+import type { LlmProvider } from './types.ts';
+
+export type { ChatMessage, GenerateOptions, LlmProvider } from './types.ts';
 
 // the SDK's warnings (unknown model names, compatibility modes) are for its developers, not quarry's users
 (globalThis as { AI_SDK_LOG_WARNINGS?: boolean }).AI_SDK_LOG_WARNINGS = false;
-
-export interface GenerateOptions {
-  temperature?: number;
-  maxOutputTokens?: number;
-  signal?: AbortSignal;
-}
-
-/**
- * The LLM seam: every provider streams text for a list of messages. Remote providers go through the Vercel AI SDK;
- * each is tested against a real HTTP server on 127.0.0.1 that speaks its protocol (test/llm.test.ts).
- */
-export interface LlmProvider {
-  /** `provider:model`, as the user wrote it. */
-  readonly id: string;
-  readonly contextWindow: number;
-  /** True when the window is a default for a model quarry does not know (no llm.context_window set). */
-  readonly windowGuessed?: boolean;
-  stream(messages: ChatMessage[], options?: GenerateOptions): AsyncIterable<string>;
-}
 
 interface ProviderSpec {
   /** Where it listens when the config says nothing. */

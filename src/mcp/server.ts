@@ -5,14 +5,14 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
-import { openProject } from '../api.ts';
 import { redactSecrets } from '../context/redact.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
-import { openServedSet, type ProjectSet, searchMany } from '../project/set.ts';
+import { announceServer } from '../host/discovery.ts';
+import { checkPort, listenError, requireProject } from '../host/listen.ts';
+import { openServedSet, type ProjectSet, searchMany } from '../host/set.ts';
+import { openProject } from '../project/local.ts';
 import type { Project } from '../project/types.ts';
 import { resultJson } from '../search/search.ts';
-import { announceServer } from '../server/discovery.ts';
-import { checkPort, listenError, requireProject } from '../server/listen.ts';
 import { type LiveProject, openLiveProject } from '../watch/live.ts';
 
 const VERSION = '0.1.0';

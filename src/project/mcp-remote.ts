@@ -9,8 +9,8 @@ import {
   DEFAULT_SYSTEM_PROMPT,
   renderBlock,
 } from '../context/assemble.ts';
-import { countTokens } from '../context/tokens.ts';
 import { QuarryError } from '../errors.ts';
+import { countTokens } from '../llm/tokens.ts';
 import type { SearchResponse, SearchResult } from '../search/search.ts';
 import type { RefHit, RepoInfo, SymbolHit } from '../store/types.ts';
 import type { FileSlice, IndexStatus, Outline, Project, ProjectSearchOptions } from './types.ts';

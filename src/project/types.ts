@@ -1,16 +1,107 @@
-import type { RouteResult } from '../answer/router.ts';
-import type { QuarryConfig } from '../config/config.ts';
-import type { AssembledContext, AssembleOptions } from '../context/assemble.ts';
-import type { RepoMap } from '../context/repomap.ts';
+import type { Packing, QuarryConfig } from '../config/config.ts';
+import type { Embedder } from '../embed/types.ts';
 import type { SearchMode, SearchResponse } from '../search/search.ts';
 import type {
   EmbeddingStatus,
   RefHit,
   RepoInfo,
   SearchFilter,
+  Store,
   StoreStats,
   SymbolHit,
 } from '../store/types.ts';
+
+// The seam's data: what every face and every project speaks. This file imports nothing above the core (the layer
+// rules in .dependency-cruiser.cjs check it), so context/, answer/ and every project can share it.
+
+/** One labelled piece of code in the prompt; answers cite it as `[n] path:start-end`. */
+export interface ContextBlock {
+  n: number;
+  path: string;
+  startLine: number;
+  endLine: number;
+  text: string;
+  tokens: number;
+  /** Why it is there: named in the question, found by retrieval, asked for by `/all`, or the file being edited. */
+  reason: 'named' | 'retrieved' | 'all' | 'target';
+  /** A named file cut at its share of the budget. */
+  truncated?: boolean;
+}
+
+export interface AssembledContext {
+  question: string;
+  packing: Packing;
+  /** Token budget for the context (the hard limit), the soft limit of `files` packing, the map's reserved slice. */
+  budget: { hard: number; soft: number; map: number };
+  blocks: ContextBlock[];
+  map: RepoMap | null;
+  /** Files retrieval offered that did not fit, with their size in tokens. */
+  skipped: Array<{ path: string; tokens: number }>;
+  /** Tokens: code blocks, map, and the whole prompt (system + user message). */
+  tokens: { blocks: number; map: number; prompt: number };
+  system: string;
+  /** The user message: map, blocks and question. */
+  user: string;
+  search: SearchResponse | null;
+}
+
+export interface AssembleOptions {
+  packing?: Packing;
+  /**
+   * Earlier questions of a conversation: a follow-up ("and what about credentials?") is retrieved with them, as one
+   * query, while the prompt asks the follow-up itself.
+   */
+  previous?: string[];
+  /** Context tokens (hard limit). Default: config `context.budget`, else derived from the model's window. */
+  budget?: number;
+  /** The model the prompt is for (`provider:name`), to size the budget from its window. */
+  model?: string;
+  /** The model's context window when the provider knows it (a GGUF file says); else from the model's name. */
+  window?: number;
+  mode?: SearchMode;
+  /** Chunks (or files) retrieval is asked for. Default: enough to fill the budget (at least 60 chunks / 40 files). */
+  topK?: number;
+  /** `/all`: every indexed file, or those matching this gitignore-style mask (`src/**`, `*.py`). */
+  all?: boolean | string;
+  /** Files retrieval must not return (the file being edited). */
+  exclude?: string[];
+  /** A file that goes in whole, first, as the source of truth (edit mode). */
+  target?: { path: string; text: string };
+  /** Leave out the repository map. */
+  noMap?: boolean;
+  /** Replaces the system prompt. */
+  system?: string;
+}
+
+/** A structural question answered from the symbol index, with no retrieval and no model. */
+export interface RoutedAnswer {
+  kind: 'symbols' | 'variables' | 'definition' | 'references';
+  /** The file or name asked about. */
+  subject: string;
+  text: string;
+  symbols?: SymbolHit[];
+  variables?: Array<{ name: string; line: number; kind: string }>;
+  references?: RefHit[];
+}
+
+/** What the router made of a question: an answer, a fall back to retrieval (and why), or not structural at all. */
+export type RouteResult = { answer: RoutedAnswer } | { fallback: string } | null;
+
+/** One file of the repository map with its definitions, most referred-to first. */
+export interface MapEntry {
+  path: string;
+  rank: number;
+  defs: Array<{ name: string; kind: string; line: number; container: string | null; rank: number }>;
+}
+
+export interface RepoMap {
+  entries: MapEntry[];
+  /** The map as it goes into a prompt. */
+  text: string;
+  tokens: number;
+  /** Files with definitions that did not fit the budget. */
+  omitted: number;
+}
 
 /** Lines of an indexed file, 1-based and inclusive, as the index holds it. */
 export interface FileSlice {
@@ -81,4 +172,27 @@ export interface Project {
   /** The repositories next to this one in its store (just this one for a store that holds one). */
   repos(): Promise<RepoInfo[]>;
   close(): Promise<void>;
+}
+
+/**
+ * What context and answers need of an indexed project: its settings, its store, its text, and its search. A local
+ * project is one; context/ and answer/ take this and call `search`, never a function above them.
+ */
+export interface IndexedProject extends Pick<Project, 'name' | 'config' | 'search'> {
+  root: string;
+  store: Store;
+  /**
+   * The text of indexed files as lines: from the store when it keeps text (what was indexed, even with no checkout
+   * here), else from the folder. A file that cannot be read is absent.
+   */
+  readLines(paths: string[]): Promise<Map<string, string[]>>;
+}
+
+/**
+ * A project indexed here: the seam's methods plus what only a local index has (its folder, its store, the query
+ * embedder). Indexing, auto-sync and edits take this; everything that only reads takes `Project`.
+ */
+export interface LocalProject extends Project, IndexedProject {
+  /** The embedder for queries (opened on first use, in this thread); undefined when there is none. */
+  queryEmbedder(): Promise<Embedder | undefined>;
 }

@@ -1,5 +1,5 @@
-import { countTokens } from '../context/tokens.ts';
 import type { LlmProvider } from '../llm/provider.ts';
+import { countTokens } from '../llm/tokens.ts';
 import type { Reranker } from './rerank.ts';
 
 export interface LlmRerankerOptions {

@@ -3,9 +3,9 @@ import type { QuarryConfig } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
 import type { Reranker } from '../rerank/rerank.ts';
 import type { ChunkHit, FileHit, SearchFilter, Store, StoredChunk } from '../store/types.ts';
+import { ABOUT_TESTS, type FileRole, fileRole, testedBasename } from '../workspace/roles.ts';
 import type { ChangeHistory } from './history.ts';
 import { type AnalyzedQuery, analyzeQuery } from './query.ts';
-import { ABOUT_TESTS, type FileRole, fileRole, testedBasename } from './roles.ts';
 
 export type SearchMode = 'hybrid' | 'lexical' | 'dense';
 

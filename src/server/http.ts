@@ -8,19 +8,11 @@ import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { streamSSE } from 'hono/streaming';
 import { ask } from '../answer/ask.ts';
-import type { LocalProject } from '../api.ts';
 import { readProjectSettings, resolveConfig, writeProjectSettings } from '../config/config.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
-import { defaultRepo, openServedSet, type ProjectSet, scopedSet, searchMany } from '../project/set.ts';
-import type { Project } from '../project/types.ts';
-import { resultJson, type SearchMode } from '../search/search.ts';
-import { storeTarget } from '../store/open.ts';
-import type { AutoSync, SyncStatus } from '../watch/autosync.ts';
-import { type LiveProject, openLiveProject } from '../watch/live.ts';
-import { findProjectRoot } from '../workspace/root.ts';
-import { announceServer } from './discovery.ts';
-import { checkPort, listenError, noProjectHere } from './listen.ts';
-import { PANEL_HTML } from './panel.ts';
+import { announceServer } from '../host/discovery.ts';
+import { checkPort, listenError, noProjectHere } from '../host/listen.ts';
+import { defaultRepo, openServedSet, type ProjectSet, scopedSet, searchMany } from '../host/set.ts';
 import {
   adHocToken,
   checkToken,
@@ -30,7 +22,15 @@ import {
   mayRead,
   readTokens,
   type TokenEntry,
-} from './tokens.ts';
+} from '../host/tokens.ts';
+import type { LocalProject } from '../project/local.ts';
+import type { Project } from '../project/types.ts';
+import { resultJson, type SearchMode } from '../search/search.ts';
+import { storeTarget } from '../store/open.ts';
+import type { AutoSync, SyncStatus } from '../watch/autosync.ts';
+import { type LiveProject, openLiveProject } from '../watch/live.ts';
+import { findProjectRoot } from '../workspace/root.ts';
+import { PANEL_HTML } from './panel.ts';
 
 export interface ServeOptions {
   root?: string;

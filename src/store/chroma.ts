@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ChromaClient, type Collection, type Metadata, type Where } from 'chromadb';
 import { QuarryError } from '../errors.ts';
-import { chunkGetsVector } from '../search/roles.ts';
+import { chunkGetsVector } from '../workspace/roles.ts';
 import { openSqliteStore, type SqliteStore, sqliteIndexExists } from './sqlite.ts';
 import type {
   ChunkHit,

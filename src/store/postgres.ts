@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import pg from 'pg';
 import type { SymbolKind } from '../chunk/specs.ts';
 import { QuarryError } from '../errors.ts';
-import { chunkGetsVector } from '../search/roles.ts';
+import { chunkGetsVector } from '../workspace/roles.ts';
 import { fileNameParts, fragmentMatches, groupByPath, toChunk, toFile, toHit, toSymbol } from './rows.ts';
 import type {
   ChunkHit,

@@ -4,9 +4,9 @@ import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import type { SymbolKind } from '../chunk/specs.ts';
 import { QuarryError } from '../errors.ts';
-import { acquireWriterLock, readLiveLock } from '../index/lock.ts';
-import { chunkGetsVector } from '../search/roles.ts';
 import { startWorker } from '../workers.ts';
+import { chunkGetsVector } from '../workspace/roles.ts';
+import { acquireWriterLock, readLiveLock } from './lock.ts';
 import { fileNameParts, fragmentMatches, groupByPath, toChunk, toFile, toHit, toSymbol } from './rows.ts';
 import type {
   ChunkHit,

@@ -1,13 +1,13 @@
 import { lstatSync } from 'node:fs';
 import { relative, sep } from 'node:path';
 import watcher from '@parcel/watcher';
-import type { LocalProject as Project } from '../api.ts';
-import { openEmbedder } from '../embed/index.ts';
+import { openEmbedder } from '../embed/open.ts';
 import { cacheFor } from '../embed/shared-cache.ts';
 import type { Embedder } from '../embed/types.ts';
 import { isQuarryError } from '../errors.ts';
-import { embedPending } from '../index/embedding.ts';
-import { indexRepository } from '../index/indexer.ts';
+import { embedPending } from '../indexing/embedding.ts';
+import { indexRepository } from '../indexing/indexer.ts';
+import type { LocalProject as Project } from '../project/local.ts';
 import type { WriterLock } from '../store/types.ts';
 
 /** What `quarry status`, the panel and MCP show about keeping the index fresh. */

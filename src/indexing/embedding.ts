@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Embedder } from '../embed/types.ts';
-import { chunkGetsVector } from '../search/roles.ts';
 import type { EmbeddingCache, Store, StoredChunk, VectorIndex } from '../store/types.ts';
+import { chunkGetsVector } from '../workspace/roles.ts';
 
 export interface EmbedProgress {
   phase: 1 | 2;

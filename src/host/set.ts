@@ -1,12 +1,12 @@
-import { openProject } from '../api.ts';
 import { resolveConfig } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
+import { openProject } from '../project/local.ts';
+import { openRemoteProject, remoteRepos } from '../project/remote.ts';
+import type { Project, ProjectSearchOptions } from '../project/types.ts';
 import type { SearchResponse } from '../search/search.ts';
 import { openRegistry } from '../store/open.ts';
 import type { RepoInfo } from '../store/types.ts';
 import type { LiveProject } from '../watch/live.ts';
-import { openRemoteProject, remoteRepos } from './remote.ts';
-import type { Project, ProjectSearchOptions } from './types.ts';
 
 /**
  * The repositories a server offers: its own checkout (kept fresh, re-indexable), every other repository of its

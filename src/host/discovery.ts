@@ -1,6 +1,6 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { alive } from '../index/lock.ts';
+import { alive } from '../store/lock.ts';
 import { writeAtomic } from '../workspace/atomic.ts';
 import { indexPaths } from '../workspace/root.ts';
 

@@ -1,38 +1,22 @@
 import { lstatSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, join, resolve, sep } from 'node:path';
-import { resolveConfig, type UserConfig } from './config/config.ts';
-import { type Embedder, openEmbedder } from './embed/index.ts';
-import { QuarryError } from './errors.ts';
-import { type IndexOptions, type IndexReport, indexRepository } from './index/indexer.ts';
-import { decodeText } from './index/process-file.ts';
-import type { LlmProvider } from './llm/provider.ts';
-import type { IndexStatus, Project } from './project/types.ts';
-import { createHttpReranker, type Reranker } from './rerank/rerank.ts';
-import { readHistory } from './search/history.ts';
-import { type SearchOptions, type SearchResponse, search } from './search/search.ts';
-import { openStore, storeTarget } from './store/open.ts';
-import { embeddingStatusOf, type FileRecord, type RepoInfo, type Store } from './store/types.ts';
+import { resolveConfig, type UserConfig } from '../config/config.ts';
+import { type Embedder, openEmbedder } from '../embed/open.ts';
+import { QuarryError } from '../errors.ts';
+import { type IndexOptions, type IndexReport, indexRepository } from '../indexing/indexer.ts';
+import { decodeText } from '../indexing/process-file.ts';
+import type { LlmProvider } from '../llm/provider.ts';
+import { createHttpReranker, type Reranker } from '../rerank/rerank.ts';
+import { readHistory } from '../search/history.ts';
+import { type SearchOptions, type SearchResponse, search } from '../search/search.ts';
+import { openStore, storeTarget } from '../store/open.ts';
+import { embeddingStatusOf, type FileRecord, type RepoInfo } from '../store/types.ts';
+import type { IndexStatus, LocalProject } from './types.ts';
 
-export type { IndexStatus, Project } from './project/types.ts';
+export type { IndexStatus, LocalProject, Project } from './types.ts';
 
-import { findProjectRoot, isDirectory } from './workspace/root.ts';
-import { walk } from './workspace/walk.ts';
-
-/**
- * A project indexed here: the seam's methods plus what only a local index has (its folder, its store, the query
- * embedder). Indexing, auto-sync and edits take this; everything that only reads takes `Project`.
- */
-export interface LocalProject extends Project {
-  root: string;
-  store: Store;
-  /** The embedder for queries (opened on first use, in this thread); undefined when there is none. */
-  queryEmbedder(): Promise<Embedder | undefined>;
-  /**
-   * The text of indexed files as lines: from the store when it keeps text (what was indexed, even with no checkout
-   * here), else from the folder. A file that cannot be read is absent.
-   */
-  readLines(paths: string[]): Promise<Map<string, string[]>>;
-}
+import { findProjectRoot, isDirectory } from '../workspace/root.ts';
+import { walk } from '../workspace/walk.ts';
 
 export interface OpenProjectOptions {
   /** The project root. Default: found from `cwd` by walking up to `.quarry/` or `.git`. */
@@ -116,10 +100,10 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
     },
     search: (query, o) => searchProject(project, query, o),
     context: async (question, o) =>
-      (await import('./context/assemble.ts')).assembleContext(project, question, o),
-    route: async (question) => (await import('./answer/router.ts')).routeQuestion(project, question),
-    definitions: async (n) => (await import('./answer/router.ts')).findDefinitions(project, n),
-    references: async (n) => (await import('./answer/router.ts')).findReferences(project, n),
+      (await import('../context/assemble.ts')).assembleContext(project, question, o),
+    route: async (question) => (await import('../answer/router.ts')).routeQuestion(project, question),
+    definitions: async (n) => (await import('../answer/router.ts')).findDefinitions(project, n),
+    references: async (n) => (await import('../answer/router.ts')).findReferences(project, n),
     async outline(path) {
       const rel = indexedPath(path);
       if (!(await store.getFile(rel)))
@@ -127,7 +111,7 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
           'BAD_INPUT',
           `${rel} is not in the index: give the path from the project root (see \`quarry search --files\`)`,
         );
-      const { fileVariables } = await import('./answer/router.ts');
+      const { fileVariables } = await import('../answer/router.ts');
       return {
         path: rel,
         symbols: (await store.listSymbols([rel])).get(rel) ?? [],
@@ -152,7 +136,7 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
       const end = Math.min(lines.length, Math.floor(range.end ?? lines.length) || lines.length);
       return { path: rel, start, end, total: lines.length, lines: lines.slice(start - 1, end) };
     },
-    repoMap: async (o) => (await import('./context/repomap.ts')).buildRepoMap(store, o),
+    repoMap: async (o) => (await import('../context/repomap.ts')).buildRepoMap(store, o),
     status: () => indexStatus(project),
     async repos() {
       if (store.repositories) return store.repositories.list();
@@ -286,11 +270,11 @@ export async function searchProject(
     const spec = rr.model ?? project.config.llm.model;
     let cached = llmRerankers.get(project);
     if (!cached || cached.spec !== spec) {
-      const { openLlm } = await import('./llm/provider.ts');
+      const { openLlm } = await import('../llm/provider.ts');
       cached = { spec, llm: await openLlm(project.config.llm, spec) };
       llmRerankers.set(project, cached);
     }
-    const { createLlmReranker } = await import('./rerank/llm.ts');
+    const { createLlmReranker } = await import('../rerank/llm.ts');
     reranker = createLlmReranker(cached.llm, {
       ...(rr.budget ? { budget: rr.budget } : {}),
       ...(rr.timeoutMs ? { timeoutMs: rr.timeoutMs } : {}),

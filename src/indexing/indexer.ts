@@ -1,0 +1,352 @@
+import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import type { QuarryConfig } from '../config/config.ts';
+import { cacheFor } from '../embed/shared-cache.ts';
+import type { Embedder } from '../embed/types.ts';
+import { QuarryError } from '../errors.ts';
+import type { FileUpdate, Store } from '../store/types.ts';
+import { gitHead, isDirectory } from '../workspace/root.ts';
+import { statPaths, type WalkEntry, type WalkSkip, walk } from '../workspace/walk.ts';
+import { type EmbedReport, embedPending } from './embedding.ts';
+import { createFilePool } from './pool.ts';
+import type { FileTask } from './process-file.ts';
+
+export interface IndexProgress {
+  /** walk → lexical (chunks and the lexical index) → coarse (a vector per file) → refine (a vector per chunk). */
+  phase: 'walk' | 'lexical' | 'coarse' | 'refine' | 'done';
+  /** Files whose content had to be read this run. */
+  total: number;
+  done: number;
+  /** Files already up to date (nothing to read). */
+  upToDate: number;
+  filesPerSec: number;
+  /** Texts embedded per second (embedding phases). */
+  textsPerSec?: number;
+  /** Estimated time left, ms; undefined until there is a rate. */
+  etaMs?: number;
+}
+
+export interface IndexReport {
+  root: string;
+  /** Files the walk found. */
+  files: number;
+  added: number;
+  updated: number;
+  /** Stat changed but content did not. */
+  touched: number;
+  deleted: number;
+  /** Files indexed without chunks (binary, minified, secret by content). */
+  skippedByContent: Array<{ path: string; reason: string }>;
+  /** Paths the walk left out (too large, secret names, symlinks, unreadable). */
+  skipped: WalkSkip[];
+  warnings: string[];
+  /** Chunks written by this run (unchanged files write none; the index's total is `store.stats().chunks`). */
+  chunksWritten: number;
+  durationMs: number;
+  /** True when the run was stopped (signal) before it finished; the index is consistent and resumes. */
+  interrupted: boolean;
+  /** The embedding phases, when an embedder was given. */
+  embedding?: EmbedReport;
+}
+
+export interface IndexOptions {
+  root: string;
+  config: QuarryConfig;
+  store: Store;
+  onProgress?: (p: IndexProgress) => void;
+  onWarning?: (message: string) => void;
+  /** Stops the run at the next commit; what was committed stays. */
+  signal?: AbortSignal;
+  /** Wait this long for another writer. Default 0. */
+  lockWaitMs?: number;
+  /** Parse workers (0 = in this thread). Default: from config. */
+  workers?: number;
+  /** Embeds coarse file vectors, then chunk vectors, after the lexical phase (under the same lock). */
+  embedder?: Embedder;
+  /**
+   * Only these repository-relative files (the watcher's changes): each is indexed, updated, or removed from the
+   * index when it is gone or now ignored. No walk of the tree.
+   */
+  paths?: string[];
+}
+
+const COMMIT_FILES = 256;
+const COMMIT_MS = 500;
+const IN_FLIGHT_PER_WORKER = 16;
+const IN_THREAD_MAX_FILES = 24;
+
+type KnownFiles = Map<string, Awaited<ReturnType<Store['listFiles']>>[number]>;
+type Warn = (message: string) => void;
+
+/**
+ * Brings the index in line with the files on disk: stats every file, reads only those whose size or mtime changed,
+ * removes deleted ones, and replaces each changed file's rows atomically. Safe to kill at any moment.
+ */
+export async function indexRepository(options: IndexOptions): Promise<IndexReport> {
+  const { root, store } = options;
+  if (!isDirectory(root))
+    throw new QuarryError('BAD_INPUT', `${root} is not a directory: pass a folder to index`);
+  const started = performance.now();
+  const lock = await store.acquireWriter({ waitMs: options.lockWaitMs ?? 0 });
+  const warnings: string[] = [];
+  const warn = (m: string) => {
+    warnings.push(m);
+    options.onWarning?.(m);
+  };
+  const report = emptyReport(root, warnings);
+  try {
+    options.onProgress?.({ phase: 'walk', total: 0, done: 0, upToDate: 0, filesPerSec: 0 });
+    const known: KnownFiles = new Map((await store.listFiles()).map((f) => [f.path, f]));
+    const { walked, gone, files } = findFiles(options, known, warn);
+    report.files = files;
+    report.skipped = walked.skipped;
+    if (gone.length) {
+      await store.deleteFiles(gone);
+      report.deleted += gone.length;
+    }
+
+    const tasks = planTasks(walked.files, known, store);
+    const upToDate = report.files - tasks.length;
+    await store.setMeta('run', JSON.stringify({ startedAt: Date.now(), pending: tasks.length }));
+    // where this index comes from: `quarry repos` shows it, and a team server knows whether it has the checkout
+    await store.setMeta('source', JSON.stringify({ root, host: hostname(), git: gitHead(root) }));
+
+    const progress = lexicalProgress(options.onProgress, tasks.length, upToDate);
+    if (tasks.length) await indexFiles(options, tasks, report, warn, progress);
+    report.interrupted = options.signal?.aborted ?? false;
+    // lexical statistics exact before anything searches them; the store knows whether they wait for a recount (a
+    // run killed before this point leaves it to the next run, whatever that run changes)
+    if (!report.interrupted) await store.settle?.();
+    if (!report.interrupted && options.embedder && store.vectors) {
+      report.embedding = await embedVectors(options, options.embedder);
+      report.interrupted = report.embedding.interrupted;
+    }
+    if (!report.interrupted) {
+      await store.setMeta('last_indexed_at', String(Date.now()));
+      await store.setMeta('run', JSON.stringify({ finishedAt: Date.now(), pending: 0 }));
+    }
+    progress.emit('done');
+    report.durationMs = performance.now() - started;
+    return report;
+  } finally {
+    await lock.release();
+  }
+}
+
+function emptyReport(root: string, warnings: string[]): IndexReport {
+  return {
+    root,
+    files: 0,
+    added: 0,
+    updated: 0,
+    touched: 0,
+    deleted: 0,
+    skippedByContent: [],
+    skipped: [],
+    warnings,
+    chunksWritten: 0,
+    durationMs: 0,
+    interrupted: false,
+  };
+}
+
+/**
+ * The files to consider this run (walked, or stat'ed when `options.paths` names them), the indexed paths that are
+ * gone, and how many files the index will hold.
+ */
+function findFiles(
+  options: IndexOptions,
+  known: KnownFiles,
+  warn: Warn,
+): { walked: { files: WalkEntry[]; skipped: WalkSkip[] }; gone: string[]; files: number } {
+  const { root, config } = options;
+  if (options.paths) {
+    // a removed folder arrives as one path: its files are the indexed ones under it
+    const requested = new Set(options.paths);
+    for (const p of options.paths)
+      if (!known.has(p)) for (const k of known.keys()) if (k.startsWith(`${p}/`)) requested.add(k);
+    const { files, excluded } = statPaths(root, config, [...requested]);
+    const gone = excluded.filter((p) => known.has(p));
+    return {
+      walked: { files, skipped: [] },
+      gone,
+      files: known.size - gone.length + files.filter((f) => !known.has(f.path)).length,
+    };
+  }
+  const walked = walk(root, config, {
+    onSkip: (s) => {
+      if (s.reason === 'unreadable') warn(`skipped unreadable ${s.path} (${s.detail})`);
+    },
+  });
+  const present = new Set(walked.files.map((f) => f.path));
+  const gone = [...known.keys()].filter((p) => !present.has(p));
+  return { walked, gone, files: walked.files.length };
+}
+
+/** The files whose size or mtime differs from the index: only these are read. */
+function planTasks(files: WalkEntry[], known: KnownFiles, store: Store): FileTask[] {
+  const tasks: FileTask[] = [];
+  for (const f of files) {
+    const k = known.get(f.path);
+    if (k && k.size === f.size && k.mtimeMs === f.mtimeMs) continue;
+    const t: FileTask = k ? { ...f, knownHash: k.hash } : { ...f };
+    if (store.content) t.keepText = true;
+    tasks.push(t);
+  }
+  return tasks;
+}
+
+interface LexicalProgress {
+  /** Files processed so far. */
+  done: number;
+  emit(phase: IndexProgress['phase']): void;
+}
+
+/** Counts the lexical phase's files and reports them with a rate and the time left. */
+function lexicalProgress(
+  onProgress: IndexOptions['onProgress'],
+  total: number,
+  upToDate: number,
+): LexicalProgress {
+  const lexicalStart = performance.now();
+  const progress: LexicalProgress = {
+    done: 0,
+    emit(phase) {
+      const done = progress.done;
+      const secs = (performance.now() - lexicalStart) / 1000;
+      const rate = secs > 0 ? done / secs : 0;
+      onProgress?.({
+        phase,
+        total,
+        done,
+        upToDate,
+        filesPerSec: rate,
+        etaMs: rate > 0 ? ((total - done) / rate) * 1000 : undefined,
+      });
+    },
+  };
+  return progress;
+}
+
+/** Gathers file updates and touches, and writes them to the store a batch at a time. */
+function batchWriter(store: Store) {
+  let batch: FileUpdate[] = [];
+  let touches: Array<{ path: string; size: number; mtimeMs: number }> = [];
+  let lastCommit = performance.now();
+  return {
+    update(u: FileUpdate) {
+      batch.push(u);
+    },
+    touch(t: { path: string; size: number; mtimeMs: number }) {
+      touches.push(t);
+    },
+    due: () => batch.length + touches.length >= COMMIT_FILES || performance.now() - lastCommit > COMMIT_MS,
+    async commit() {
+      // take the batch first: outcomes that arrive while this commit runs go to the next one
+      const updates = batch;
+      const touched = touches;
+      batch = [];
+      touches = [];
+      lastCommit = performance.now();
+      if (updates.length) await store.replaceFiles(updates);
+      if (touched.length) await store.touchFiles(touched);
+    },
+  };
+}
+
+type BatchWriter = ReturnType<typeof batchWriter>;
+
+/** The lexical phase: reads and parses the changed files on the pool, committing the results in batches. */
+async function indexFiles(
+  options: IndexOptions,
+  tasks: FileTask[],
+  report: IndexReport,
+  warn: Warn,
+  progress: LexicalProgress,
+): Promise<void> {
+  const { root, config, store } = options;
+  const writer = batchWriter(store);
+  // starting workers (each loads the tree-sitter runtime) costs more than a few files take in this thread
+  const workers = options.workers ?? (tasks.length <= IN_THREAD_MAX_FILES ? 0 : undefined);
+  const pool = createFilePool(root, config, workers);
+  try {
+    const inFlight = new Set<Promise<void>>();
+    const limit = Math.max(1, pool.size) * IN_FLIGHT_PER_WORKER;
+    for (const task of tasks) {
+      if (options.signal?.aborted) break;
+      const p = pool.run(task).then(async (outcome) => {
+        progress.done++;
+        await recordOutcome(task, outcome, store, report, writer, warn);
+      });
+      const tracked = p.finally(() => inFlight.delete(tracked));
+      inFlight.add(tracked);
+      if (inFlight.size >= limit) await Promise.race(inFlight);
+      if (writer.due()) {
+        await writer.commit();
+        progress.emit('lexical');
+      }
+    }
+    await Promise.all(inFlight);
+    await writer.commit();
+  } finally {
+    await pool.close();
+  }
+}
+
+/** Counts one file's outcome in the report and queues its write. */
+async function recordOutcome(
+  task: FileTask,
+  outcome: Awaited<ReturnType<ReturnType<typeof createFilePool>['run']>>,
+  store: Store,
+  report: IndexReport,
+  writer: BatchWriter,
+  warn: Warn,
+): Promise<void> {
+  switch (outcome.status) {
+    case 'indexed': {
+      writer.update(outcome.update);
+      report.chunksWritten += outcome.update.chunks.length;
+      if (task.knownHash) report.updated++;
+      else report.added++;
+      if (outcome.skipReason) report.skippedByContent.push({ path: task.path, reason: outcome.skipReason });
+      break;
+    }
+    case 'unchanged':
+      writer.touch({ path: outcome.path, size: outcome.size, mtimeMs: outcome.mtimeMs });
+      report.touched++;
+      break;
+    case 'gone':
+      if (task.knownHash) {
+        await store.deleteFiles([task.path]);
+        report.deleted++;
+      }
+      break;
+    case 'unreadable':
+      warn(`skipped unreadable ${outcome.path} (${outcome.detail})`);
+      break;
+  }
+}
+
+/** The embedding phases: coarse file vectors, then chunk vectors, through the shared cache when there is one. */
+async function embedVectors(options: IndexOptions, embedder: Embedder): Promise<EmbedReport> {
+  const { store, config } = options;
+  const shared = cacheFor(store, config);
+  try {
+    return await embedPending(store, embedder, {
+      ...(shared.cache ? { cache: shared.cache } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+      onProgress: (p) =>
+        options.onProgress?.({
+          phase: p.phase === 1 ? 'coarse' : 'refine',
+          total: p.total,
+          done: p.done,
+          upToDate: 0,
+          filesPerSec: 0,
+          textsPerSec: p.textsPerSec,
+          ...(p.etaMs !== undefined ? { etaMs: p.etaMs } : {}),
+        }),
+    });
+  } finally {
+    shared.close();
+  }
+}
