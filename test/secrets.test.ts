@@ -8,8 +8,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { assembleContext } from '../src/context/assemble.ts';
 import { redactSecrets } from '../src/context/redact.ts';
+import { openedSet } from '../src/host/set.ts';
 import { createMcpServer } from '../src/mcp/server.ts';
 import { indexProject, type LocalProject } from '../src/project/local.ts';
+import { startServer } from '../src/server/http.ts';
 import { makeTree, openLexical, removeTree, runCli } from './helpers.ts';
 
 // realistic values in the shapes real ones have (none of them valid anywhere)
@@ -107,13 +109,9 @@ describe('secrets (regression: secrets inside ordinary files were indexed and se
   });
 
   it('MCP answers (search_code snippets, read_file) are redacted too', async () => {
-    const set = {
-      live: null,
-      list: async () => [],
-      get: async () => project as never,
-      close: async () => {},
-    };
-    const server = createMcpServer(set as never);
+    // the set every face goes through: it fans out and redacts (its close is the test's own, below)
+    const set = { ...openedSet([project]), close: async () => {} };
+    const server = createMcpServer(set);
     const [a, b] = InMemoryTransport.createLinkedPair();
     await server.connect(a);
     const client = new Client({ name: 'secrets-test', version: '1' });
@@ -133,6 +131,41 @@ describe('secrets (regression: secrets inside ordinary files were indexed and se
       assert.match(read, /^\s*4 {2}AWS_SECRET_ACCESS_KEY = "\[REDACTED secret\]"$/m);
     } finally {
       await client.close();
+    }
+  });
+
+  it('search snippets and file views are redacted on the CLI and over HTTP (the API the panel reads)', async () => {
+    const cli = runCli(
+      ['search', '--json', '--mode', 'lexical', 'AWS_SECRET_ACCESS_KEY GITHUB_TOKEN settings'],
+      {
+        cwd: root,
+      },
+    );
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.match(cli.stdout, /REDACTED/);
+    const context = runCli(['search', '--mode', 'lexical', '-C', '3', 'AWS_SECRET_ACCESS_KEY'], {
+      cwd: root,
+    });
+    assert.equal(context.code, 0, context.stderr);
+    for (const s of SECRETS) {
+      assert.ok(!cli.stdout.includes(s), `search --json leaked ${s.slice(0, 8)}…`);
+      assert.ok(!context.stdout.includes(s), `search -C leaked ${s.slice(0, 8)}…`);
+    }
+    const served = await startServer({ root, watch: false });
+    try {
+      const get = async (path: string) => (await fetch(new URL(path, served.url))).text();
+      const search = await get('/api/search?q=AWS_SECRET_ACCESS_KEY%20GITHUB_TOKEN%20settings&mode=lexical');
+      const full = await get('/api/search?q=AWS_SECRET_ACCESS_KEY%20settings&mode=lexical&full=1');
+      const file = await get('/api/file?path=app/settings.py');
+      const all = await get('/api/search?q=slackToken%20GITHUB_TOKEN&mode=lexical&repo=*');
+      assert.match(file, /\[REDACTED secret\]/);
+      assert.match(search, /REDACTED/);
+      assert.match(all, /REDACTED/);
+      for (const s of SECRETS)
+        for (const [name, body] of Object.entries({ search, full, file, all }))
+          assert.ok(!body.includes(s), `GET ${name} leaked ${s.slice(0, 8)}…`);
+    } finally {
+      await served.close();
     }
   });
 

@@ -6,7 +6,8 @@ import type { Packing } from '../config/config.ts';
 import type { AssembledContext } from '../context/assemble.ts';
 import { QuarryError } from '../errors.ts';
 import { type LocalProject, openProject, type Project } from '../project/local.ts';
-import type { SearchMode } from '../search/search.ts';
+import { SEARCH_MODES, type SearchMode } from '../search/search.ts';
+import { storeTarget, storeTraits } from '../store/open.ts';
 import type { RepoInfo } from '../store/types.ts';
 import { findProjectRoot } from '../workspace/root.ts';
 
@@ -82,7 +83,7 @@ export async function openAnyProject(g: ReturnType<CliContext['globals']>): Prom
     const here = g.root ?? findProjectRoot(process.cwd());
     if (!here) return openProject({ repo: repos[0] });
     const project = await openProject({ root: here, overrides: { store: { repo: repos[0] } } });
-    if (project.store.kind === 'sqlite' && project.name !== repos[0]) {
+    if (!storeTraits(storeTarget(project.config, here)).keyed && project.name !== repos[0]) {
       await project.close();
       throw new QuarryError(
         'BAD_INPUT',
@@ -200,7 +201,7 @@ export function registerAnswerCommands(program: Command, cli: CliContext): void 
       'tokens of context (default: from the model’s window, at most 32k)',
       cli.positiveInt,
     )
-    .addOption(new Option('--mode <mode>', 'retrieval mode').choices(['hybrid', 'lexical', 'dense']))
+    .addOption(new Option('--mode <mode>', 'retrieval mode').choices(SEARCH_MODES))
     .addOption(
       new Option('--packing <how>', 'whole files or chunks with context').choices(['files', 'chunks']),
     )

@@ -8,6 +8,7 @@ import { verifiedWeights } from '../embed/local.ts';
 import { bundledModelDir, cacheModelDir, findWeights, installWeights } from '../embed/models.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { readQueries, runEval } from '../eval/eval.ts';
+import { openedSet } from '../host/set.ts';
 import {
   indexProject,
   type LocalProject,
@@ -17,7 +18,7 @@ import {
   type StatusReport,
 } from '../project/local.ts';
 import { analyzeQuery } from '../search/query.ts';
-import { resultJson, type SearchMode, type SearchResponse } from '../search/search.ts';
+import { resultJson, SEARCH_MODES, type SearchMode } from '../search/search.ts';
 import { DATA_CHUNK_VECTORS } from '../workspace/roles.ts';
 import { SKIP_REASONS } from '../workspace/walk.ts';
 import {
@@ -340,7 +341,7 @@ export async function main(
     .argument('<query...>', 'what to look for')
     .option('-k, --top-k <n>', 'results to show', positiveInt)
     .option('--files', 'rank files by their best chunk')
-    .addOption(new Option('--mode <mode>', 'retrieval mode').choices(['hybrid', 'lexical', 'dense']))
+    .addOption(new Option('--mode <mode>', 'retrieval mode').choices(SEARCH_MODES))
     .option(
       '--path <path>',
       'only files under this folder or file: absolute, from here, or from the project root (repeat, or a,b)',
@@ -377,7 +378,10 @@ export async function main(
         io.stderr.write(
           `${colorsFor(io.stderr, g.color).dim(`asking the running server at ${viaServer.location}`)}\n`,
         );
-      const others: Project[] = [];
+      const opened: Project[] = [project];
+      // the set of what this command opened: one search over it (several repositories interleaved), snippets and
+      // file views redacted as on every face
+      const set = openedSet(opened);
       try {
         const filter = {
           ...(opts.path
@@ -395,13 +399,9 @@ export async function main(
           ...(opts.mode ? { mode: opts.mode as SearchMode } : {}),
           ...(Object.keys(filter).length ? { filter } : {}),
         };
-        let res: SearchResponse;
-        if (many) {
-          const { searchMany } = await import('../host/set.ts');
-          for (const name of names)
-            others.push(name === project.name ? project : await openAnyProject({ ...g, repo: [name] }));
-          res = await searchMany(others, words.join(' '), searchOptions);
-        } else res = await project.search(words.join(' '), searchOptions);
+        for (const name of names)
+          if (name !== project.name) opened.push(await openAnyProject({ ...g, repo: [name] }));
+        const res = await set.search(words.join(' '), { ...searchOptions, repos: names });
         const found = opts.files ? res.files.length : res.results.length;
         if (!found) exitCode = 1; // as grep and ripgrep: no match is not an error, and scripts can tell
         if (opts.json && opts.files) {
@@ -441,7 +441,6 @@ export async function main(
           io.stderr.write(`${c.dim('no matches')} — try other words, or check \`quarry status\`\n`);
           return;
         }
-        const byRepo = new Map<string | undefined, Project>(others.map((o) => [o.name, o]));
         for (const [i, r] of res.results.entries()) {
           const sym = r.symbol ? ` ${c.green(r.symbol)}${r.kind ? c.dim(` (${r.kind})`) : ''}` : '';
           io.stdout.write(
@@ -450,8 +449,7 @@ export async function main(
           let first = r.snippetLine;
           let lines = r.snippet.split('\n');
           if (opts.context !== undefined) {
-            const from = (r.repo && byRepo.get(r.repo)) || project;
-            const slice = await from.readFile(r.path, {
+            const slice = await (await set.get(r.repo)).readFile(r.path, {
               start: Math.max(1, r.line - opts.context),
               end: r.line + opts.context,
             });
@@ -470,8 +468,7 @@ export async function main(
         if (g.verbose)
           io.stdout.write(c.dim(`${res.results.length} results in ${res.tookMs.toFixed(1)} ms\n`));
       } finally {
-        for (const o of others) if (o !== project) await o.close();
-        await project.close();
+        await set.close();
       }
     });
 
@@ -499,7 +496,7 @@ export async function main(
         .map((m) => m.trim())
         .filter(Boolean);
       for (const m of modes)
-        if (!['lexical', 'dense', 'hybrid'].includes(m))
+        if (!(SEARCH_MODES as readonly string[]).includes(m))
           throw new QuarryError('BAD_INPUT', `unknown mode "${m}": use lexical, dense or hybrid`);
       const queries = readQueries(file);
       const progress = new Progress(io.stderr, colorsFor(io.stderr, g.color), !opts.json);

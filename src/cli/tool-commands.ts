@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Command } from 'commander';
@@ -15,7 +15,7 @@ import { pinnedSha256, presetDir, presetFor } from '../embed/presets.ts';
 import { QuarryError } from '../errors.ts';
 import { contentVerdict } from '../indexing/process-file.ts';
 import { openProject } from '../project/local.ts';
-import { storeTarget } from '../store/open.ts';
+import { deleteIndex, storeTarget, storeTraits } from '../store/open.ts';
 import { findProjectRoot, indexPaths } from '../workspace/root.ts';
 import { SKIP_REASONS, type WalkIgnore, type WalkSkip, walk } from '../workspace/walk.ts';
 import type { CliContext } from './answer-commands.ts';
@@ -229,8 +229,8 @@ export async function runDoctor(root: string | undefined): Promise<Check[]> {
     await attempt(
       'index',
       async () => {
-        if (target.driver === 'sqlite' && !existsSync(target.url))
-          return `none yet in ${root} (run \`quarry index\`)`;
+        const traits = storeTraits(target);
+        if (traits.file && !existsSync(traits.file)) return `none yet in ${root} (run \`quarry index\`)`;
         const project = await timed(openProject({ root }), 10_000);
         try {
           const s = await project.store.stats();
@@ -245,7 +245,7 @@ export async function runDoctor(root: string | undefined): Promise<Check[]> {
           await project.close();
         }
       },
-      target.driver === 'sqlite'
+      storeTraits(target).file
         ? 'run `quarry reset` and index again'
         : 'check the store URL and that its server runs',
     );
@@ -353,7 +353,7 @@ export function registerToolCommands(program: Command, cli: CliContext): void {
       const root = projectRootOf(cli);
       const config = resolveConfig({ root });
       const target = storeTarget(config, root);
-      const where = target.driver === 'sqlite' ? target.url : `${target.repo} in ${target.driver}`;
+      const { where, resetNote } = storeTraits(target);
       if (!opts.yes) {
         if (!process.stdin.isTTY)
           throw new QuarryError('BAD_INPUT', `reset deletes the index of ${root}: pass --yes to confirm`);
@@ -382,24 +382,11 @@ export function registerToolCommands(program: Command, cli: CliContext): void {
         throw err;
       });
       try {
-        if (target.driver === 'postgres') {
-          await project.store.repositories?.remove(target.repo);
-          await project.close();
-        } else {
-          await project.close();
-          const { dir } = indexPaths(root);
-          const files =
-            target.driver === 'sqlite'
-              ? [target.url, `${target.url}-wal`, `${target.url}-shm`]
-              : [join(dir, 'chroma.db'), join(dir, 'chroma.db-wal'), join(dir, 'chroma.db-shm')];
-          for (const f of files) rmSync(f, { force: true });
-        }
+        await deleteIndex(target, project.store, root);
       } finally {
         lock.release();
       }
-      io.stdout.write(
-        `deleted the index ${where}${target.driver === 'chroma' ? ' (its Chroma collections are replaced at the next index)' : ''}; run \`quarry index\` to build it again\n`,
-      );
+      io.stdout.write(`deleted the index ${where}${resetNote}; run \`quarry index\` to build it again\n`);
     });
 
   program

@@ -121,78 +121,16 @@ export interface LocalEmbedder extends Embedder {
 
 export async function createLocalEmbedder(options: LocalEmbedderOptions): Promise<LocalEmbedder> {
   const custom = options.custom;
-  const info: WeightsInfo = custom
-    ? {
-        path: options.weights,
-        sha256: await sha256File(options.weights),
-        variant: 'custom',
-        source: custom.dir,
-      }
-    : await verifiedWeights(options.weights);
-  if (custom?.sha256 && info.sha256 !== custom.sha256)
-    throw new QuarryError(
-      'BAD_INPUT',
-      `${options.weights} changed since it was downloaded (sha256 ${info.sha256.slice(0, 12)}…, pinned ${custom.sha256.slice(0, 12)}…): delete the folder and let quarry download it again`,
-    );
+  const info = await checkedWeights(options);
   const ort = await import('onnxruntime-node');
   const dir = custom?.dir ?? bundledModelDir();
-  let tokenizerConfig: { model_max_length?: number } = {};
-  try {
-    tokenizerConfig = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8'));
-  } catch {
-    if (!custom) throw new QuarryError('IO', `the tokenizer files are missing from ${dir}: reinstall quarry`);
-  }
-  const MAX_TOKENS = custom
-    ? Math.min(8192, custom.maxTokens ?? tokenizerConfig.model_max_length ?? 512)
-    : MINILM_MAX_TOKENS;
+  const { tokenizer, maxTokens: MAX_TOKENS } = loadTokenizer(dir, custom);
   const prefix = { query: custom?.queryPrefix ?? '', document: custom?.documentPrefix ?? '' };
-  let tokenizer: Tokenizer;
-  try {
-    tokenizer = new Tokenizer(JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')), tokenizerConfig);
-  } catch (err) {
-    throw new QuarryError(
-      'BAD_CONFIG',
-      `no usable tokenizer.json in ${dir}: export the model with its tokenizer`,
-      {
-        cause: err,
-      },
-    );
-  }
   const sepId = tokenizer.encode('').ids.at(-1)!;
-  // the session starts on first use: an embedder that only names the model (or counts tokens) costs no weights
-  let sessionReady: ReturnType<typeof ort.InferenceSession.create> | undefined;
-  const device = options.device ?? 'auto';
-  const cuda = cudaProvider();
-  let onGpu = device !== 'cpu' && cuda.ok;
-  if (device === 'cuda' && !cuda.ok)
-    options.onNotice?.(`embedding on the CPU: CUDA was asked for, but ${cuda.reason}`);
-  const create = (gpu: boolean) =>
-    ort.InferenceSession.create(info.path, {
-      intraOpNumThreads: options.threads ?? Math.max(1, Math.min(4, availableParallelism())),
-      interOpNumThreads: 1,
-      executionMode: 'sequential',
-      graphOptimizationLevel: 'all',
-      ...(gpu ? { executionProviders: ['cuda', 'cpu'] } : {}),
-    });
-  const session = async () => {
-    sessionReady ??= create(onGpu)
-      .catch((err: Error) => {
-        if (!onGpu) throw err;
-        // the CUDA files are there but the driver or the GPU is not: once, then the CPU
-        onGpu = false;
-        options.onNotice?.(`embedding on the CPU: the CUDA session failed (${err.message.split('\n')[0]})`);
-        return create(false);
-      })
-      .catch((err: Error) => {
-        throw new QuarryError('IO', `cannot load ${info.path}: ${err.message.split('\n')[0]}`, {
-          cause: err,
-        });
-      });
-    return sessionReady;
-  };
+  const sessions = lazySession(ort, info.path, options);
   // 8 is as fast as 32 on CPU and needs a third of the memory (activations grow with batch × length²); a GPU wants
   // wide batches
-  const batchSize = options.batchSize ?? (onGpu ? 64 : 8);
+  const batchSize = options.batchSize ?? (sessions.onGpu() ? 64 : 8);
 
   const encode = (text: string): number[] => {
     const ids = tokenizer.encode(text.slice(0, MAX_TOKENS * CHARS_PER_TOKEN_CAP)).ids;
@@ -203,43 +141,7 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
   };
 
   const pooling = custom?.pooling ?? 'mean';
-  const runBatch = async (batch: number[][]): Promise<Float32Array[]> => {
-    const s = await session();
-    const wantsTypes = s.inputNames.includes('token_type_ids');
-    const output = s.outputNames[0]!;
-    const b = batch.length;
-    const len = Math.max(...batch.map((ids) => ids.length));
-    const ids = new BigInt64Array(b * len);
-    const mask = new BigInt64Array(b * len);
-    batch.forEach((seq, i) => {
-      for (let j = 0; j < seq.length; j++) {
-        ids[i * len + j] = BigInt(seq[j]!);
-        mask[i * len + j] = 1n;
-      }
-    });
-    const feeds: Record<string, InstanceType<typeof ort.Tensor>> = {
-      input_ids: new ort.Tensor('int64', ids, [b, len]),
-      attention_mask: new ort.Tensor('int64', mask, [b, len]),
-    };
-    if (wantsTypes) feeds.token_type_ids = new ort.Tensor('int64', new BigInt64Array(b * len), [b, len]);
-    const result = await s.run(feeds);
-    const hidden = result[output]!;
-    const dim = hidden.dims[2] as number;
-    const data = hidden.data as Float32Array;
-    if (pooling === 'cls')
-      return batch.map((_, i) =>
-        l2normalize(Float32Array.from(data.subarray(i * len * dim, i * len * dim + dim))),
-      );
-    return batch.map((seq, i) => {
-      const v = new Float32Array(dim);
-      for (let j = 0; j < seq.length; j++) {
-        const base = (i * len + j) * dim;
-        for (let d = 0; d < dim; d++) v[d]! += data[base + d] as number;
-      }
-      for (let d = 0; d < dim; d++) v[d]! /= seq.length;
-      return l2normalize(v);
-    });
-  };
+  const runBatch = (batch: number[][]) => runIds(ort, sessions.session, batch, pooling);
 
   // all-MiniLM-L6-v2 has 384 dimensions; a custom model says how many by embedding one text
   const dimension = custom ? (await runBatch([encode('dimension probe')]))[0]!.length : 384;
@@ -259,21 +161,185 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
     countTokens: (text) => encode(text).length,
     async embed(texts: string[], kind: EmbedKind): Promise<Float32Array[]> {
       const p = prefix[kind];
-      const encoded = texts.map((t, i) => ({ i, ids: encode(p + t) }));
-      // similar lengths together: padding is wasted work
-      encoded.sort((a, b) => a.ids.length - b.ids.length);
-      const out = new Array<Float32Array>(texts.length);
-      for (let s = 0; s < encoded.length; s += batchSize) {
-        const slice = encoded.slice(s, s + batchSize);
-        const vecs = await runBatch(slice.map((e) => e.ids));
-        slice.forEach((e, k) => {
-          out[e.i] = vecs[k]!;
-        });
-      }
-      return out;
+      return embedByLength(
+        texts.map((t) => encode(p + t)),
+        batchSize,
+        runBatch,
+      );
     },
+    close: () => sessions.close(),
+  };
+}
+
+/** The weights' hash and variant: the pinned all-MiniLM-L6-v2 verified, or a custom model's checked against its pin. */
+async function checkedWeights(options: LocalEmbedderOptions): Promise<WeightsInfo> {
+  const custom = options.custom;
+  const info: WeightsInfo = custom
+    ? {
+        path: options.weights,
+        sha256: await sha256File(options.weights),
+        variant: 'custom',
+        source: custom.dir,
+      }
+    : await verifiedWeights(options.weights);
+  if (custom?.sha256 && info.sha256 !== custom.sha256)
+    throw new QuarryError(
+      'BAD_INPUT',
+      `${options.weights} changed since it was downloaded (sha256 ${info.sha256.slice(0, 12)}…, pinned ${custom.sha256.slice(0, 12)}…): delete the folder and let quarry download it again`,
+    );
+  return info;
+}
+
+/** The model's tokenizer from its folder, and the most tokens it takes. */
+function loadTokenizer(
+  dir: string,
+  custom: LocalEmbedderOptions['custom'],
+): { tokenizer: Tokenizer; maxTokens: number } {
+  let tokenizerConfig: { model_max_length?: number } = {};
+  try {
+    tokenizerConfig = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8'));
+  } catch {
+    if (!custom) throw new QuarryError('IO', `the tokenizer files are missing from ${dir}: reinstall quarry`);
+  }
+  const maxTokens = custom
+    ? Math.min(8192, custom.maxTokens ?? tokenizerConfig.model_max_length ?? 512)
+    : MINILM_MAX_TOKENS;
+  let tokenizer: Tokenizer;
+  try {
+    tokenizer = new Tokenizer(JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')), tokenizerConfig);
+  } catch (err) {
+    throw new QuarryError(
+      'BAD_CONFIG',
+      `no usable tokenizer.json in ${dir}: export the model with its tokenizer`,
+      {
+        cause: err,
+      },
+    );
+  }
+  return { tokenizer, maxTokens };
+}
+
+type Ort = typeof import('onnxruntime-node');
+type OrtSession = Awaited<ReturnType<Ort['InferenceSession']['create']>>;
+
+/**
+ * The onnxruntime session, on CUDA when asked for (or `auto`) and installed, else the CPU; a CUDA session that fails
+ * to start falls back to the CPU once.
+ */
+function lazySession(
+  ort: Ort,
+  path: string,
+  options: LocalEmbedderOptions,
+): { session: () => Promise<OrtSession>; onGpu: () => boolean; close: () => Promise<void> } {
+  // the session starts on first use: an embedder that only names the model (or counts tokens) costs no weights
+  let sessionReady: Promise<OrtSession> | undefined;
+  const device = options.device ?? 'auto';
+  const cuda = cudaProvider();
+  let onGpu = device !== 'cpu' && cuda.ok;
+  if (device === 'cuda' && !cuda.ok)
+    options.onNotice?.(`embedding on the CPU: CUDA was asked for, but ${cuda.reason}`);
+  const create = (gpu: boolean) =>
+    ort.InferenceSession.create(path, {
+      intraOpNumThreads: options.threads ?? Math.max(1, Math.min(4, availableParallelism())),
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+      graphOptimizationLevel: 'all',
+      ...(gpu ? { executionProviders: ['cuda', 'cpu'] } : {}),
+    });
+  const session = async () => {
+    sessionReady ??= create(onGpu)
+      .catch((err: Error) => {
+        if (!onGpu) throw err;
+        // the CUDA files are there but the driver or the GPU is not: once, then the CPU
+        onGpu = false;
+        options.onNotice?.(`embedding on the CPU: the CUDA session failed (${err.message.split('\n')[0]})`);
+        return create(false);
+      })
+      .catch((err: Error) => {
+        throw new QuarryError('IO', `cannot load ${path}: ${err.message.split('\n')[0]}`, {
+          cause: err,
+        });
+      });
+    return sessionReady;
+  };
+  return {
+    session,
+    onGpu: () => onGpu,
     async close() {
       if (sessionReady) await (await sessionReady).release();
     },
   };
+}
+
+/** One forward pass over sequences of token ids (padded to the longest): one pooled, normalised vector each. */
+async function runIds(
+  ort: Ort,
+  session: () => Promise<OrtSession>,
+  batch: number[][],
+  pooling: 'mean' | 'cls',
+): Promise<Float32Array[]> {
+  const s = await session();
+  const wantsTypes = s.inputNames.includes('token_type_ids');
+  const output = s.outputNames[0]!;
+  const b = batch.length;
+  const len = Math.max(...batch.map((ids) => ids.length));
+  const ids = new BigInt64Array(b * len);
+  const mask = new BigInt64Array(b * len);
+  batch.forEach((seq, i) => {
+    for (let j = 0; j < seq.length; j++) {
+      ids[i * len + j] = BigInt(seq[j]!);
+      mask[i * len + j] = 1n;
+    }
+  });
+  const feeds: Record<string, InstanceType<typeof ort.Tensor>> = {
+    input_ids: new ort.Tensor('int64', ids, [b, len]),
+    attention_mask: new ort.Tensor('int64', mask, [b, len]),
+  };
+  if (wantsTypes) feeds.token_type_ids = new ort.Tensor('int64', new BigInt64Array(b * len), [b, len]);
+  const result = await s.run(feeds);
+  const hidden = result[output]!;
+  return poolHidden(hidden.data as Float32Array, hidden.dims[2] as number, len, batch, pooling);
+}
+
+/** Pools the last hidden state: the first token's vector (`cls`) or the mean over each sequence's tokens. */
+function poolHidden(
+  data: Float32Array,
+  dim: number,
+  len: number,
+  batch: number[][],
+  pooling: 'mean' | 'cls',
+): Float32Array[] {
+  if (pooling === 'cls')
+    return batch.map((_, i) =>
+      l2normalize(Float32Array.from(data.subarray(i * len * dim, i * len * dim + dim))),
+    );
+  return batch.map((seq, i) => {
+    const v = new Float32Array(dim);
+    for (let j = 0; j < seq.length; j++) {
+      const base = (i * len + j) * dim;
+      for (let d = 0; d < dim; d++) v[d]! += data[base + d] as number;
+    }
+    for (let d = 0; d < dim; d++) v[d]! /= seq.length;
+    return l2normalize(v);
+  });
+}
+
+/** Embeds encoded texts in batches of similar length; the vectors come back in the texts' order. */
+async function embedByLength(
+  encodedTexts: number[][],
+  batchSize: number,
+  runBatch: (batch: number[][]) => Promise<Float32Array[]>,
+): Promise<Float32Array[]> {
+  const encoded = encodedTexts.map((ids, i) => ({ i, ids }));
+  // similar lengths together: padding is wasted work
+  encoded.sort((a, b) => a.ids.length - b.ids.length);
+  const out = new Array<Float32Array>(encoded.length);
+  for (let s = 0; s < encoded.length; s += batchSize) {
+    const slice = encoded.slice(s, s + batchSize);
+    const vecs = await runBatch(slice.map((e) => e.ids));
+    slice.forEach((e, k) => {
+      out[e.i] = vecs[k]!;
+    });
+  }
+  return out;
 }

@@ -84,8 +84,7 @@ export function cacheFor(
   config: QuarryConfig,
   env: NodeJS.ProcessEnv = process.env,
 ): { cache: EmbeddingCache | undefined; close(): void } {
-  if (config.embed.sharedCache === false || store.kind === 'postgres')
-    return { cache: store.cache, close() {} };
+  if (config.embed.sharedCache === false || store.cacheShared) return { cache: store.cache, close() {} };
   try {
     const user = openUserCache(userCachePath(env));
     return { cache: tieredCache(store.cache, user), close: () => user.close() };

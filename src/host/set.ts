@@ -1,11 +1,12 @@
 import { resolveConfig } from '../config/config.ts';
+import { redactSecrets } from '../context/redact.ts';
 import { QuarryError } from '../errors.ts';
 import { openProject } from '../project/local.ts';
 import { openRemoteProject, remoteRepos } from '../project/remote.ts';
 import type { Project, ProjectSearchOptions } from '../project/types.ts';
-import type { SearchResponse } from '../search/search.ts';
+import type { SearchResponse, SearchResult } from '../search/search.ts';
 import { openRegistry } from '../store/open.ts';
-import type { RepoInfo } from '../store/types.ts';
+import type { RepoInfo, SearchFilter } from '../store/types.ts';
 import type { LiveProject } from '../watch/live.ts';
 
 /**
@@ -15,11 +16,120 @@ import type { LiveProject } from '../watch/live.ts';
  */
 export interface ProjectSet {
   list(): Promise<RepoInfo[]>;
-  /** One repository by name, or the default one. Unknown and not-allowed names are the same NOT_FOUND. */
+  /**
+   * One repository by name, or the default one, as every face shows it: secrets in its snippets and file views
+   * redacted (unless its settings say not to). Unknown and not-allowed names are the same NOT_FOUND.
+   */
   get(name?: string): Promise<Project>;
+  /**
+   * One search over the repositories a call names: the default one, one by name, several, or every one this set may
+   * show (`*`); several are searched each on its own and interleaved by rank. Snippets come redacted.
+   */
+  search(query: string, options?: SetSearchOptions): Promise<SetSearchResponse>;
   /** The checkout this server keeps fresh, if any. */
   readonly live: LiveProject | null;
   close(): Promise<void>;
+}
+
+export interface SetSearchOptions extends ProjectSearchOptions {
+  /** Which repositories: none for the default one, names, or `*` for every one the set may show. */
+  repos?: string[];
+}
+
+export type SetSearchResponse = SearchResponse & { repos?: string[] };
+
+/** The filter a face's options describe, or undefined when they narrow nothing. */
+export function searchFilter(options: {
+  paths?: string[] | undefined;
+  pathPrefixes?: string[] | undefined;
+  languages?: string[] | undefined;
+  excludePaths?: string[] | undefined;
+}): SearchFilter | undefined {
+  const filter: SearchFilter = {};
+  for (const key of ['paths', 'pathPrefixes', 'languages', 'excludePaths'] as const) {
+    const values = options[key]?.filter((v) => typeof v === 'string');
+    if (values?.length) filter[key] = values;
+  }
+  return Object.keys(filter).length ? filter : undefined;
+}
+
+const redactedViews = new WeakMap<Project, Project>();
+const underlying = new WeakMap<Project, Project>();
+
+/** The project behind a face's view of it (the view itself is a new object). */
+export function unwrap(project: Project): Project {
+  return underlying.get(project) ?? project;
+}
+
+/**
+ * The project as a face shows it: secrets in search snippets and in file views, replaced line for line
+ * (context is redacted where it is assembled). Its settings may turn this off (`context.redact_secrets = false`).
+ */
+export function redacting(project: Project): Project {
+  if (project.config.context.redactSecrets === false) return project;
+  let view = redactedViews.get(project);
+  if (view) return view;
+  const clean = (text: string) => redactSecrets(text).text;
+  const cleanResult = (r: SearchResult): SearchResult => ({ ...r, snippet: clean(r.snippet) });
+  view = Object.assign(Object.create(project) as Project, {
+    search: async (query: string, options?: ProjectSearchOptions) => {
+      const res = await project.search(query, options);
+      return { ...res, results: res.results.map(cleanResult) };
+    },
+    readFile: async (path: string, range?: { start?: number; end?: number }) => {
+      const slice = await project.readFile(path, range);
+      return { ...slice, lines: clean(slice.lines.join('\n')).split('\n') };
+    },
+  });
+  redactedViews.set(project, view);
+  underlying.set(view, project);
+  return view;
+}
+
+/** The one search of a set: the names resolved (`*` expanded to what the set may show), one or many searched. */
+async function searchIn(
+  set: Pick<ProjectSet, 'list' | 'get'>,
+  query: string,
+  options: SetSearchOptions = {},
+): Promise<SetSearchResponse> {
+  const { repos = [], ...rest } = options;
+  let names = repos.filter(Boolean);
+  const every = names.includes('*');
+  if (every) names = (await set.list()).map((r) => r.name);
+  // several, or "every one" however many there are: each result labelled with its repository
+  if (names.length > 1 || every)
+    return searchMany(await Promise.all(names.map((n) => set.get(n))), query, rest);
+  return (await set.get(names[0])).search(query, rest);
+}
+
+/** A set with its search: every set is built from list and get, and searches the same way. */
+function withSearch(base: Omit<ProjectSet, 'search'>): ProjectSet {
+  const set: ProjectSet = { ...base, search: (query, options) => searchIn(set, query, options) };
+  return set;
+}
+
+/**
+ * The set of projects a command has already opened (the CLI: the checkout, a store's repositories, a remote): the
+ * first is the default; names it does not hold are NOT_FOUND.
+ */
+export function openedSet(projects: Project[]): ProjectSet {
+  return withSearch({
+    live: null,
+    list: async () => {
+      const infos = await Promise.all(
+        projects.map(async (p) => (await p.repos()).find((r) => r.name === p.name)),
+      );
+      return infos.filter((r): r is RepoInfo => r !== undefined);
+    },
+    async get(name) {
+      const found = name === undefined ? projects[0] : projects.find((p) => p.name === name);
+      if (!found) throw notHere(name ?? '');
+      return redacting(found);
+    },
+    async close() {
+      for (const p of projects) await p.close();
+    },
+  });
 }
 
 function notHere(name: string): QuarryError {
@@ -81,12 +191,12 @@ export async function openServedSet(options: ServedSetOptions): Promise<ProjectS
     const opened = openOnce((repo) => openRemoteProject({ url, repo, ...(token ? { token } : {}) }));
     // the remote answers now or the server does not start: a wrong URL or token is a start-up error
     const names = (await remoteRepos(url, token)).map((r) => r.name);
-    return {
+    return withSearch({
       live: null,
       list: () => remoteRepos(url, token),
-      get: (name) => opened.get(name ?? chooseDefault(names, undefined)),
+      get: async (name) => redacting(await opened.get(name ?? chooseDefault(names, undefined))),
       close: () => opened.closeAll(),
-    };
+    });
   }
 
   const registry = live ? undefined : await openRegistry(resolveConfig({ root: cwd }), cwd);
@@ -111,27 +221,27 @@ export async function openServedSet(options: ServedSetOptions): Promise<ProjectS
     }
     return listed.repos;
   };
-  return {
+  return withSearch({
     live,
     list,
     async get(name) {
       // the server's own checkout needs no look at the list
-      if (live && (name === undefined || name === live.project.name)) return live.project;
+      if (live && (name === undefined || name === live.project.name)) return redacting(live.project);
       const names = (await list()).map((r) => r.name);
       const key = name ?? chooseDefault(names, live?.project.name);
       if (!names.includes(key)) throw notHere(key);
-      return opened.get(key);
+      return redacting(await opened.get(key));
     },
     async close() {
       await opened.closeAll();
       await registry?.close();
     },
-  };
+  });
 }
 
 /** The part of a set one token may see: others are NOT_FOUND, as if they did not exist. */
 export function scopedSet(set: ProjectSet, allowed: (repo: string) => boolean): ProjectSet {
-  return {
+  return withSearch({
     live: set.live && allowed(set.live.project.name) ? set.live : null,
     list: async () => (await set.list()).filter((r) => allowed(r.name)),
     async get(name) {
@@ -139,12 +249,12 @@ export function scopedSet(set: ProjectSet, allowed: (repo: string) => boolean): 
         if (!allowed(name)) throw notHere(name);
         return set.get(name);
       }
-      if (set.live && allowed(set.live.project.name)) return set.live.project;
+      if (set.live && allowed(set.live.project.name)) return redacting(set.live.project);
       const names = (await set.list()).map((r) => r.name).filter(allowed);
       return set.get(chooseDefault(names, set.live?.project.name));
     },
     close: () => set.close(),
-  };
+  });
 }
 
 /**

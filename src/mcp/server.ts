@@ -5,14 +5,14 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
-import { redactSecrets } from '../context/redact.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { announceServer } from '../host/discovery.ts';
+import { checkRequest, type GuardOptions } from '../host/guard.ts';
 import { checkPort, listenError, requireProject } from '../host/listen.ts';
-import { openServedSet, type ProjectSet, searchMany } from '../host/set.ts';
+import { openServedSet, type ProjectSet, redacting, searchFilter, unwrap } from '../host/set.ts';
 import { openProject } from '../project/local.ts';
 import type { Project } from '../project/types.ts';
-import { resultJson } from '../search/search.ts';
+import { resultJson, SEARCH_MODES } from '../search/search.ts';
 import { type LiveProject, openLiveProject } from '../watch/live.ts';
 
 const VERSION = '0.1.0';
@@ -113,10 +113,10 @@ export function createMcpServer(set: ProjectSet, options: McpServerOptions = {})
       );
     if (!isAbsolute(root)) throw new QuarryError('BAD_INPUT', `root must be an absolute path, not ${root}`);
     const key = resolve(root);
-    if (set.live && key === set.live.project.root) return set.live.project;
+    if (set.live && key === set.live.project.root) return redacting(set.live.project);
     let opened = byRoot.get(key);
     if (!opened) {
-      opened = openProject({ root: key }) as Promise<Project>;
+      opened = openProject({ root: key }).then(redacting);
       byRoot.set(key, opened);
       opened.catch(() => byRoot.delete(key));
     }
@@ -126,9 +126,6 @@ export function createMcpServer(set: ProjectSet, options: McpServerOptions = {})
     for (const p of byRoot.values()) void p.then((x) => x.close()).catch(() => undefined);
     byRoot.clear();
   };
-  /** Replaces secrets in text an agent receives from a project, unless its settings say not to. */
-  const redactFor = (p: Project) => (text: string) =>
-    p.config.context.redactSecrets === false ? text : redactSecrets(text).text;
   const rootArg = z
     .string()
     .optional()
@@ -169,25 +166,14 @@ export function createMcpServer(set: ProjectSet, options: McpServerOptions = {})
     },
     ({ query, top_k, mode, path, language, repo, root }) =>
       run(async () => {
-        const options = {
-          topK: top_k,
-          ...(mode ? { mode } : {}),
-          filter: { ...(path ? { pathPrefixes: path } : {}), ...(language ? { languages: language } : {}) },
-        };
-        const projects =
-          repo === '*'
-            ? await Promise.all((await set.list()).map((r) => set.get(r.name)))
-            : [await projectOf(repo, root)];
+        const filter = searchFilter({ pathPrefixes: path, languages: language });
+        const options = { topK: top_k, ...(mode ? { mode } : {}), ...(filter ? { filter } : {}) };
+        // one repository (by name or root), or every one (`*`); snippets come redacted by each one's settings
         const res =
-          repo === '*'
-            ? await searchMany(projects, query, options)
-            : await projects[0]!.search(query, options);
-        // each snippet redacted by the settings of the repository it comes from
-        const byName = new Map(projects.map((p) => [p.name, p]));
-        const results = res.results.map(resultJson).map((r) => ({
-          ...r,
-          snippet: redactFor(byName.get(r.repo ?? '') ?? projects[0]!)(r.snippet),
-        }));
+          root === undefined
+            ? await set.search(query, { ...options, repos: repo ? [repo] : [] })
+            : await (await projectOf(repo, root)).search(query, options);
+        const results = res.results.map(resultJson);
         const lines = [
           results.length
             ? `${results.length} result${results.length === 1 ? '' : 's'} (${res.mode}) for "${query}":`
@@ -217,7 +203,7 @@ export function createMcpServer(set: ProjectSet, options: McpServerOptions = {})
         question: z.string().min(1).describe('The question or task'),
         budget: z.number().int().min(500).max(200_000).default(8000).describe('Token budget for the context'),
         packing: z.enum(['chunks', 'files']).optional().describe('chunks (default) or whole files'),
-        mode: z.enum(['hybrid', 'lexical', 'dense']).optional(),
+        mode: z.enum(SEARCH_MODES).optional(),
         all: z
           .string()
           .optional()
@@ -380,11 +366,8 @@ export function createMcpServer(set: ProjectSet, options: McpServerOptions = {})
           start,
           end: Math.min(end ?? start + 1999, start + 1999),
         });
-        // what an agent reads goes to its model: secrets inside the file are replaced, line for line
-        const redact = redactFor(project);
-        const slice = read.lines.length
-          ? { ...read, lines: redact(read.lines.join('\n')).split('\n') }
-          : read;
+        // what an agent reads goes to its model: secrets inside the file come replaced, line for line (the set's view)
+        const slice = read;
         const body = numbered(slice.start, slice.lines);
         const more =
           slice.end < slice.total
@@ -466,7 +449,7 @@ export function createMcpServer(set: ProjectSet, options: McpServerOptions = {})
     ({ repo }) =>
       run(async () => {
         const project = await set.get(repo);
-        const st = (set.live && project === set.live.project
+        const st = (set.live && unwrap(project) === set.live.project
           ? await set.live.status()
           : await project.status()) as unknown as Record<string, unknown>;
         return { text: flatText(st), data: st };
@@ -562,8 +545,6 @@ export async function serveMcpStdio(options: McpOptions): Promise<void> {
   await mcp.close();
 }
 
-const LOOPBACK_HOSTS = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
-
 /** `quarry mcp --http`: streamable HTTP on 127.0.0.1 (stateless: one server per request), Host checked. */
 export async function serveMcpHttp(
   options: McpOptions & { port?: number },
@@ -571,6 +552,7 @@ export async function serveMcpHttp(
   const log = (m: string) => process.stderr.write(`quarry mcp: ${m}\n`);
   checkPort(options.port);
   let mcp: QuarryMcp | null = null;
+  const gate: GuardOptions = { host: '127.0.0.1', port: () => (http.address() as AddressInfo).port };
   const http = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     if (!mcp) {
       res
@@ -578,14 +560,17 @@ export async function serveMcpHttp(
         .end('quarry mcp: starting, try again in a moment\n');
       return;
     }
-    // DNS rebinding: a page on another name that resolves to 127.0.0.1 must not reach the tools
-    if (!LOOPBACK_HOSTS.test(req.headers.host ?? '')) {
-      res.writeHead(403, { 'content-type': 'text/plain' }).end('quarry mcp: wrong Host header\n');
-      return;
-    }
-    const origin = req.headers.origin;
-    if (origin && !/^https?:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i.test(origin)) {
-      res.writeHead(403, { 'content-type': 'text/plain' }).end('quarry mcp: cross-origin request refused\n');
+    // the same gate as quarry serve's: the Host names this server (DNS rebinding), writes from its own origin only
+    const verdict = checkRequest(gate, {
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      header: (name) => {
+        const v = req.headers[name];
+        return Array.isArray(v) ? v[0] : v;
+      },
+    });
+    if (!verdict.ok) {
+      res.writeHead(verdict.status, { 'content-type': 'text/plain' }).end(`quarry mcp: ${verdict.error}\n`);
       return;
     }
     if (!req.url?.startsWith('/mcp')) {

@@ -9,7 +9,7 @@ import type { LlmProvider } from '../llm/provider.ts';
 import { createHttpReranker, type Reranker } from '../rerank/rerank.ts';
 import { readHistory } from '../search/history.ts';
 import { type SearchOptions, type SearchResponse, search } from '../search/search.ts';
-import { openStore, storeTarget } from '../store/open.ts';
+import { openStore, storeTarget, storeTraits } from '../store/open.ts';
 import { embeddingStatusOf, type FileRecord, type RepoInfo } from '../store/types.ts';
 import type { IndexStatus, LocalProject } from './types.ts';
 
@@ -67,7 +67,7 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
     ...(options.userConfig === false ? { userConfig: false } : {}),
   });
   const target = storeTarget(config, root);
-  if (options.repo && target.driver === 'sqlite')
+  if (options.repo && !storeTraits(target).keyed)
     throw new QuarryError(
       'BAD_INPUT',
       `a SQLite index holds one repository: pass --store postgres://… to open "${options.repo}"`,

@@ -51,61 +51,103 @@ export async function openMcpProject(options: McpRemoteOptions): Promise<Project
   u.searchParams.delete('token');
   const shown = `${u.origin}${u.pathname}`;
   const config = options.config ?? resolveConfig({ root: process.cwd(), env });
-  const client = new Client({ name: 'quarry', version: '0.1.0' });
-  const fail = (err: unknown, doing: string): QuarryError => {
-    const m = String((err as Error)?.message ?? err);
-    if (/\b401\b|\b403\b/.test(m))
-      return new QuarryError(
-        'AUTH',
-        `${shown} refused the token while ${doing}: pass a valid one (?token= or QUARRY_TOKEN)`,
-      );
-    return new QuarryError(
-      'REMOTE',
-      `cannot reach the MCP server at ${shown} while ${doing}: ${m.split('\n')[0]}`,
-      {
-        cause: err,
-      },
-    );
-  };
-  try {
-    await client.connect(
-      new StreamableHTTPClientTransport(u, {
-        requestInit: { headers: token ? { authorization: `Bearer ${token}` } : {} },
-      }),
-    );
-  } catch (err) {
-    throw fail(err, 'connecting');
-  }
-  const tools = new Map(
-    (await client.listTools().catch((e) => Promise.reject(fail(e, 'listing tools')))).tools.map((t) => [
-      t.name,
-      t,
-    ]),
-  );
-  if (!tools.has('search_code')) {
-    await client.close();
-    throw new QuarryError(
-      'REMOTE',
-      `${shown} offers no search_code tool: it is not a code-search MCP server`,
-    );
-  }
-  const takesRepo = (tool: string) =>
-    Boolean((tools.get(tool)?.inputSchema as { properties?: Record<string, unknown> })?.properties?.repo);
+  const server = await McpConnection.connect(u, token, shown, options.repo);
 
-  const call = async (tool: string, args: Record<string, unknown>): Promise<Reply> => {
-    if (!tools.has(tool))
+  const project: Project = {
+    name: options.repo ?? shown,
+    location: `${shown}${options.repo ? `#${options.repo}` : ''}`,
+    remote: true,
+    config,
+    search: (query, o) => remoteSearch(server, config, query, o),
+    context: (question, o) => remoteContext(server, config, question, o),
+    // structure questions go to retrieval over MCP: find_symbol and list_symbols answer them when asked directly
+    route: async () => null,
+    definitions: (name) => remoteDefinitions(server, name),
+    references: (name) => remoteReferences(server, name),
+    outline: (path) => remoteOutline(server, path),
+    readFile: (path, range) => remoteReadFile(server, path, range),
+    repoMap: async () => {
+      throw new QuarryError(
+        'BAD_INPUT',
+        `the MCP server at ${shown} offers no repository map: use --remote with its HTTP URL`,
+      );
+    },
+    status: () => remoteStatus(server),
+    repos: () => remoteRepos(server, project),
+    close: () => server.close(),
+  };
+  return project;
+}
+
+type Tool = Awaited<ReturnType<Client['listTools']>>['tools'][number];
+
+/** The connected MCP server: the tools it offers, and calls to them whose failures read as one line. */
+class McpConnection {
+  /** The server's address without its token, as messages show it. */
+  readonly shown: string;
+  private readonly client: Client;
+  private readonly tools: Map<string, Tool>;
+  private readonly repo: string | undefined;
+
+  private constructor(client: Client, tools: Map<string, Tool>, shown: string, repo: string | undefined) {
+    this.client = client;
+    this.tools = tools;
+    this.shown = shown;
+    this.repo = repo;
+  }
+
+  /** Connects and lists the tools; a server without `search_code` is refused. */
+  static async connect(u: URL, token: string | undefined, shown: string, repo: string | undefined) {
+    const client = new Client({ name: 'quarry', version: '0.1.0' });
+    try {
+      await client.connect(
+        new StreamableHTTPClientTransport(u, {
+          requestInit: { headers: token ? { authorization: `Bearer ${token}` } : {} },
+        }),
+      );
+    } catch (err) {
+      throw connectionError(err, 'connecting', shown);
+    }
+    const tools = new Map(
+      (
+        await client.listTools().catch((e) => Promise.reject(connectionError(e, 'listing tools', shown)))
+      ).tools.map((t) => [t.name, t]),
+    );
+    if (!tools.has('search_code')) {
+      await client.close();
+      throw new QuarryError(
+        'REMOTE',
+        `${shown} offers no search_code tool: it is not a code-search MCP server`,
+      );
+    }
+    return new McpConnection(client, tools, shown, repo);
+  }
+
+  has(tool: string): boolean {
+    return this.tools.has(tool);
+  }
+
+  private takesRepo(tool: string): boolean {
+    return Boolean(
+      (this.tools.get(tool)?.inputSchema as { properties?: Record<string, unknown> })?.properties?.repo,
+    );
+  }
+
+  async call(tool: string, args: Record<string, unknown>): Promise<Reply> {
+    const shown = this.shown;
+    if (!this.tools.has(tool))
       throw new QuarryError(
         'BAD_INPUT',
         `the MCP server at ${shown} offers no ${tool} tool: ask it another way`,
       );
     let res: ToolResult;
     try {
-      res = (await client.callTool({
+      res = (await this.client.callTool({
         name: tool,
-        arguments: { ...args, ...(options.repo && takesRepo(tool) ? { repo: options.repo } : {}) },
+        arguments: { ...args, ...(this.repo && this.takesRepo(tool) ? { repo: this.repo } : {}) },
       })) as ToolResult;
     } catch (err) {
-      throw fail(err, `calling ${tool}`);
+      throw connectionError(err, `calling ${tool}`, shown);
     }
     const text = (res.content ?? []).map((c) => c.text ?? '').join('\n');
     if (res.isError) {
@@ -116,215 +158,265 @@ export async function openMcpProject(options: McpRemoteOptions): Promise<Project
       );
     }
     return { text, data: res.structuredContent };
-  };
-  // structured content first; then JSON text (quarry before compact answers); else undefined (a foreign server)
-  const json = <T>(reply: Reply): T | undefined => {
-    if (reply.data) return reply.data as T;
-    try {
-      return JSON.parse(reply.text) as T;
-    } catch {
-      return undefined;
-    }
-  };
+  }
 
-  const search = async (query: string, o: ProjectSearchOptions = {}): Promise<SearchResponse> => {
-    const started = performance.now();
-    const reply = await call('search_code', {
-      query,
-      top_k: Math.min(50, o.topK ?? config.search.topK),
-      ...(o.mode ? { mode: o.mode } : {}),
-      ...(o.filter?.pathPrefixes ? { path: o.filter.pathPrefixes } : {}),
-      ...(o.filter?.languages ? { language: o.filter.languages } : {}),
-    });
-    const parsed = json<{
-      mode?: SearchResponse['mode'];
-      results?: SearchResult[];
-      files?: SearchResponse['files'];
-    }>(reply);
-    const text = reply.text;
-    if (parsed?.results)
-      return {
-        query,
-        mode: parsed.mode ?? 'hybrid',
-        results: parsed.results.map((r) => ({ ...r, signals: NO_SIGNALS, chunkId: -1 })),
-        files: parsed.files ?? [],
-        tookMs: performance.now() - started,
-      };
-    // another server's own format: its answer as one result
-    const lines = text.split('\n');
+  close(): Promise<void> {
+    return this.client.close();
+  }
+}
+
+function connectionError(err: unknown, doing: string, shown: string): QuarryError {
+  const m = String((err as Error)?.message ?? err);
+  if (/\b401\b|\b403\b/.test(m))
+    return new QuarryError(
+      'AUTH',
+      `${shown} refused the token while ${doing}: pass a valid one (?token= or QUARRY_TOKEN)`,
+    );
+  return new QuarryError(
+    'REMOTE',
+    `cannot reach the MCP server at ${shown} while ${doing}: ${m.split('\n')[0]}`,
+    {
+      cause: err,
+    },
+  );
+}
+
+// structured content first; then JSON text (quarry before compact answers); else undefined (a foreign server)
+function json<T>(reply: Reply): T | undefined {
+  if (reply.data) return reply.data as T;
+  try {
+    return JSON.parse(reply.text) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+async function remoteSearch(
+  server: McpConnection,
+  config: QuarryConfig,
+  query: string,
+  o: ProjectSearchOptions = {},
+): Promise<SearchResponse> {
+  const started = performance.now();
+  const reply = await server.call('search_code', {
+    query,
+    top_k: Math.min(50, o.topK ?? config.search.topK),
+    ...(o.mode ? { mode: o.mode } : {}),
+    ...(o.filter?.pathPrefixes ? { path: o.filter.pathPrefixes } : {}),
+    ...(o.filter?.languages ? { language: o.filter.languages } : {}),
+  });
+  const parsed = json<{
+    mode?: SearchResponse['mode'];
+    results?: SearchResult[];
+    files?: SearchResponse['files'];
+  }>(reply);
+  const text = reply.text;
+  if (parsed?.results)
     return {
       query,
-      mode: 'hybrid',
-      results: text.trim()
-        ? [
-            {
-              path: shown,
-              startLine: 1,
-              endLine: lines.length,
-              symbol: null,
-              kind: null,
-              score: 1,
-              snippet: text,
-              snippetLine: 1,
-              line: 1,
-              column: 1,
-              signals: NO_SIGNALS,
-              chunkId: -1,
-            },
-          ]
-        : [],
-      files: [],
+      mode: parsed.mode ?? 'hybrid',
+      results: parsed.results.map((r) => ({ ...r, signals: NO_SIGNALS, chunkId: -1 })),
+      files: parsed.files ?? [],
       tookMs: performance.now() - started,
     };
+  // another server's own format: its answer as one result
+  return {
+    query,
+    mode: 'hybrid',
+    results: text.trim() ? [wholeAnswer(server.shown, text)] : [],
+    files: [],
+    tookMs: performance.now() - started,
   };
+}
 
-  const project: Project = {
-    name: options.repo ?? shown,
-    location: `${shown}${options.repo ? `#${options.repo}` : ''}`,
-    remote: true,
-    config,
-    search,
-    async context(question: string, o: AssembleOptions = {}): Promise<AssembledContext> {
-      const system = o.system ?? config.context.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;
-      const hard = contextBudget({ config } as Parameters<typeof contextBudget>[0], o);
-      const packing = o.packing ?? config.context.packing;
-      if (tools.has('get_context')) {
-        const { text } = await call('get_context', {
-          question,
-          budget: Math.max(500, hard),
-          packing,
-          ...(o.mode ? { mode: o.mode } : {}),
-          ...(typeof o.all === 'string' ? { all: o.all } : o.all ? { all: '**' } : {}),
-        });
-        const at = text.lastIndexOf('\n\n---\nsources:\n');
-        const user = at >= 0 ? text.slice(0, at) : text;
-        const tail = at >= 0 ? text.slice(at) : '';
-        const blocks: ContextBlock[] = [];
-        for (const m of tail.matchAll(/^\[(\d+)\] (.+):(\d+)-(\d+) \((\d+) tokens\)$/gm))
-          blocks.push({
-            n: Number(m[1]),
-            path: m[2]!,
-            startLine: Number(m[3]),
-            endLine: Number(m[4]),
-            tokens: Number(m[5]),
-            text: '',
-            reason: 'retrieved',
-          });
-        const budget = Number(/budget (\d+)\s*$/.exec(tail)?.[1] ?? hard);
-        const blockTokens = blocks.reduce((t, b) => t + b.tokens, 0);
-        return {
-          question,
-          packing,
-          budget: { hard: budget, soft: Math.floor(budget * config.context.softRatio), map: 0 },
-          blocks,
-          map: null,
-          skipped: [],
-          tokens: { blocks: blockTokens, map: 0, prompt: countTokens(system) + countTokens(user) },
-          system,
-          user,
-          search: null,
-        };
-      }
-      // a server without get_context: its search results, in rank order, while they fit
-      const res = await search(question, { topK: 50, ...(o.mode ? { mode: o.mode } : {}) });
-      const blocks: ContextBlock[] = [];
-      let used = 0;
-      for (const r of res.results) {
-        const b = {
-          n: blocks.length + 1,
-          path: r.path,
-          startLine: r.startLine,
-          endLine: r.endLine,
-          text: r.snippet,
-        };
-        const tokens = countTokens(renderBlock(b));
-        if (used + tokens > hard) continue;
-        blocks.push({ ...b, tokens, reason: 'retrieved' });
-        used += tokens;
-      }
-      const user = `${blocks.length ? `Context:\n${blocks.map(renderBlock).join('\n')}` : 'Context: (nothing in the index matched the question)'}\nQuestion: ${question}`;
-      return {
-        question,
-        packing: 'chunks',
-        budget: { hard, soft: hard, map: 0 },
-        blocks,
-        map: null,
-        skipped: [],
-        tokens: { blocks: used, map: 0, prompt: countTokens(system) + countTokens(user) },
-        system,
-        user,
-        search: res,
-      };
-    },
-    // structure questions go to retrieval over MCP: find_symbol and list_symbols answer them when asked directly
-    route: async () => null,
-    async definitions(name: string) {
-      const out = json<{ definitions?: SymbolHit[] }>(await call('find_symbol', { name, references: false }));
-      return (out?.definitions ?? []).map((d) => ({ ...d, chunkId: null }));
-    },
-    async references(name: string) {
-      const out = json<{ references?: Array<Omit<RefHit, 'name'>> }>(
-        await call('find_symbol', { name, references: true, limit: 200 }),
-      );
-      return (out?.references ?? []).map((r) => ({ ...r, name }));
-    },
-    async outline(path: string): Promise<Outline> {
-      const out = json<{
-        path: string;
-        symbols: Array<Omit<SymbolHit, 'path' | 'chunkId'>>;
-        variables: Outline['variables'];
-      }>(await call('list_symbols', { path }));
-      if (!out) throw new QuarryError('REMOTE', `${shown}: list_symbols did not answer in quarry's format`);
-      return {
-        path: out.path,
-        symbols: out.symbols.map((s) => ({ ...s, path: out.path, chunkId: null })),
-        variables: out.variables ?? [],
-      };
-    },
-    async readFile(path: string, range: { start?: number; end?: number } = {}): Promise<FileSlice> {
-      const reply = await call('read_file', {
-        path,
-        start: range.start ?? 1,
-        ...(range.end ? { end: range.end } : {}),
-      });
-      const data = json<FileSlice>(reply);
-      if (data?.lines) return data;
-      const [head, ...rest] = reply.text.split('\n');
-      const m = /^(.+):(\d+)-(\d+) of (\d+)$/.exec(head ?? '');
-      if (!m) throw new QuarryError('REMOTE', `${shown}: read_file did not answer in quarry's format`);
-      const lines = rest.filter((l) => !l.startsWith('… lines ')).map((l) => l.replace(/^\s*\d+ {2}/, ''));
-      return { path: m[1]!, start: Number(m[2]), end: Number(m[3]), total: Number(m[4]), lines };
-    },
-    repoMap: async () => {
-      throw new QuarryError(
-        'BAD_INPUT',
-        `the MCP server at ${shown} offers no repository map: use --remote with its HTTP URL`,
-      );
-    },
-    async status() {
-      const out = json<IndexStatus>(await call('index_status', {}));
-      if (!out) throw new QuarryError('REMOTE', `${shown}: index_status did not answer in quarry's format`);
-      return out;
-    },
-    async repos(): Promise<RepoInfo[]> {
-      if (!tools.has('list_repos')) {
-        const st = await project.status().catch(() => null);
-        return [
-          {
-            name: project.name,
-            files: st?.files ?? 0,
-            chunks: st?.chunks ?? 0,
-            bytes: 0,
-            lastIndexedAt: st?.lastIndexedAt ?? null,
-            embedder: st?.embedding?.embedder?.id ?? null,
-            git: null,
-            source: null,
-          },
-        ];
-      }
-      return json<{ repos: RepoInfo[] }>(await call('list_repos', {}))?.repos ?? [];
-    },
-    close: () => client.close(),
+/** Another server's answer, in its own format, as one search result. */
+function wholeAnswer(shown: string, text: string): SearchResult {
+  const lines = text.split('\n');
+  return {
+    path: shown,
+    startLine: 1,
+    endLine: lines.length,
+    symbol: null,
+    kind: null,
+    score: 1,
+    snippet: text,
+    snippetLine: 1,
+    line: 1,
+    column: 1,
+    signals: NO_SIGNALS,
+    chunkId: -1,
   };
-  return project;
+}
+
+async function remoteContext(
+  server: McpConnection,
+  config: QuarryConfig,
+  question: string,
+  o: AssembleOptions = {},
+): Promise<AssembledContext> {
+  const system = o.system ?? config.context.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;
+  const hard = contextBudget({ config } as Parameters<typeof contextBudget>[0], o);
+  if (server.has('get_context')) return serverContext(server, config, question, o, system, hard);
+  return contextFromSearch(server, config, question, o, system, hard);
+}
+
+/** The context as the server's get_context assembles it; its sources list gives the blocks (without their text). */
+async function serverContext(
+  server: McpConnection,
+  config: QuarryConfig,
+  question: string,
+  o: AssembleOptions,
+  system: string,
+  hard: number,
+): Promise<AssembledContext> {
+  const packing = o.packing ?? config.context.packing;
+  const { text } = await server.call('get_context', {
+    question,
+    budget: Math.max(500, hard),
+    packing,
+    ...(o.mode ? { mode: o.mode } : {}),
+    ...(typeof o.all === 'string' ? { all: o.all } : o.all ? { all: '**' } : {}),
+  });
+  const at = text.lastIndexOf('\n\n---\nsources:\n');
+  const user = at >= 0 ? text.slice(0, at) : text;
+  const tail = at >= 0 ? text.slice(at) : '';
+  const blocks: ContextBlock[] = [];
+  for (const m of tail.matchAll(/^\[(\d+)\] (.+):(\d+)-(\d+) \((\d+) tokens\)$/gm))
+    blocks.push({
+      n: Number(m[1]),
+      path: m[2]!,
+      startLine: Number(m[3]),
+      endLine: Number(m[4]),
+      tokens: Number(m[5]),
+      text: '',
+      reason: 'retrieved',
+    });
+  const budget = Number(/budget (\d+)\s*$/.exec(tail)?.[1] ?? hard);
+  const blockTokens = blocks.reduce((t, b) => t + b.tokens, 0);
+  return {
+    question,
+    packing,
+    budget: { hard: budget, soft: Math.floor(budget * config.context.softRatio), map: 0 },
+    blocks,
+    map: null,
+    skipped: [],
+    tokens: { blocks: blockTokens, map: 0, prompt: countTokens(system) + countTokens(user) },
+    system,
+    user,
+    search: null,
+  };
+}
+
+/** A server without get_context: its search results, in rank order, while they fit. */
+async function contextFromSearch(
+  server: McpConnection,
+  config: QuarryConfig,
+  question: string,
+  o: AssembleOptions,
+  system: string,
+  hard: number,
+): Promise<AssembledContext> {
+  const res = await remoteSearch(server, config, question, { topK: 50, ...(o.mode ? { mode: o.mode } : {}) });
+  const blocks: ContextBlock[] = [];
+  let used = 0;
+  for (const r of res.results) {
+    const b = {
+      n: blocks.length + 1,
+      path: r.path,
+      startLine: r.startLine,
+      endLine: r.endLine,
+      text: r.snippet,
+    };
+    const tokens = countTokens(renderBlock(b));
+    if (used + tokens > hard) continue;
+    blocks.push({ ...b, tokens, reason: 'retrieved' });
+    used += tokens;
+  }
+  const user = `${blocks.length ? `Context:\n${blocks.map(renderBlock).join('\n')}` : 'Context: (nothing in the index matched the question)'}\nQuestion: ${question}`;
+  return {
+    question,
+    packing: 'chunks',
+    budget: { hard, soft: hard, map: 0 },
+    blocks,
+    map: null,
+    skipped: [],
+    tokens: { blocks: used, map: 0, prompt: countTokens(system) + countTokens(user) },
+    system,
+    user,
+    search: res,
+  };
+}
+
+async function remoteDefinitions(server: McpConnection, name: string): Promise<SymbolHit[]> {
+  const out = json<{ definitions?: SymbolHit[] }>(
+    await server.call('find_symbol', { name, references: false }),
+  );
+  return (out?.definitions ?? []).map((d) => ({ ...d, chunkId: null }));
+}
+
+async function remoteReferences(server: McpConnection, name: string): Promise<RefHit[]> {
+  const out = json<{ references?: Array<Omit<RefHit, 'name'>> }>(
+    await server.call('find_symbol', { name, references: true, limit: 200 }),
+  );
+  return (out?.references ?? []).map((r) => ({ ...r, name }));
+}
+
+async function remoteOutline(server: McpConnection, path: string): Promise<Outline> {
+  const out = json<{
+    path: string;
+    symbols: Array<Omit<SymbolHit, 'path' | 'chunkId'>>;
+    variables: Outline['variables'];
+  }>(await server.call('list_symbols', { path }));
+  if (!out)
+    throw new QuarryError('REMOTE', `${server.shown}: list_symbols did not answer in quarry's format`);
+  return {
+    path: out.path,
+    symbols: out.symbols.map((s) => ({ ...s, path: out.path, chunkId: null })),
+    variables: out.variables ?? [],
+  };
+}
+
+async function remoteReadFile(
+  server: McpConnection,
+  path: string,
+  range: { start?: number; end?: number } = {},
+): Promise<FileSlice> {
+  const reply = await server.call('read_file', {
+    path,
+    start: range.start ?? 1,
+    ...(range.end ? { end: range.end } : {}),
+  });
+  const data = json<FileSlice>(reply);
+  if (data?.lines) return data;
+  const [head, ...rest] = reply.text.split('\n');
+  const m = /^(.+):(\d+)-(\d+) of (\d+)$/.exec(head ?? '');
+  if (!m) throw new QuarryError('REMOTE', `${server.shown}: read_file did not answer in quarry's format`);
+  const lines = rest.filter((l) => !l.startsWith('… lines ')).map((l) => l.replace(/^\s*\d+ {2}/, ''));
+  return { path: m[1]!, start: Number(m[2]), end: Number(m[3]), total: Number(m[4]), lines };
+}
+
+async function remoteStatus(server: McpConnection): Promise<IndexStatus> {
+  const out = json<IndexStatus>(await server.call('index_status', {}));
+  if (!out)
+    throw new QuarryError('REMOTE', `${server.shown}: index_status did not answer in quarry's format`);
+  return out;
+}
+
+async function remoteRepos(server: McpConnection, project: Project): Promise<RepoInfo[]> {
+  if (!server.has('list_repos')) {
+    const st = await project.status().catch(() => null);
+    return [
+      {
+        name: project.name,
+        files: st?.files ?? 0,
+        chunks: st?.chunks ?? 0,
+        bytes: 0,
+        lastIndexedAt: st?.lastIndexedAt ?? null,
+        embedder: st?.embedding?.embedder?.id ?? null,
+        git: null,
+        source: null,
+      },
+    ];
+  }
+  return json<{ repos: RepoInfo[] }>(await server.call('list_repos', {}))?.repos ?? [];
 }

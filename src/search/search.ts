@@ -7,7 +7,18 @@ import { ABOUT_TESTS, type FileRole, fileRole, testedBasename } from '../workspa
 import type { ChangeHistory } from './history.ts';
 import { type AnalyzedQuery, analyzeQuery } from './query.ts';
 
-export type SearchMode = 'hybrid' | 'lexical' | 'dense';
+/** The retrieval modes, in the order they are offered (every face's choices come from this list). */
+export const SEARCH_MODES = ['hybrid', 'lexical', 'dense'] as const;
+export type SearchMode = (typeof SEARCH_MODES)[number];
+
+/** A mode a person or an agent typed, checked (BAD_INPUT names the choices). */
+export function searchMode(raw: string): SearchMode {
+  if ((SEARCH_MODES as readonly string[]).includes(raw)) return raw as SearchMode;
+  throw new QuarryError(
+    'BAD_INPUT',
+    `mode must be ${SEARCH_MODES.slice(0, -1).join(', ')} or ${SEARCH_MODES.at(-1)}`,
+  );
+}
 
 export interface SearchOptions {
   /** Chunks returned. Default: config `search.top_k` (10). */
@@ -478,13 +489,36 @@ export function fuse(
   options: FuseOptions,
 ): { ordered: Candidate[]; files: FileResult[] } {
   const { mode } = options;
-  const { fileHints: fHints, namedFiles, symbolHints: sHints, exactHits } = g;
-  const exactWeight = config.search.exactWeight;
-  const maxLex = g.lexical.reduce((m, h) => Math.max(m, h.score), 0) || 1;
   const maxFileLex = g.fileLexical.reduce((m, h) => Math.max(m, h.score), 0) || 1;
   const fileLex = new Map(g.fileLexical.map((h) => [h.path, h.score / maxFileLex]));
-  const cands = new Map<number, Candidate>();
-  const candidate = (hit: Omit<ChunkHit, 'score'>, lexical: number, symbolHint = 0): Candidate => ({
+  const candidate = candidateMaker(g, config, fileLex);
+  const cands = lexicalCandidates(g, candidate);
+  const lexFileScore = lexicalFileScores(cands, fileLex, g.fileHints);
+  // dense: chunk vectors, and coarse file vectors for files whose chunks are not embedded yet
+  const denseFileScore =
+    mode !== 'lexical' ? addDense(g, cands, candidate, config.search.denseFloor) : new Map<string, number>();
+
+  const fusion = fusionOf(config, options, cands);
+  const ordered = orderChunks([...cands.values()], fusion);
+  const fileScores = fuseFileScores(lexFileScore, denseFileScore, g.namedFiles, fusion);
+  // tests → source: a strong hit on a test file lends most of its score to the file it tests (when that file is a
+  // candidate too), unless the question is about tests: questions about behaviour name what tests exercise
+  const lift = config.search.testLift;
+  if (lift > 0 && !ABOUT_TESTS.test(options.query ?? '')) liftTestedSources(fileScores, lift);
+  const files: FileResult[] = [...fileScores.entries()]
+    .filter(([, score]) => score > 0)
+    .map(([path, score]) => ({ path, score: round(score) }))
+    .sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1));
+  return { ordered, files };
+}
+
+type MakeCandidate = (hit: Omit<ChunkHit, 'score'>, lexical: number, symbolHint?: number) => Candidate;
+
+/** Makes a chunk's candidate: its lexical score, with its file's signals, the exact hits and its role's prior. */
+function candidateMaker(g: Gathered, config: QuarryConfig, fileLex: Map<string, number>): MakeCandidate {
+  const { fileHints: fHints, exactHits } = g;
+  const exactWeight = config.search.exactWeight;
+  return (hit, lexical, symbolHint = 0) => ({
     hit: {
       chunkId: hit.chunkId,
       path: hit.path,
@@ -502,15 +536,28 @@ export function fuse(
     dense: 0,
     final: 0,
   });
+}
+
+/** The chunks the lexical lists and the hints reached, by chunk id, with their symbol hints. */
+function lexicalCandidates(g: Gathered, candidate: MakeCandidate): Map<number, Candidate> {
+  const maxLex = g.lexical.reduce((m, h) => Math.max(m, h.score), 0) || 1;
+  const cands = new Map<number, Candidate>();
   for (const h of g.lexical) cands.set(h.chunkId, candidate(h, h.score / maxLex));
   for (const h of g.extraLexical)
     if (!cands.has(h.chunkId)) cands.set(h.chunkId, candidate(h, h.score / maxLex));
   for (const h of g.hinted) if (!cands.has(h.chunkId)) cands.set(h.chunkId, candidate(h, 0));
-  for (const [chunkId, strength] of sHints) {
+  for (const [chunkId, strength] of g.symbolHints) {
     const c = cands.get(chunkId);
     if (c) c.symbolHint = Math.max(c.symbolHint, strength);
   }
+  return cands;
+}
 
+function lexicalFileScores(
+  cands: Map<number, Candidate>,
+  fileLex: Map<string, number>,
+  fHints: Map<string, number>,
+): Map<string, number> {
   // lexical score of each file: its best chunk plus a little for the next ones, or its coarse document alone
   const lexFiles = new Map<string, number[]>();
   for (const c of [...cands.values()].sort((a, b) => total(b) - total(a))) {
@@ -523,29 +570,46 @@ export function fuse(
       lexFiles.set(path, [
         ROLE_PRIOR[fileRole(path)] * (FILE_LEXICAL_WEIGHT * lex + FILE_HINT_WEIGHT * (fHints.get(path) ?? 0)),
       ]);
-  const lexFileScore = new Map([...lexFiles].map(([path, scores]) => [path, spread(scores)]));
+  return new Map([...lexFiles].map(([path, scores]) => [path, spread(scores)]));
+}
 
-  // dense: chunk vectors, and coarse file vectors for files whose chunks are not embedded yet
+/** Adds the dense chunk hits to the candidates; returns each file's dense score (its chunks', or its coarse vector's). */
+function addDense(
+  g: Gathered,
+  cands: Map<number, Candidate>,
+  candidate: MakeCandidate,
+  floor: number,
+): Map<string, number> {
   const denseFileScore = new Map<string, number>();
-  if (mode !== 'lexical') {
-    const floor = config.search.denseFloor;
-    for (const d of g.denseChunks) {
-      if (d.score < floor) continue; // too far from the question to count as evidence
-      const c = cands.get(d.chunkId);
-      if (c) c.dense = d.score;
-      else cands.set(d.chunkId, { ...candidate(d, 0), dense: d.score });
-    }
-    for (const c of cands.values())
-      if (c.dense > 0)
-        denseFileScore.set(c.hit.path, Math.max(denseFileScore.get(c.hit.path) ?? 0, c.prior * c.dense));
-    for (const f of g.denseFiles)
-      if (!f.refined)
-        denseFileScore.set(
-          f.path,
-          Math.max(denseFileScore.get(f.path) ?? 0, ROLE_PRIOR[fileRole(f.path)] * f.score),
-        );
+  for (const d of g.denseChunks) {
+    if (d.score < floor) continue; // too far from the question to count as evidence
+    const c = cands.get(d.chunkId);
+    if (c) c.dense = d.score;
+    else cands.set(d.chunkId, { ...candidate(d, 0), dense: d.score });
   }
+  for (const c of cands.values())
+    if (c.dense > 0)
+      denseFileScore.set(c.hit.path, Math.max(denseFileScore.get(c.hit.path) ?? 0, c.prior * c.dense));
+  for (const f of g.denseFiles)
+    if (!f.refined)
+      denseFileScore.set(
+        f.path,
+        Math.max(denseFileScore.get(f.path) ?? 0, ROLE_PRIOR[fileRole(f.path)] * f.score),
+      );
+  return denseFileScore;
+}
 
+/** How the lexical and dense lists combine: the mode, the fusion and its weights, and reciprocal-rank helpers. */
+interface Fusion {
+  mode: SearchMode;
+  fusion: QuarryConfig['search']['fusion'];
+  lexicalWeight: number;
+  denseWeight: number;
+  rrf: (rank: number | undefined, w: number) => number;
+  rankOf: (scores: Map<string | number, number>) => Map<string | number, number>;
+}
+
+function fusionOf(config: QuarryConfig, options: FuseOptions, cands: Map<number, Candidate>): Fusion {
   const { fusion, rrfK, lexicalWeight } = config.search;
   const denseWeight = config.search.denseWeight * Math.min(1, Math.max(0, options.queryCoverage ?? 1));
   const rrf = (rank: number | undefined, w: number) => (rank === undefined ? 0 : w / (rrfK + rank + 1));
@@ -561,9 +625,12 @@ export function fuse(
         .sort((a, b) => b[1] - a[1] || byPlace(placeOf(a[0]), placeOf(b[0])))
         .map(([key], i) => [key, i] as const),
     );
+  return { mode: options.mode, fusion, lexicalWeight, denseWeight, rrf, rankOf };
+}
 
-  // chunk order
-  const all = [...cands.values()];
+/** Sets each candidate's final score; returns those above 0, best first. */
+function orderChunks(all: Candidate[], f: Fusion): Candidate[] {
+  const { mode, fusion, lexicalWeight, denseWeight, rrf, rankOf } = f;
   if (mode === 'lexical') for (const c of all) c.final = total(c);
   else if (mode === 'dense') for (const c of all) c.final = c.prior * c.dense;
   else if (fusion === 'linear') {
@@ -576,45 +643,43 @@ export function fuse(
       c.final =
         rrf(lexRank.get(c.hit.chunkId), lexicalWeight) + rrf(denseRank.get(c.hit.chunkId), denseWeight);
   }
-  const ordered = all.filter((c) => c.final > 0).sort((a, b) => b.final - a.final || byPlace(a.hit, b.hit));
+  return all.filter((c) => c.final > 0).sort((a, b) => b.final - a.final || byPlace(a.hit, b.hit));
+}
 
-  // file order
-  let fileScores: Map<string, number>;
-  if (mode === 'lexical') fileScores = lexFileScore;
-  else if (mode === 'dense') fileScores = denseFileScore;
-  else if (fusion === 'linear') {
+/** Each file's fused score from its lexical and dense scores (and, with RRF, the files the query names). */
+function fuseFileScores(
+  lexFileScore: Map<string, number>,
+  denseFileScore: Map<string, number>,
+  namedFiles: Map<string, number>,
+  f: Fusion,
+): Map<string, number> {
+  const { mode, fusion, lexicalWeight, denseWeight, rrf, rankOf } = f;
+  if (mode === 'lexical') return lexFileScore;
+  if (mode === 'dense') return denseFileScore;
+  const fileScores = new Map<string, number>();
+  if (fusion === 'linear') {
     const maxLexFile = Math.max(0, ...lexFileScore.values()) || 1;
     const maxDenseFile = Math.max(0, ...denseFileScore.values()) || 1;
-    fileScores = new Map();
     for (const path of new Set([...lexFileScore.keys(), ...denseFileScore.keys()]))
       fileScores.set(
         path,
         (lexicalWeight * (lexFileScore.get(path) ?? 0)) / maxLexFile +
           (denseWeight * (denseFileScore.get(path) ?? 0)) / maxDenseFile,
       );
-  } else {
-    const lexRank = rankOf(lexFileScore);
-    const denseRank = rankOf(denseFileScore);
-    // files the query names are a third list: a named file is what the user means, whatever the model read
-    const namedRank = rankOf(namedFiles);
-    fileScores = new Map();
-    for (const path of new Set([...lexRank.keys(), ...denseRank.keys()]))
-      fileScores.set(
-        path as string,
-        rrf(lexRank.get(path), lexicalWeight) +
-          rrf(denseRank.get(path), denseWeight) +
-          rrf(namedRank.get(path), lexicalWeight),
-      );
+    return fileScores;
   }
-  // tests → source: a strong hit on a test file lends most of its score to the file it tests (when that file is a
-  // candidate too), unless the question is about tests: questions about behaviour name what tests exercise
-  const lift = config.search.testLift;
-  if (lift > 0 && !ABOUT_TESTS.test(options.query ?? '')) liftTestedSources(fileScores, lift);
-  const files: FileResult[] = [...fileScores.entries()]
-    .filter(([, score]) => score > 0)
-    .map(([path, score]) => ({ path, score: round(score) }))
-    .sort((a, b) => b.score - a.score || (a.path < b.path ? -1 : 1));
-  return { ordered, files };
+  const lexRank = rankOf(lexFileScore);
+  const denseRank = rankOf(denseFileScore);
+  // files the query names are a third list: a named file is what the user means, whatever the model read
+  const namedRank = rankOf(namedFiles);
+  for (const path of new Set([...lexRank.keys(), ...denseRank.keys()]))
+    fileScores.set(
+      path as string,
+      rrf(lexRank.get(path), lexicalWeight) +
+        rrf(denseRank.get(path), denseWeight) +
+        rrf(namedRank.get(path), lexicalWeight),
+    );
+  return fileScores;
 }
 
 /** Lifts each tested source file to `lift` × the score of the best of its test files that rank above it. */
@@ -794,37 +859,11 @@ export async function search(
   }
 
   // optional second stage: a cross-encoder reads the question with each of the first candidates and re-orders them
-  const reranked = new Map<number, number>();
-  if (options.reranker && ordered.length > 1) {
-    const head = ordered.slice(0, options.rerankTop ?? RERANK_TOP);
-    const texts = new Map(
-      (await store.getChunks(head.map((c) => c.hit.chunkId))).map((c) => [c.chunkId, c.text]),
-    );
-    const scores = await options.reranker.rerank(
-      query,
-      head.map((c) => texts.get(c.hit.chunkId) ?? ''),
-      head.map((c) => `${c.hit.path}:${c.hit.startLine}-${c.hit.endLine}`),
-    );
-    if (scores)
-      for (const [i, c] of head.entries()) reranked.set(c.hit.chunkId, scores[i] ?? Number.NEGATIVE_INFINITY);
-  }
-  if (options.reranker && reranked.size) {
-    const head = ordered.slice(0, reranked.size);
-    const byScore = head
-      .map((c, i) => ({ c, i }))
-      .sort((a, b) => reranked.get(b.c.hit.chunkId)! - reranked.get(a.c.hit.chunkId)! || a.i - b.i)
-      .map((x) => x.c);
-    ordered = [...byScore, ...ordered.slice(head.length)];
-    // files the reranker saw come first, in the order of their best re-ranked chunk
-    const firstAt = new Map<string, number>();
-    ordered.slice(0, reranked.size).forEach((c, i) => {
-      if (!firstAt.has(c.hit.path)) firstAt.set(c.hit.path, i);
-    });
-    files = [
-      ...files.filter((f) => firstAt.has(f.path)).sort((a, b) => firstAt.get(a.path)! - firstAt.get(b.path)!),
-      ...files.filter((f) => !firstAt.has(f.path)),
-    ];
-  }
+  const reranked =
+    options.reranker && ordered.length > 1
+      ? await rerankScores(store, options.reranker, query, ordered, options.rerankTop ?? RERANK_TOP)
+      : new Map<number, number>();
+  if (options.reranker && reranked.size) ({ ordered, files } = applyRerank(ordered, files, reranked));
   // after a reranker, relevance is its order; otherwise the fused score
   const relevance = reranked.size
     ? new Map(ordered.map((c, i) => [c, 1 - i / ordered.length]))
@@ -840,12 +879,66 @@ export async function search(
   files = files.slice(0, topFiles);
 
   // present: the text of the chunks shown, one round trip
-  const top = ranked.slice(0, topK);
+  const results = await presentResults(store, ranked.slice(0, topK), q.terms);
+  return { query, mode, results, files, tookMs: performance.now() - started };
+}
+
+/** The reranker's score for each of the first candidates, by chunk id (none when it gives none). */
+async function rerankScores(
+  store: Store,
+  reranker: Reranker,
+  query: string,
+  ordered: Candidate[],
+  rerankTop: number,
+): Promise<Map<number, number>> {
+  const reranked = new Map<number, number>();
+  const head = ordered.slice(0, rerankTop);
+  const texts = new Map(
+    (await store.getChunks(head.map((c) => c.hit.chunkId))).map((c) => [c.chunkId, c.text]),
+  );
+  const scores = await reranker.rerank(
+    query,
+    head.map((c) => texts.get(c.hit.chunkId) ?? ''),
+    head.map((c) => `${c.hit.path}:${c.hit.startLine}-${c.hit.endLine}`),
+  );
+  if (scores)
+    for (const [i, c] of head.entries()) reranked.set(c.hit.chunkId, scores[i] ?? Number.NEGATIVE_INFINITY);
+  return reranked;
+}
+
+/** Re-orders the reranked head of the candidates by the reranker's scores, and the files to match. */
+function applyRerank(
+  ordered: Candidate[],
+  files: FileResult[],
+  reranked: Map<number, number>,
+): { ordered: Candidate[]; files: FileResult[] } {
+  const head = ordered.slice(0, reranked.size);
+  const byScore = head
+    .map((c, i) => ({ c, i }))
+    .sort((a, b) => reranked.get(b.c.hit.chunkId)! - reranked.get(a.c.hit.chunkId)! || a.i - b.i)
+    .map((x) => x.c);
+  const reordered = [...byScore, ...ordered.slice(head.length)];
+  // files the reranker saw come first, in the order of their best re-ranked chunk
+  const firstAt = new Map<string, number>();
+  reordered.slice(0, reranked.size).forEach((c, i) => {
+    if (!firstAt.has(c.hit.path)) firstAt.set(c.hit.path, i);
+  });
+  return {
+    ordered: reordered,
+    files: [
+      ...files.filter((f) => firstAt.has(f.path)).sort((a, b) => firstAt.get(a.path)! - firstAt.get(b.path)!),
+      ...files.filter((f) => !firstAt.has(f.path)),
+    ],
+  };
+}
+
+/** The shown chunks as results: their stored text's snippet and place, and each signal. */
+async function presentResults(store: Store, top: Candidate[], terms: string[]): Promise<SearchResult[]> {
   const texts = new Map((await store.getChunks(top.map((c) => c.hit.chunkId))).map((c) => [c.chunkId, c]));
-  const termSet = new Set(q.terms);
+  const termSet = new Set(terms);
   // scores as printed never rise down the list: after diversification a result keeps at most the score above it
   let ceiling = Number.POSITIVE_INFINITY;
-  const results: SearchResult[] = top.map((c) => {
+  return top.map((c) => {
     const stored = texts.get(c.hit.chunkId) as StoredChunk | undefined;
     const startLine = stored?.startLine ?? c.hit.startLine;
     const snip = stored ? makeSnippet(stored.text, termSet) : { text: '', offset: 0, line: 0, column: 0 };
@@ -872,7 +965,6 @@ export async function search(
       chunkId: c.hit.chunkId,
     };
   });
-  return { query, mode, results, files, tookMs: performance.now() - started };
 }
 
 /**

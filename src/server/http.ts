@@ -11,13 +11,12 @@ import { ask } from '../answer/ask.ts';
 import { readProjectSettings, resolveConfig, writeProjectSettings } from '../config/config.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
 import { announceServer } from '../host/discovery.ts';
+import { checkHost, checkRequest, type GuardOptions } from '../host/guard.ts';
 import { checkPort, listenError, noProjectHere } from '../host/listen.ts';
-import { defaultRepo, openServedSet, type ProjectSet, scopedSet, searchMany } from '../host/set.ts';
+import { defaultRepo, openServedSet, type ProjectSet, scopedSet, searchFilter, unwrap } from '../host/set.ts';
 import {
   adHocToken,
-  checkToken,
   defaultTokensFile,
-  FULL_GRANT,
   type Grant,
   mayRead,
   readTokens,
@@ -25,8 +24,8 @@ import {
 } from '../host/tokens.ts';
 import type { LocalProject } from '../project/local.ts';
 import type { Project } from '../project/types.ts';
-import { resultJson, type SearchMode } from '../search/search.ts';
-import { storeTarget } from '../store/open.ts';
+import { resultJson, searchMode } from '../search/search.ts';
+import { storeTarget, storeTraits } from '../store/open.ts';
 import type { AutoSync, SyncStatus } from '../watch/autosync.ts';
 import { type LiveProject, openLiveProject } from '../watch/live.ts';
 import { findProjectRoot } from '../workspace/root.ts';
@@ -224,7 +223,7 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
     else {
       const root = options.root ?? findProjectRoot(cwd);
       const config = resolveConfig({ root: root ?? cwd });
-      if (!root && storeTarget(config, cwd).driver === 'postgres') set = await openServedSet({ cwd });
+      if (!root && storeTraits(storeTarget(config, cwd)).registry) set = await openServedSet({ cwd });
       else {
         if (!root && !options.init) throw noProjectHere(cwd, 'serve');
         live = await openLiveProject({
@@ -243,10 +242,7 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
     throw err;
   }
 
-  const allowedHosts = () => {
-    const names = loopback ? ['127.0.0.1', 'localhost', '[::1]'] : [host.includes(':') ? `[${host}]` : host];
-    return new Set(names.map((n) => `${n}:${port}`));
-  };
+  const gate: GuardOptions = { host, port: () => port, ...(tokensRequired ? { tokens } : {}) };
   const app = new Hono<Env>();
 
   app.onError((err, c) => {
@@ -260,8 +256,8 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
   // every request: the Host header must name this server (a rebinding page would send its own name); on a
   // non-loopback bind the names are the machine's, unknown here, and the token does that job
   app.use('*', async (c, next) => {
-    const h = (c.req.header('host') ?? '').toLowerCase();
-    if (loopback && !allowedHosts().has(h)) return c.text('quarry: wrong Host header\n', 403);
+    const refused = checkHost(gate, c.req.header('host'));
+    if (refused && !refused.ok) return c.text(`quarry: ${refused.error}\n`, refused.status);
     await next();
   });
   // bodies are small JSON (a question, settings, an MCP message): a larger one is refused as it arrives, not read
@@ -282,34 +278,16 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
   // API and MCP: a token when tokens are on (its grant decides which repositories exist for the request); state
   // changes only from this origin (or from no browser), as JSON
   const guard = async (c: Context<Env>, next: () => Promise<void>) => {
-    let grant: Grant = FULL_GRANT;
-    if (tokensRequired) {
-      const bearer = /^Bearer\s+(.+)$/i.exec(c.req.header('authorization') ?? '')?.[1];
-      const given = bearer ?? c.req.header('x-quarry-token') ?? c.req.query('token') ?? '';
-      const found = checkToken(tokens(), given.trim());
-      if (!found)
-        return c.json(
-          {
-            error: given
-              ? 'this token is not valid here: ask for a new one (quarry token add)'
-              : 'a token is required: open the URL quarry serve printed, or send Authorization: Bearer <token>',
-          },
-          401,
-        );
-      grant = found;
-    }
+    const verdict = checkRequest(gate, {
+      method: c.req.method,
+      path: c.req.path,
+      header: (name) => c.req.header(name),
+      queryToken: c.req.query('token'),
+    });
+    if (!verdict.ok) return c.json({ error: verdict.error }, verdict.status);
+    const { grant } = verdict;
     c.set('grant', grant);
     c.set('set', grant.repos === '*' ? set : scopedSet(set, (r) => mayRead(grant, r)));
-    if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && c.req.method !== 'DELETE') {
-      const origin = c.req.header('origin');
-      const self = new URL(c.req.url).origin;
-      if (origin && origin !== self) return c.json({ error: 'cross-origin request refused' }, 403);
-      if (
-        !c.req.path.startsWith('/mcp') &&
-        !(c.req.header('content-type') ?? '').startsWith('application/json')
-      )
-        return c.json({ error: 'send JSON (Content-Type: application/json)' }, 415);
-    }
     await next();
   };
   app.use('/api/*', guard);
@@ -338,7 +316,7 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
     return v;
   };
   const projectFor = (c: Context<Env>, repo?: unknown) => c.get('set').get(repoOf(repo));
-  const isLive = (p: Project) => live !== null && p === live.project;
+  const isLive = (p: Project) => live !== null && unwrap(p) === live.project;
   const statusOf = async (p: Project) => (isLive(p) ? live!.status() : p.status());
   app.get('/', (c) => c.html(PANEL_HTML));
   // the panel's libraries, from quarry's own dependencies (no CDN: the panel works offline)
@@ -373,27 +351,20 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
     if (files !== undefined && (!Number.isInteger(files) || files < 1 || files > 400))
       throw new QuarryError('BAD_INPUT', 'files must be a whole number from 1 to 400');
     const mode = c.req.query('mode');
-    if (mode && !['hybrid', 'lexical', 'dense'].includes(mode))
-      throw new QuarryError('BAD_INPUT', 'mode must be hybrid, lexical or dense');
-    const filter = {
-      ...(c.req.queries('path') ? { pathPrefixes: c.req.queries('path')! } : {}),
-      ...(c.req.queries('lang') ? { languages: c.req.queries('lang')! } : {}),
-      ...(c.req.queries('only') ? { paths: c.req.queries('only')! } : {}),
-      ...(c.req.queries('exclude') ? { excludePaths: c.req.queries('exclude')! } : {}),
-    };
-    const opts = {
+    const filter = searchFilter({
+      pathPrefixes: c.req.queries('path'),
+      languages: c.req.queries('lang'),
+      paths: c.req.queries('only'),
+      excludePaths: c.req.queries('exclude'),
+    });
+    // several repositories (repo=a&repo=b, or repo=* for all this token may see), or one
+    const res = await c.get('set').search(q, {
       topK: k,
       ...(files ? { topFiles: files } : {}),
-      ...(mode ? { mode: mode as SearchMode } : {}),
-      ...(Object.keys(filter).length ? { filter } : {}),
-    };
-    // several repositories (repo=a&repo=b, or repo=* for all this token may see), or one
-    let names = (c.req.queries('repo') ?? []).filter(Boolean);
-    if (names.includes('*')) names = (await c.get('set').list()).map((r) => r.name);
-    const res =
-      names.length > 1
-        ? await searchMany(await Promise.all(names.map((n) => c.get('set').get(n))), q, opts)
-        : await (await projectFor(c, names[0])).search(q, opts);
+      ...(mode ? { mode: searchMode(mode) } : {}),
+      ...(filter ? { filter } : {}),
+      repos: c.req.queries('repo') ?? [],
+    });
     const full = c.req.query('full') === '1';
     return c.json({
       query: res.query,

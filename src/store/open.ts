@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import { driverOfUrl, type QuarryConfig, type StoreDriver } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
@@ -31,6 +32,71 @@ export function defaultRepoKey(root: string): string {
     // not a git checkout, or no origin
   }
   return basename(resolve(root)) || 'default';
+}
+
+/**
+ * What a store target can do, so that code outside store/ asks a question instead of branching on a driver's name.
+ */
+export interface StoreTraits {
+  /** One file on this machine holds the whole index (and nothing but this project): its path. */
+  file: string | undefined;
+  /** The store holds many repositories under keys (a server store, or Chroma's collections). */
+  keyed: boolean;
+  /** The store can list and remove its repositories without opening one (a server with no checkout can serve it). */
+  registry: boolean;
+  /** Its embedding cache is already shared across repositories and machines (no user-level cache needed). */
+  sharedCache: boolean;
+  /** How a person names this index: its file, or its key in its store. */
+  where: string;
+  /** Said after a reset, when deleting leaves something to know. */
+  resetNote: string;
+}
+
+export function storeTraits(target: StoreTarget): StoreTraits {
+  switch (target.driver) {
+    case 'sqlite':
+      return {
+        file: target.url,
+        keyed: false,
+        registry: false,
+        sharedCache: false,
+        where: target.url,
+        resetNote: '',
+      };
+    case 'postgres':
+      return {
+        file: undefined,
+        keyed: true,
+        registry: true,
+        sharedCache: true,
+        where: `${target.repo} in postgres`,
+        resetNote: '',
+      };
+    case 'chroma':
+      return {
+        file: undefined,
+        keyed: true,
+        registry: false,
+        sharedCache: false,
+        where: `${target.repo} in chroma`,
+        resetNote: ' (its Chroma collections are replaced at the next index)',
+      };
+  }
+}
+
+/**
+ * Deletes a project's index, its writer lock held by the caller: a server store drops the repository's rows, a local
+ * one its files (SQLite's database, or Chroma's SQLite side; the collections are replaced at the next index).
+ */
+export async function deleteIndex(target: StoreTarget, store: Store, root: string): Promise<void> {
+  if (storeTraits(target).registry && 'repo' in target) {
+    await store.repositories?.remove(target.repo);
+    await store.close();
+    return;
+  }
+  await store.close();
+  const base = storeTraits(target).file ?? join(indexPaths(root).dir, 'chroma.db');
+  for (const f of [base, `${base}-wal`, `${base}-shm`]) rmSync(f, { force: true });
 }
 
 export function storeTarget(config: QuarryConfig, root: string): StoreTarget {
@@ -95,7 +161,7 @@ export async function openRegistry(
   root: string,
 ): Promise<(RepositoryRegistry & { location: string; close(): Promise<void> }) | undefined> {
   const target = storeTarget(config, root);
-  if (target.driver !== 'postgres') return undefined;
+  if (!storeTraits(target).registry) return undefined;
   const { openPostgresRegistry } = await import('./postgres.ts');
   return openPostgresRegistry(target.url);
 }

@@ -290,6 +290,55 @@ class PostingRows {
   }
 }
 
+/** New chunks as parallel columns for one unnest() insert, with each chunk's postings and their total length. */
+interface ChunkColumns {
+  file: number[];
+  ordinal: number[];
+  start: number[];
+  end: number[];
+  symbol: Array<string | null>;
+  kind: Array<string | null>;
+  container: Array<string | null>;
+  text: string[];
+  len: number[];
+  postings: Array<ReturnType<typeof postingsOf>>;
+  totalLen: number;
+}
+
+function chunkColumns(list: FileUpdate[], idOf: Map<string, number>): ChunkColumns {
+  const ch: ChunkColumns = {
+    file: [],
+    ordinal: [],
+    start: [],
+    end: [],
+    symbol: [],
+    kind: [],
+    container: [],
+    text: [],
+    len: [],
+    postings: [],
+    totalLen: 0,
+  };
+  for (const u of list) {
+    const id = idOf.get(u.file.path)!;
+    for (const k of u.chunks) {
+      const d = postingsOf(k.tokens);
+      ch.postings.push(d);
+      ch.file.push(id);
+      ch.ordinal.push(k.ordinal);
+      ch.start.push(k.startLine);
+      ch.end.push(k.endLine);
+      ch.symbol.push(k.symbol === null ? null : clean(k.symbol));
+      ch.kind.push(k.kind);
+      ch.container.push(k.container === null ? null : clean(k.container));
+      ch.text.push(clean(k.text));
+      ch.len.push(d.len);
+      ch.totalLen += d.len;
+    }
+  }
+  return ch;
+}
+
 /** PostgreSQL text cannot hold NUL. */
 const clean = (s: string) => (s.includes('\u0000') ? s.replace(/\u0000/g, '\uFFFD') : s);
 
@@ -319,6 +368,8 @@ const int8 = (v: string) => Number(v);
 
 export class PostgresStore implements Store {
   readonly kind = 'postgres';
+  /** Every machine that uses this database shares its embedding cache. */
+  readonly cacheShared = true;
   readonly location: string;
   readonly lexical: LexicalIndex;
   readonly vectors: VectorIndex;
@@ -622,172 +673,180 @@ export class PostgresStore implements Store {
         c,
         existing.rows.map((r) => Number(r.id)),
       );
-      const now = Date.now();
       const docs = list.map((u) => (u.chunks.length ? postingsOf(u.tokens) : undefined));
-      const ids = await c.query(
-        `INSERT INTO quarry_files (repo, path, basename, stem, size, mtime_ms, hash, language, method, indexed_at,
-                                   vec_phase, has_chunks, doc_len, refs, ref_names)
-         SELECT $1, t.path, t.basename, t.stem, t.size, t.mtime, t.hash, t.language, t.method, $2, 0, t.has_chunks,
-                t.doc_len, t.refs::jsonb, CASE WHEN t.ref_names = '' THEN NULL
-                ELSE string_to_array(t.ref_names, ' ') END
-         FROM unnest($3::text[], $4::text[], $5::text[], $6::bigint[], $7::float8[], $8::text[], $9::text[],
-                     $10::text[], $11::bool[], $12::int[], $13::text[], $14::text[])
-           AS t(path, basename, stem, size, mtime, hash, language, method, has_chunks, doc_len, refs, ref_names)
-         ON CONFLICT (repo, path) DO UPDATE SET size = EXCLUDED.size, mtime_ms = EXCLUDED.mtime_ms,
-           hash = EXCLUDED.hash, language = EXCLUDED.language, method = EXCLUDED.method,
-           indexed_at = EXCLUDED.indexed_at, vec_phase = 0, has_chunks = EXCLUDED.has_chunks,
-           doc_len = EXCLUDED.doc_len, refs = EXCLUDED.refs, ref_names = EXCLUDED.ref_names
-         RETURNING id, path`,
-        [
-          this.repoId,
-          now,
-          list.map((u) => u.file.path),
-          list.map((u) => fileNameParts(u.file.path).basename),
-          list.map((u) => fileNameParts(u.file.path).stem),
-          list.map((u) => u.file.size),
-          list.map((u) => u.file.mtimeMs),
-          list.map((u) => u.file.hash),
-          list.map((u) => u.file.language),
-          list.map((u) => u.file.method),
-          list.map((u) => u.chunks.length > 0),
-          docs.map((d) => d?.len ?? 0),
-          list.map((u) => (u.refs ? clean(u.refs.json) : null)),
-          list.map((u) => (u.refs ? clean(u.refs.names) : '')),
-        ],
-      );
-      const idOf = new Map(ids.rows.map((r) => [r.path as string, Number(r.id)]));
+      const idOf = await this.insertFileRecords(c, list, docs);
       const postings = new PostingRows();
       for (const [i, u] of list.entries()) {
         const d = docs[i];
         if (d) postings.add('f', idOf.get(u.file.path)!, idOf.get(u.file.path)!, d);
       }
-      const chunkPostings: Array<ReturnType<typeof postingsOf>> = [];
-      const ch = {
-        file: [] as number[],
-        ordinal: [] as number[],
-        start: [] as number[],
-        end: [] as number[],
-        symbol: [] as Array<string | null>,
-        kind: [] as Array<string | null>,
-        container: [] as Array<string | null>,
-        text: [] as string[],
-        len: [] as number[],
-      };
-      let chunkLen = 0;
-      for (const u of list) {
-        const id = idOf.get(u.file.path)!;
-        for (const k of u.chunks) {
-          const d = postingsOf(k.tokens);
-          chunkPostings.push(d);
-          ch.file.push(id);
-          ch.ordinal.push(k.ordinal);
-          ch.start.push(k.startLine);
-          ch.end.push(k.endLine);
-          ch.symbol.push(k.symbol === null ? null : clean(k.symbol));
-          ch.kind.push(k.kind);
-          ch.container.push(k.container === null ? null : clean(k.container));
-          ch.text.push(clean(k.text));
-          ch.len.push(d.len);
-          chunkLen += d.len;
-        }
-      }
-      // in slices, so one huge batch does not make one huge statement
-      const SLICE = 2000;
-      for (let i = 0; i < ch.file.length; i += SLICE) {
-        const s = (a: unknown[]) => a.slice(i, i + SLICE);
-        const made = await c.query(
-          `INSERT INTO quarry_chunks (file_id, repo, ordinal, start_line, end_line, symbol, kind, container, text, doc_len)
-           SELECT t.file_id, $1, t.ordinal, t.start_line, t.end_line, t.symbol, t.kind, t.container, t.text, t.doc_len
-           FROM unnest($2::bigint[], $3::int[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[],
-                       $10::int[]) WITH ORDINALITY
-             AS t(file_id, ordinal, start_line, end_line, symbol, kind, container, text, doc_len, n)
-           ORDER BY t.n RETURNING id, file_id, ordinal`,
-          [
-            this.repoId,
-            s(ch.file),
-            s(ch.ordinal),
-            s(ch.start),
-            s(ch.end),
-            s(ch.symbol),
-            s(ch.kind),
-            s(ch.container),
-            s(ch.text),
-            s(ch.len),
-          ],
-        );
-        // each new chunk's postings, matched by (file, ordinal)
-        const at = new Map<string, number>();
-        for (let j = i; j < Math.min(i + SLICE, ch.file.length); j++)
-          at.set(`${ch.file[j]}:${ch.ordinal[j]}`, j);
-        for (const r of made.rows) {
-          const j = at.get(`${Number(r.file_id)}:${r.ordinal}`)!;
-          postings.add('c', Number(r.id), ch.file[j]!, chunkPostings[j]!);
-        }
-      }
-      this.written += postings.term.length;
-      for (let i = 0; i < postings.term.length; i += 20_000) {
-        const s = <T>(a: T[]) => a.slice(i, i + 20_000);
-        await c.query(
-          `INSERT INTO quarry_postings (repo, scope, term, doc, file_id, tf_path, tf_symbols, tf_body, len)
-           SELECT $1, t.scope::"char", t.term, t.doc, t.file_id, t.tp, t.ts, t.tb, t.len
-           FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::smallint[], $7::smallint[],
-                       $8::smallint[], $9::int[]) AS t(scope, term, doc, file_id, tp, ts, tb, len)`,
-          [
-            this.repoId,
-            s(postings.scope),
-            s(postings.term),
-            s(postings.doc),
-            s(postings.file),
-            s(postings.tp),
-            s(postings.ts),
-            s(postings.tb),
-            s(postings.len),
-          ],
-        );
-      }
-      const sy = {
-        file: [] as number[],
-        name: [] as string[],
-        kind: [] as string[],
-        start: [] as number[],
-        end: [] as number[],
-        container: [] as Array<string | null>,
-      };
-      for (const u of list)
-        for (const x of u.symbols) {
-          sy.file.push(idOf.get(u.file.path)!);
-          sy.name.push(clean(x.name));
-          sy.kind.push(x.kind);
-          sy.start.push(x.startLine);
-          sy.end.push(x.endLine);
-          sy.container.push(x.container === null ? null : clean(x.container));
-        }
-      if (sy.file.length)
-        await c.query(
-          `INSERT INTO quarry_symbols (file_id, repo, name, name_lc, kind, start_line, end_line, container)
-           SELECT t.file_id, $1, t.name, lower(t.name), t.kind, t.start_line, t.end_line, t.container
-           FROM unnest($2::bigint[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[])
-             AS t(file_id, name, kind, start_line, end_line, container)`,
-          [this.repoId, sy.file, sy.name, sy.kind, sy.start, sy.end, sy.container],
-        );
-      // the text as indexed (a file without text, skipped or from an older quarry, is read from disk if at all)
-      const texts = list.filter((u) => u.text !== undefined);
-      await c.query(`DELETE FROM quarry_file_text WHERE file_id = ANY($1::bigint[])`, [
-        list.filter((u) => u.text === undefined).map((u) => idOf.get(u.file.path)!),
-      ]);
-      if (texts.length)
-        await c.query(
-          `INSERT INTO quarry_file_text (file_id, text) SELECT * FROM unnest($1::bigint[], $2::text[])
-           ON CONFLICT (file_id) DO UPDATE SET text = EXCLUDED.text`,
-          [texts.map((u) => idOf.get(u.file.path)!), texts.map((u) => clean(u.text!))],
-        );
+      const ch = chunkColumns(list, idOf);
+      await this.insertChunks(c, ch, postings);
+      await this.insertPostings(c, postings);
+      await this.insertSymbols(c, list, idOf);
+      await this.writeFileTexts(c, list, idOf);
       const fileDocs = docs.filter((d) => d !== undefined);
       await c.query(
         `UPDATE quarry_repos SET chunk_docs = chunk_docs + $2, chunk_len = chunk_len + $3,
            file_docs = file_docs + $4, file_len = file_len + $5 WHERE id = $1`,
-        [this.repoId, ch.file.length, chunkLen, fileDocs.length, fileDocs.reduce((a, d) => a + d.len, 0)],
+        [this.repoId, ch.file.length, ch.totalLen, fileDocs.length, fileDocs.reduce((a, d) => a + d.len, 0)],
       );
     });
+  }
+
+  /** Inserts or updates the files' records (inside replaceFiles' transaction); returns each path's file id. */
+  private async insertFileRecords(
+    c: pg.PoolClient,
+    list: FileUpdate[],
+    docs: Array<ReturnType<typeof postingsOf> | undefined>,
+  ): Promise<Map<string, number>> {
+    const now = Date.now();
+    const ids = await c.query(
+      `INSERT INTO quarry_files (repo, path, basename, stem, size, mtime_ms, hash, language, method, indexed_at,
+                                 vec_phase, has_chunks, doc_len, refs, ref_names)
+       SELECT $1, t.path, t.basename, t.stem, t.size, t.mtime, t.hash, t.language, t.method, $2, 0, t.has_chunks,
+              t.doc_len, t.refs::jsonb, CASE WHEN t.ref_names = '' THEN NULL
+              ELSE string_to_array(t.ref_names, ' ') END
+       FROM unnest($3::text[], $4::text[], $5::text[], $6::bigint[], $7::float8[], $8::text[], $9::text[],
+                   $10::text[], $11::bool[], $12::int[], $13::text[], $14::text[])
+         AS t(path, basename, stem, size, mtime, hash, language, method, has_chunks, doc_len, refs, ref_names)
+       ON CONFLICT (repo, path) DO UPDATE SET size = EXCLUDED.size, mtime_ms = EXCLUDED.mtime_ms,
+         hash = EXCLUDED.hash, language = EXCLUDED.language, method = EXCLUDED.method,
+         indexed_at = EXCLUDED.indexed_at, vec_phase = 0, has_chunks = EXCLUDED.has_chunks,
+         doc_len = EXCLUDED.doc_len, refs = EXCLUDED.refs, ref_names = EXCLUDED.ref_names
+       RETURNING id, path`,
+      [
+        this.repoId,
+        now,
+        list.map((u) => u.file.path),
+        list.map((u) => fileNameParts(u.file.path).basename),
+        list.map((u) => fileNameParts(u.file.path).stem),
+        list.map((u) => u.file.size),
+        list.map((u) => u.file.mtimeMs),
+        list.map((u) => u.file.hash),
+        list.map((u) => u.file.language),
+        list.map((u) => u.file.method),
+        list.map((u) => u.chunks.length > 0),
+        docs.map((d) => d?.len ?? 0),
+        list.map((u) => (u.refs ? clean(u.refs.json) : null)),
+        list.map((u) => (u.refs ? clean(u.refs.names) : '')),
+      ],
+    );
+    return new Map(ids.rows.map((r) => [r.path as string, Number(r.id)]));
+  }
+
+  /** Inserts the chunks (inside replaceFiles' transaction) and adds each new chunk's postings to `postings`. */
+  private async insertChunks(c: pg.PoolClient, ch: ChunkColumns, postings: PostingRows): Promise<void> {
+    // in slices, so one huge batch does not make one huge statement
+    const SLICE = 2000;
+    for (let i = 0; i < ch.file.length; i += SLICE) {
+      const s = (a: unknown[]) => a.slice(i, i + SLICE);
+      const made = await c.query(
+        `INSERT INTO quarry_chunks (file_id, repo, ordinal, start_line, end_line, symbol, kind, container, text, doc_len)
+         SELECT t.file_id, $1, t.ordinal, t.start_line, t.end_line, t.symbol, t.kind, t.container, t.text, t.doc_len
+         FROM unnest($2::bigint[], $3::int[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[],
+                     $10::int[]) WITH ORDINALITY
+           AS t(file_id, ordinal, start_line, end_line, symbol, kind, container, text, doc_len, n)
+         ORDER BY t.n RETURNING id, file_id, ordinal`,
+        [
+          this.repoId,
+          s(ch.file),
+          s(ch.ordinal),
+          s(ch.start),
+          s(ch.end),
+          s(ch.symbol),
+          s(ch.kind),
+          s(ch.container),
+          s(ch.text),
+          s(ch.len),
+        ],
+      );
+      // each new chunk's postings, matched by (file, ordinal)
+      const at = new Map<string, number>();
+      for (let j = i; j < Math.min(i + SLICE, ch.file.length); j++)
+        at.set(`${ch.file[j]}:${ch.ordinal[j]}`, j);
+      for (const r of made.rows) {
+        const j = at.get(`${Number(r.file_id)}:${r.ordinal}`)!;
+        postings.add('c', Number(r.id), ch.file[j]!, ch.postings[j]!);
+      }
+    }
+  }
+
+  /** Inserts the files' and chunks' postings (inside replaceFiles' transaction), in slices. */
+  private async insertPostings(c: pg.PoolClient, postings: PostingRows): Promise<void> {
+    this.written += postings.term.length;
+    for (let i = 0; i < postings.term.length; i += 20_000) {
+      const s = <T>(a: T[]) => a.slice(i, i + 20_000);
+      await c.query(
+        `INSERT INTO quarry_postings (repo, scope, term, doc, file_id, tf_path, tf_symbols, tf_body, len)
+         SELECT $1, t.scope::"char", t.term, t.doc, t.file_id, t.tp, t.ts, t.tb, t.len
+         FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::smallint[], $7::smallint[],
+                     $8::smallint[], $9::int[]) AS t(scope, term, doc, file_id, tp, ts, tb, len)`,
+        [
+          this.repoId,
+          s(postings.scope),
+          s(postings.term),
+          s(postings.doc),
+          s(postings.file),
+          s(postings.tp),
+          s(postings.ts),
+          s(postings.tb),
+          s(postings.len),
+        ],
+      );
+    }
+  }
+
+  /** Inserts the files' symbols (inside replaceFiles' transaction). */
+  private async insertSymbols(
+    c: pg.PoolClient,
+    list: FileUpdate[],
+    idOf: Map<string, number>,
+  ): Promise<void> {
+    const sy = {
+      file: [] as number[],
+      name: [] as string[],
+      kind: [] as string[],
+      start: [] as number[],
+      end: [] as number[],
+      container: [] as Array<string | null>,
+    };
+    for (const u of list)
+      for (const x of u.symbols) {
+        sy.file.push(idOf.get(u.file.path)!);
+        sy.name.push(clean(x.name));
+        sy.kind.push(x.kind);
+        sy.start.push(x.startLine);
+        sy.end.push(x.endLine);
+        sy.container.push(x.container === null ? null : clean(x.container));
+      }
+    if (sy.file.length)
+      await c.query(
+        `INSERT INTO quarry_symbols (file_id, repo, name, name_lc, kind, start_line, end_line, container)
+         SELECT t.file_id, $1, t.name, lower(t.name), t.kind, t.start_line, t.end_line, t.container
+         FROM unnest($2::bigint[], $3::text[], $4::text[], $5::int[], $6::int[], $7::text[])
+           AS t(file_id, name, kind, start_line, end_line, container)`,
+        [this.repoId, sy.file, sy.name, sy.kind, sy.start, sy.end, sy.container],
+      );
+  }
+
+  /** Stores or clears each file's text (inside replaceFiles' transaction). */
+  private async writeFileTexts(
+    c: pg.PoolClient,
+    list: FileUpdate[],
+    idOf: Map<string, number>,
+  ): Promise<void> {
+    // the text as indexed (a file without text, skipped or from an older quarry, is read from disk if at all)
+    const texts = list.filter((u) => u.text !== undefined);
+    await c.query(`DELETE FROM quarry_file_text WHERE file_id = ANY($1::bigint[])`, [
+      list.filter((u) => u.text === undefined).map((u) => idOf.get(u.file.path)!),
+    ]);
+    if (texts.length)
+      await c.query(
+        `INSERT INTO quarry_file_text (file_id, text) SELECT * FROM unnest($1::bigint[], $2::text[])
+         ON CONFLICT (file_id) DO UPDATE SET text = EXCLUDED.text`,
+        [texts.map((u) => idOf.get(u.file.path)!), texts.map((u) => clean(u.text!))],
+      );
   }
 
   async touchFiles(files: Array<Pick<FileRecord, 'path' | 'size' | 'mtimeMs'>>): Promise<void> {

@@ -57,176 +57,212 @@ const WATCH_IGNORES = ['.git', '.quarry', 'node_modules', '.hg', '.svn'];
  * writer at a time: each step takes the index's writer lock, and waits when another process holds it.
  */
 export async function startAutoSync(project: Project, options: AutoSyncOptions = {}): Promise<AutoSync> {
-  const debounceMs = options.debounceMs ?? 100;
-  const massChange = options.massChange ?? 500;
-  const st: SyncStatus = {
-    watching: false,
-    state: 'idle',
-    lastSync: null,
-    lastChanged: 0,
-    filesIndexed: (await project.store.stats()).files,
-    pending: 0,
-    syncs: 0,
-    lastError: null,
+  const sync = new AutoSyncRun(project, options, (await project.store.stats()).files);
+  const subscription = await watcher.subscribe(project.root, (err, events) => sync.onEvents(err, events), {
+    ignore: WATCH_IGNORES,
+  });
+  sync.st.watching = true;
+  const sweepMs = options.sweepMs ?? 5 * 60_000;
+  const sweep = sweepMs > 0 ? setInterval(() => sync.sweep(), sweepMs) : undefined;
+  sweep?.unref();
+  sync.notify();
+
+  return {
+    status: () => ({ ...sync.st }),
+    syncNow: () => sync.syncNow(),
+    stop: () => sync.stop(subscription, sweep),
   };
-  const changed = new Set<string>();
-  let fullWanted = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  let stopped = false;
-  let embedAbort: AbortController | undefined;
-  let embedder: Promise<Embedder | undefined> | undefined;
+}
+
+/** One autosync's state (what changed, what runs) and its steps: debounce, index the changes, embed in the background. */
+class AutoSyncRun {
+  readonly st: SyncStatus;
+  private readonly project: Project;
+  private readonly options: AutoSyncOptions;
+  private readonly debounceMs: number;
+  private readonly massChange: number;
+  private readonly wantEmbed: boolean;
+  private readonly changed = new Set<string>();
+  private fullWanted = false;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+  private embedAbort: AbortController | undefined;
+  private embedder: Promise<Embedder | undefined> | undefined;
   // the caches embedding looks in (the user's shared one opened once, for as long as the sync runs)
-  let shared: ReturnType<typeof cacheFor> | undefined;
-  const notify = () => options.onStatus?.({ ...st });
-  const fail = (err: unknown) => {
-    st.lastError = isQuarryError(err) ? err.message : String((err as Error).message ?? err).split('\n')[0]!;
-    options.onError?.(st.lastError);
-  };
+  private shared: ReturnType<typeof cacheFor> | undefined;
 
-  const wantEmbed =
-    options.embed !== false && project.config.embed.provider !== 'none' && Boolean(project.store.vectors);
+  constructor(project: Project, options: AutoSyncOptions, filesIndexed: number) {
+    this.project = project;
+    this.options = options;
+    this.debounceMs = options.debounceMs ?? 100;
+    this.massChange = options.massChange ?? 500;
+    this.st = {
+      watching: false,
+      state: 'idle',
+      lastSync: null,
+      lastChanged: 0,
+      filesIndexed,
+      pending: 0,
+      syncs: 0,
+      lastError: null,
+    };
+    this.wantEmbed =
+      options.embed !== false && project.config.embed.provider !== 'none' && Boolean(project.store.vectors);
+  }
 
-  const embedLoop = async () => {
-    if (!wantEmbed || stopped) return;
-    embedder ??= openEmbedder(project.config, { background: true }).catch(() => undefined);
-    const e = await embedder;
-    if (!e || stopped) return;
-    embedAbort = new AbortController();
+  notify(): void {
+    this.options.onStatus?.({ ...this.st });
+  }
+
+  private fail(err: unknown): void {
+    this.st.lastError = isQuarryError(err)
+      ? err.message
+      : String((err as Error).message ?? err).split('\n')[0]!;
+    this.options.onError?.(this.st.lastError);
+  }
+
+  /** The watcher's callback: records the changed paths and schedules a sync. */
+  onEvents(err: Error | null, events: watcher.Event[]): void {
+    if (err) {
+      // the watcher lost events (overflow): only a walk can tell what changed
+      this.fullWanted = true;
+      this.schedule();
+      return;
+    }
+    const root = this.project.root;
+    for (const ev of events) {
+      const rel = relative(root, ev.path).split(sep).join('/');
+      if (!rel || rel.startsWith('..')) continue;
+      this.changed.add(rel);
+      // a folder created or renamed into place: what is under it is only known by walking it (a removed folder's
+      // files are found in the index by the indexer)
+      if (ev.type === 'create') {
+        try {
+          if (lstatSync(ev.path).isDirectory()) this.fullWanted = true;
+        } catch {
+          // gone again already
+        }
+      }
+    }
+    this.schedule();
+  }
+
+  /** The periodic stat sweep: a full walk. */
+  sweep(): void {
+    this.fullWanted = true;
+    void this.kick();
+  }
+
+  syncNow(): Promise<void> {
+    this.fullWanted = true;
+    clearTimeout(this.timer);
+    return this.kick();
+  }
+
+  async stop(subscription: watcher.AsyncSubscription, sweep: NodeJS.Timeout | undefined): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    if (sweep) clearInterval(sweep);
+    this.embedAbort?.abort();
+    try {
+      await subscription.unsubscribe();
+    } catch {
+      // inotify already dropped the watches of folders that were removed; nothing is left to release
+    }
+    this.st.watching = false;
+    await this.running?.catch(() => undefined);
+    await (await this.embedder)?.close();
+    this.shared?.close();
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.st.pending = this.changed.size;
+    this.embedAbort?.abort(); // a save goes before background embedding
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.kick(), this.debounceMs);
+  }
+
+  private kick(): Promise<void> {
+    if (this.running) return this.running;
+    this.running = this.run().finally(() => {
+      this.running = undefined;
+      // events that arrived during the run
+      if (!this.stopped && (this.changed.size || this.fullWanted)) this.schedule();
+    });
+    return this.running;
+  }
+
+  /** Indexes the changes until none are left, then embeds in the background. */
+  private async run(): Promise<void> {
+    while (!this.stopped && (this.changed.size || this.fullWanted)) {
+      const paths = this.fullWanted || this.changed.size > this.massChange ? undefined : [...this.changed];
+      this.changed.clear();
+      this.fullWanted = false;
+      this.st.pending = 0;
+      this.st.state = 'syncing';
+      this.notify();
+      if (!(await this.syncOnce(paths))) return;
+      this.st.state = 'idle';
+      this.notify();
+    }
+    if (!this.stopped && !this.changed.size) await this.embedLoop();
+  }
+
+  /** One lexical sync of these paths (all when undefined); false when it failed and the work was put back. */
+  private async syncOnce(paths: string[] | undefined): Promise<boolean> {
+    const { project, st } = this;
+    try {
+      const report = await indexRepository({
+        root: project.root,
+        config: project.config,
+        store: project.store,
+        lockWaitMs: 30_000,
+        ...(paths ? { paths } : {}),
+      });
+      st.syncs++;
+      st.lastSync = new Date().toISOString();
+      st.lastChanged = report.added + report.updated + report.deleted;
+      st.filesIndexed = (await project.store.stats()).files;
+      st.lastError = null;
+      return true;
+    } catch (err) {
+      // put the work back: the next event or sweep retries it
+      if (paths) for (const p of paths) this.changed.add(p);
+      else this.fullWanted = true;
+      st.state = 'waiting';
+      this.fail(err);
+      this.notify();
+      return false;
+    }
+  }
+
+  private async embedLoop(): Promise<void> {
+    const { project, st } = this;
+    if (!this.wantEmbed || this.stopped) return;
+    this.embedder ??= openEmbedder(project.config, { background: true }).catch(() => undefined);
+    const e = await this.embedder;
+    if (!e || this.stopped) return;
+    this.embedAbort = new AbortController();
     let lock: WriterLock | undefined;
     try {
       lock = await project.store.acquireWriter({ waitMs: 0 });
       st.state = 'embedding';
-      notify();
-      shared ??= cacheFor(project.store, project.config);
+      this.notify();
+      this.shared ??= cacheFor(project.store, project.config);
       await embedPending(project.store, e, {
-        signal: embedAbort.signal,
-        ...(shared.cache ? { cache: shared.cache } : {}),
+        signal: this.embedAbort.signal,
+        ...(this.shared.cache ? { cache: this.shared.cache } : {}),
       });
     } catch (err) {
       // another writer (a `quarry index` run) is embedding: it will finish the job
-      if (!(isQuarryError(err) && err.code === 'LOCKED')) fail(err);
+      if (!(isQuarryError(err) && err.code === 'LOCKED')) this.fail(err);
     } finally {
       await lock?.release();
-      embedAbort = undefined;
+      this.embedAbort = undefined;
       if (st.state === 'embedding') st.state = 'idle';
-      notify();
+      this.notify();
     }
-  };
-
-  const run = async (): Promise<void> => {
-    while (!stopped && (changed.size || fullWanted)) {
-      const paths = fullWanted || changed.size > massChange ? undefined : [...changed];
-      changed.clear();
-      fullWanted = false;
-      st.pending = 0;
-      st.state = 'syncing';
-      notify();
-      try {
-        const report = await indexRepository({
-          root: project.root,
-          config: project.config,
-          store: project.store,
-          lockWaitMs: 30_000,
-          ...(paths ? { paths } : {}),
-        });
-        st.syncs++;
-        st.lastSync = new Date().toISOString();
-        st.lastChanged = report.added + report.updated + report.deleted;
-        st.filesIndexed = (await project.store.stats()).files;
-        st.lastError = null;
-      } catch (err) {
-        // put the work back: the next event or sweep retries it
-        if (paths) for (const p of paths) changed.add(p);
-        else fullWanted = true;
-        st.state = 'waiting';
-        fail(err);
-        notify();
-        return;
-      }
-      st.state = 'idle';
-      notify();
-    }
-    if (!stopped && !changed.size) await embedLoop();
-  };
-
-  const kick = (): Promise<void> => {
-    if (running) return running;
-    running = run().finally(() => {
-      running = undefined;
-      // events that arrived during the run
-      if (!stopped && (changed.size || fullWanted)) schedule();
-    });
-    return running;
-  };
-  const schedule = () => {
-    if (stopped) return;
-    st.pending = changed.size;
-    embedAbort?.abort(); // a save goes before background embedding
-    clearTimeout(timer);
-    timer = setTimeout(() => void kick(), debounceMs);
-  };
-
-  const subscription = await watcher.subscribe(
-    project.root,
-    (err, events) => {
-      if (err) {
-        // the watcher lost events (overflow): only a walk can tell what changed
-        fullWanted = true;
-        schedule();
-        return;
-      }
-      for (const ev of events) {
-        const rel = relative(project.root, ev.path).split(sep).join('/');
-        if (!rel || rel.startsWith('..')) continue;
-        changed.add(rel);
-        // a folder created or renamed into place: what is under it is only known by walking it (a removed folder's
-        // files are found in the index by the indexer)
-        if (ev.type === 'create') {
-          try {
-            if (lstatSync(ev.path).isDirectory()) fullWanted = true;
-          } catch {
-            // gone again already
-          }
-        }
-      }
-      schedule();
-    },
-    { ignore: WATCH_IGNORES },
-  );
-  st.watching = true;
-  const sweepMs = options.sweepMs ?? 5 * 60_000;
-  const sweep =
-    sweepMs > 0
-      ? setInterval(() => {
-          fullWanted = true;
-          void kick();
-        }, sweepMs)
-      : undefined;
-  sweep?.unref();
-  notify();
-
-  return {
-    status: () => ({ ...st }),
-    syncNow() {
-      fullWanted = true;
-      clearTimeout(timer);
-      return kick();
-    },
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      if (sweep) clearInterval(sweep);
-      embedAbort?.abort();
-      try {
-        await subscription.unsubscribe();
-      } catch {
-        // inotify already dropped the watches of folders that were removed; nothing is left to release
-      }
-      st.watching = false;
-      await running?.catch(() => undefined);
-      await (await embedder)?.close();
-      shared?.close();
-    },
-  };
+  }
 }

@@ -1,0 +1,158 @@
+import { type Command, Option } from 'commander';
+import { openedSet, type ProjectSet, searchFilter } from '../../host/set.ts';
+import type { Project } from '../../project/local.ts';
+import { analyzeQuery } from '../../search/query.ts';
+import { resultJson, SEARCH_MODES, type SearchMode } from '../../search/search.ts';
+import type { CliContext } from '../context.ts';
+import { highlightTerms } from '../format.ts';
+import { openAnyProject, projectPath, repoList, warmServerProject } from '../open.ts';
+import { collect, nonNegativeInt, positiveInt } from '../options.ts';
+
+interface SearchOptions {
+  topK?: number;
+  files?: boolean;
+  mode?: SearchMode;
+  path?: string[];
+  lang?: string[];
+  allRepos?: boolean;
+  server?: boolean;
+  vimgrep?: boolean;
+  context?: number;
+  json?: boolean;
+}
+
+type SearchResponse = Awaited<ReturnType<ProjectSet['search']>>;
+
+export function registerSearch(program: Command, cli: CliContext): void {
+  program
+    .command('search')
+    .description('search the index (exit 0: found, 1: no match, 2 and up: an error, as grep)')
+    .argument('<query...>', 'what to look for')
+    .option('-k, --top-k <n>', 'results to show', positiveInt)
+    .option('--files', 'rank files by their best chunk')
+    .addOption(new Option('--mode <mode>', 'retrieval mode').choices(SEARCH_MODES))
+    .option(
+      '--path <path>',
+      'only files under this folder or file: absolute, from here, or from the project root (repeat, or a,b)',
+      collect,
+    )
+    .option('--lang <language>', 'only this language (repeat, or typescript,python)', collect)
+    .option('--all-repos', 'search every repository of the store (or of the --remote server)')
+    .option('--no-server', 'do not ask a running `quarry serve` or `mcp --http` of this checkout (warm model)')
+    .option('--vimgrep', "one line per result, path:line:column:text (editors' quickfix format)")
+    .option('-C, --context <n>', 'show n lines around the best-matching line instead of a snippet', nonNegativeInt)
+    .option(
+      '--json',
+      'JSON: {query, mode, results: [{path, startLine, endLine, symbol, kind, score, snippet, snippetLine, line, column}], files}',
+    )
+    .action((words: string[], opts: SearchOptions) => runSearch(cli, words, opts));
+}
+
+/** The project the search starts from: a running server's when it can answer (its model is warm), else opened here. */
+async function firstProject(cli: CliContext, opts: SearchOptions, many: boolean, names: string[]): Promise<Project> {
+  const g = cli.globals();
+  // a hybrid search in a checkout that a running server keeps open goes to that server: its model is loaded
+  // (loading ONNX again costs more than the search); if it does not answer, the search runs here
+  const viaServer =
+    !many && opts.server !== false && opts.mode !== 'lexical' && !g.remote && !g.store && !g.repo?.length
+      ? await warmServerProject(g.root)
+      : undefined;
+  if (viaServer && g.verbose)
+    cli.io.stderr.write(`${cli.colors(cli.io.stderr).dim(`asking the running server at ${viaServer.location}`)}\n`);
+  return viaServer ?? (await openAnyProject(many ? { ...g, repo: names.slice(0, 1) } : g));
+}
+
+export async function runSearch(cli: CliContext, words: string[], opts: SearchOptions): Promise<void> {
+  const { io } = cli;
+  const g = cli.globals();
+  const many = Boolean(opts.allRepos) || (g.repo?.length ?? 0) > 1;
+  const names: string[] = many ? (opts.allRepos ? (await repoList(g)).map((r) => r.name) : (g.repo ?? [])) : [];
+  const project = await firstProject(cli, opts, many, names);
+  const opened: Project[] = [project];
+  // the set of what this command opened: one search over it (several repositories interleaved), snippets and
+  // file views redacted as on every face
+  const set = openedSet(opened);
+  try {
+    const filter = searchFilter({
+      pathPrefixes: opts.path?.map((p) => projectPath(project, p)).map((p) => (p === '.' ? '' : p)),
+      languages: opts.lang,
+    });
+    const searchOptions = {
+      onNotice: (m: string) => io.stderr.write(`${cli.colors(io.stderr).yellow('note')}: ${m}\n`),
+      ...(opts.topK ? { topK: opts.topK, topFiles: opts.topK } : {}),
+      ...(opts.mode ? { mode: opts.mode } : {}),
+      ...(filter ? { filter } : {}),
+    };
+    for (const name of names) if (name !== project.name) opened.push(await openAnyProject({ ...g, repo: [name] }));
+    const res = await set.search(words.join(' '), { ...searchOptions, repos: names });
+    const found = opts.files ? res.files.length : res.results.length;
+    if (!found) cli.setExitCode(1); // as grep and ripgrep: no match is not an error, and scripts can tell
+    await printSearch(cli, set, res, opts);
+  } finally {
+    await set.close();
+  }
+}
+
+async function printSearch(cli: CliContext, set: ProjectSet, res: SearchResponse, opts: SearchOptions): Promise<void> {
+  const { io } = cli;
+  if (opts.json && opts.files) {
+    // the file view of the contract: just the ranked files
+    io.stdout.write(`${JSON.stringify({ query: res.query, mode: res.mode, files: res.files })}\n`);
+    return;
+  }
+  if (opts.json) {
+    const json = { query: res.query, mode: res.mode, results: res.results.map(resultJson), files: res.files };
+    io.stdout.write(`${JSON.stringify(json)}\n`);
+    return;
+  }
+  const c = cli.colors(io.stdout);
+  if (opts.vimgrep) {
+    for (const r of res.results) {
+      const text = r.snippet.split('\n')[r.line - r.snippetLine] ?? '';
+      io.stdout.write(`${r.repo ? `${r.repo}:` : ''}${r.path}:${r.line}:${r.column}:${text}\n`);
+    }
+    return;
+  }
+  if (opts.files) {
+    if (!res.files.length) io.stderr.write(`${c.dim('no matches')}\n`);
+    for (const f of res.files)
+      io.stdout.write(`${c.dim(f.score.toFixed(3))}  ${f.repo ? c.magenta(`${f.repo}:`) : ''}${c.cyan(f.path)}\n`);
+    return;
+  }
+  if (!res.results.length) {
+    io.stderr.write(`${c.dim('no matches')} — try other words, or check \`quarry status\`\n`);
+    return;
+  }
+  await printResults(cli, set, res, opts);
+  if (cli.globals().verbose) io.stdout.write(c.dim(`${res.results.length} results in ${res.tookMs.toFixed(1)} ms\n`));
+}
+
+/** Each result: its place, then its snippet (or `-C n` lines around its best line) with the query words marked. */
+async function printResults(cli: CliContext, set: ProjectSet, res: SearchResponse, opts: SearchOptions) {
+  const { io } = cli;
+  const c = cli.colors(io.stdout);
+  const terms = analyzeQuery(res.query).terms;
+  const mark = (line: string) => highlightTerms(line, terms, (m) => c.bold(c.red(m)));
+  for (const [i, r] of res.results.entries()) {
+    const sym = r.symbol ? ` ${c.green(r.symbol)}${r.kind ? c.dim(` (${r.kind})`) : ''}` : '';
+    io.stdout.write(
+      `${c.dim(`${i + 1}.`)} ${r.repo ? c.magenta(`${r.repo}:`) : ''}${c.cyan(r.path)}${c.dim(':')}${c.yellow(`${r.startLine}-${r.endLine}`)}${sym} ${c.dim(r.score.toFixed(3))}\n`,
+    );
+    let first = r.snippetLine;
+    let lines = r.snippet.split('\n');
+    if (opts.context !== undefined) {
+      const slice = await (await set.get(r.repo)).readFile(r.path, {
+        start: Math.max(1, r.line - opts.context),
+        end: r.line + opts.context,
+      });
+      first = slice.start;
+      lines = slice.lines;
+    }
+    const width = String(first + lines.length - 1).length;
+    for (const [j, line] of lines.entries()) {
+      const n = first + j;
+      const num = String(n).padStart(width);
+      io.stdout.write(`   ${n === r.line ? c.yellow(num) : c.dim(num)}${c.dim(n === r.line ? ':' : '│')} ${mark(line)}\n`);
+    }
+  }
+}

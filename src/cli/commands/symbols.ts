@@ -1,0 +1,101 @@
+import type { Command } from 'commander';
+import type { CliContext } from '../context.ts';
+import { projectPath, withProject } from '../open.ts';
+import { positiveInt } from '../options.ts';
+
+/** The router's formatters load with tree-sitter's tables: when a command needs them, not every time quarry starts. */
+const lazyRouter = () => import('../../answer/router.ts');
+
+export function registerSymbolCommands(program: Command, cli: CliContext): void {
+  program
+    .command('symbols')
+    .description('list the definitions of a file (and, with --variables, its top-level variables)')
+    .argument('<file>', 'a path as indexed (src/api.ts)')
+    .option('--variables', 'top-level variables and constants instead')
+    .option('--json', 'print JSON')
+    .action((file: string, opts: { variables?: boolean; json?: boolean }) => runSymbols(cli, file, opts));
+
+  program
+    .command('def')
+    .description('where a name is defined')
+    .argument('<name>', 'a symbol (parseConfig, Indexer.run)')
+    .option('--json', 'print JSON')
+    .action((name: string, opts: { json?: boolean }) => runDef(cli, name, opts));
+
+  program
+    .command('refs')
+    .description('where a name is used (identifier occurrences)')
+    .argument('<name>', 'a symbol (parseConfig, Indexer.run)')
+    .option('--json', 'print JSON')
+    .action((name: string, opts: { json?: boolean }) => runRefs(cli, name, opts));
+
+  program
+    .command('map')
+    .description('the repository map: files and their most-used definitions, ranked by references (PageRank)')
+    .option('--tokens <n>', 'token budget', positiveInt, 2048)
+    .option('--focus <file...>', 'lean the ranking towards these files')
+    .option('--json', 'print JSON')
+    .action((opts: MapOptions) => runMap(cli, opts));
+}
+
+export async function runSymbols(
+  cli: CliContext,
+  file: string,
+  opts: { variables?: boolean; json?: boolean },
+): Promise<void> {
+  const { io } = cli;
+  const { formatSymbols } = await lazyRouter();
+  await withProject(cli.globals(), async (project) => {
+    const outline = await project.outline(projectPath(project, file));
+    const path = outline.path;
+    if (opts.variables) {
+      const vars = outline.variables;
+      if (opts.json) io.stdout.write(`${JSON.stringify({ path, variables: vars })}\n`);
+      else io.stdout.write(`${path}\n${vars.map((v) => `  ${v.line}  ${v.kind} ${v.name}`).join('\n')}\n`);
+      return;
+    }
+    const symbols = outline.symbols;
+    if (opts.json) io.stdout.write(`${JSON.stringify({ path, symbols })}\n`);
+    else io.stdout.write(`${formatSymbols(path, symbols)}\n`);
+  });
+}
+
+export async function runDef(cli: CliContext, name: string, opts: { json?: boolean }): Promise<void> {
+  const { io } = cli;
+  const { formatDefinitions } = await lazyRouter();
+  await withProject(cli.globals(), async (project) => {
+    const defs = await project.definitions(name);
+    if (opts.json) io.stdout.write(`${JSON.stringify({ name, definitions: defs })}\n`);
+    else if (!defs.length) io.stdout.write(`no definition named ${name} — try \`quarry search ${name}\`\n`);
+    else io.stdout.write(`${formatDefinitions(name, defs)}\n`);
+  });
+}
+
+export async function runRefs(cli: CliContext, name: string, opts: { json?: boolean }): Promise<void> {
+  const { io } = cli;
+  const { formatReferences } = await lazyRouter();
+  await withProject(cli.globals(), async (project) => {
+    const refs = await project.references(name);
+    if (opts.json) io.stdout.write(`${JSON.stringify({ name, references: refs })}\n`);
+    else if (!refs.length) io.stdout.write(`nothing in the index uses ${name}\n`);
+    else io.stdout.write(`${formatReferences(name, refs)}\n`);
+  });
+}
+
+interface MapOptions {
+  tokens: number;
+  focus?: string[];
+  json?: boolean;
+}
+
+export async function runMap(cli: CliContext, opts: MapOptions): Promise<void> {
+  const { io } = cli;
+  await withProject(cli.globals(), async (project) => {
+    const map = await project.repoMap({ budget: opts.tokens, ...(opts.focus ? { focus: opts.focus } : {}) });
+    if (opts.json) io.stdout.write(`${JSON.stringify(map)}\n`);
+    else {
+      io.stdout.write(map.text || 'no definitions in the index\n');
+      if (map.omitted) io.stdout.write(cli.colors(io.stdout).dim(`… ${map.omitted} more files (raise --tokens)\n`));
+    }
+  });
+}

@@ -1,0 +1,75 @@
+import pc from 'picocolors';
+import type { AssembledContext } from '../context/assemble.ts';
+import type { Colors } from './context.ts';
+
+/** `--color always|never|auto` (`--no-color` is never); auto: a terminal, unless NO_COLOR is set. */
+export function colorsFor(stream: NodeJS.WriteStream, flag: boolean | string | undefined): Colors {
+  const enabled =
+    flag === 'always' ||
+    (flag !== false &&
+      flag !== 'never' &&
+      !process.env.NO_COLOR &&
+      (Boolean(stream.isTTY) || Boolean(process.env.FORCE_COLOR)));
+  return pc.createColors(enabled);
+}
+
+/** Query words in a line, marked the way grep marks matches. */
+export function highlightTerms(line: string, terms: readonly string[], mark: (s: string) => string): string {
+  if (!terms.length) return line;
+  const escaped = terms
+    .filter((t) => t.length > 1)
+    .sort((a, b) => b.length - a.length)
+    .map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  if (!escaped.length) return line;
+  return line.replace(new RegExp(escaped.join('|'), 'gi'), (m) => mark(m));
+}
+
+export function colorDiff(diff: string, c: Colors): string {
+  return `${diff
+    .split('\n')
+    .map((l) =>
+      l.startsWith('+++') || l.startsWith('---')
+        ? c.bold(l)
+        : l.startsWith('+')
+          ? c.green(l)
+          : l.startsWith('-')
+            ? c.red(l)
+            : l.startsWith('@@')
+              ? c.cyan(l)
+              : l,
+    )
+    .join('\n')
+    .replace(/\n*$/, '')}\n`;
+}
+
+/** `[n] path:start-end  (tokens, why)` for each block sent. */
+export function formatSources(ctx: AssembledContext): string {
+  const lines = ctx.blocks.map(
+    (b) =>
+      `[${b.n}] ${b.path}:${b.startLine}-${b.endLine}  ${b.tokens} tokens${b.reason === 'retrieved' ? '' : `, ${b.reason}`}${b.truncated ? ', cut at its share' : ''}`,
+  );
+  if (ctx.map) lines.push(`map: ${ctx.map.entries.length} files, ${ctx.map.tokens} tokens`);
+  lines.push(
+    `total: ${ctx.tokens.prompt} prompt tokens: ${ctx.tokens.blocks} code + ${ctx.tokens.map} map within a ${ctx.budget.hard}-token context budget, ${ctx.packing} packing`,
+  );
+  if (ctx.skipped.length)
+    lines.push(
+      `did not fit: ${ctx.skipped.length} (${ctx.skipped
+        .slice(0, 3)
+        .map((s) => s.path)
+        .join(', ')}${ctx.skipped.length > 3 ? ', …' : ''})`,
+    );
+  return `${lines.join('\n')}\n`;
+}
+
+/** The blocks sent, as JSON output lists them. */
+export function sources(ctx: AssembledContext) {
+  return ctx.blocks.map(({ n, path, startLine, endLine, tokens, reason }) => ({
+    n,
+    path,
+    startLine,
+    endLine,
+    tokens,
+    reason,
+  }));
+}

@@ -1,0 +1,158 @@
+import { existsSync } from 'node:fs';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { QuarryError } from '../errors.ts';
+import { type LocalProject, openProject, type Project } from '../project/local.ts';
+import { storeTarget, storeTraits } from '../store/open.ts';
+import type { RepoInfo } from '../store/types.ts';
+import { findProjectRoot } from '../workspace/root.ts';
+import type { Globals } from './context.ts';
+
+/**
+ * A path as the user typed it, as the index names it (root-relative, POSIX): absolute, relative to where the command
+ * runs, or already root-relative all work. A path outside the project is a one-line error.
+ */
+export function projectPath(project: Project, typed: string, cwd = process.cwd()): string {
+  const local = (project as Partial<LocalProject>).root;
+  // a remote or store-only project has no folder here: a checkout of it around cwd tells where its root is
+  const root = local && !project.remote && project.location === local ? local : findProjectRoot(cwd);
+  const clean = typed.replace(/\\/g, '/');
+  if (root) {
+    const abs = resolve(cwd, clean);
+    const rel = relative(root, abs).split(sep).join('/');
+    const inside = rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+    if (isAbsolute(clean)) {
+      if (!inside)
+        throw new QuarryError(
+          'BAD_INPUT',
+          `${typed} is outside the project (${root}): give a path inside it`,
+        );
+      return rel || '.';
+    }
+    // from here when that names something here; else as given, from the root
+    if (inside && existsSync(abs)) return rel || '.';
+  }
+  return clean.replace(/^\.\//, '').replace(/\/+$/, '') || '.';
+}
+
+/** The remote quarry the command talks to (`--remote`, else `QUARRY_REMOTE`), if any. */
+export function remoteOf(g: { remote?: string }): string | undefined {
+  return g.remote ?? (process.env.QUARRY_REMOTE || undefined);
+}
+
+/**
+ * The project a command reads: a remote quarry's repository (`--remote`), a repository of a shared store named with
+ * `--repo` (read from the store), or the checkout here.
+ */
+export async function openAnyProject(g: Globals): Promise<Project> {
+  const repos = g.repo ?? [];
+  if (repos.length > 1)
+    throw new QuarryError(
+      'BAD_INPUT',
+      'this command reads one repository: pass --repo once (search takes several)',
+    );
+  const remote = remoteOf(g);
+  if (remote) {
+    const { openRemoteProject } = await import('../project/remote.ts');
+    return openRemoteProject({ url: remote, ...(repos[0] ? { repo: repos[0] } : {}) });
+  }
+  if (repos[0]) {
+    // a named repository: through this checkout's settings when there is one (a store that keeps file text serves
+    // it from there), else from the store alone
+    const here = g.root ?? findProjectRoot(process.cwd());
+    if (!here) return openProject({ repo: repos[0] });
+    const project = await openProject({ root: here, overrides: { store: { repo: repos[0] } } });
+    if (!storeTraits(storeTarget(project.config, here)).keyed && project.name !== repos[0]) {
+      await project.close();
+      throw new QuarryError(
+        'BAD_INPUT',
+        `a SQLite index holds one repository: pass --store postgres://… to open "${repos[0]}"`,
+      );
+    }
+    return project;
+  }
+  return openProject({ ...(g.root ? { root: g.root } : {}) });
+}
+
+/** The repositories next to this one: the remote's, this checkout's store's, or the configured store's. */
+export async function repoList(g: Globals): Promise<RepoInfo[]> {
+  const remote = remoteOf(g);
+  if (remote) {
+    const { remoteRepos } = await import('../project/remote.ts');
+    return remoteRepos(remote);
+  }
+  const here = g.root ?? findProjectRoot(process.cwd());
+  if (here) {
+    const project = await openProject({ root: here });
+    try {
+      return await project.repos();
+    } finally {
+      await project.close();
+    }
+  }
+  const { openRegistry } = await import('../store/open.ts');
+  const { resolveConfig } = await import('../config/config.ts');
+  const registry = await openRegistry(resolveConfig({ root: process.cwd() }), process.cwd());
+  if (!registry)
+    throw new QuarryError(
+      'NO_ROOT',
+      `no quarry project in ${process.cwd()}: run this in one, or pass --store postgres://… or --remote URL`,
+    );
+  try {
+    return await registry.list();
+  } finally {
+    await registry.close();
+  }
+}
+
+export async function withProject<T>(
+  g: Globals,
+  fn: (p: Project) => Promise<T>,
+): Promise<T> {
+  const project = await openAnyProject(g);
+  try {
+    return await fn(project);
+  } finally {
+    await project.close();
+  }
+}
+
+/** For commands that change files here (edit, undo, history): the checkout, never a remote. */
+export async function withLocalProject<T>(
+  g: Globals,
+  fn: (p: LocalProject) => Promise<T>,
+): Promise<T> {
+  if (remoteOf(g))
+    throw new QuarryError('BAD_INPUT', 'edits change files here: run this in the checkout, without --remote');
+  const project = await openProject({ ...(g.root ? { root: g.root } : {}) });
+  try {
+    return await fn(project);
+  } finally {
+    await project.close();
+  }
+}
+
+/** The project as a running local server of this checkout serves it, when there is one that answers. */
+export async function warmServerProject(rootOption: string | undefined): Promise<Project | undefined> {
+  const { findServer } = await import('../host/discovery.ts');
+  const root = rootOption ? resolve(rootOption) : findProjectRoot(process.cwd());
+  const note = root ? findServer(root) : undefined;
+  if (!note) return undefined;
+  try {
+    const { openRemoteProject } = await import('../project/remote.ts');
+    // opening asks the server for its status once: it answers, and is quarry
+    return await openRemoteProject({ url: note.url });
+  } catch {
+    return undefined;
+  }
+}
+
+/** The root a command that needs no index works on: --root, else the project above cwd, else refused. */
+export function projectRootOf(g: Globals): string {
+  const root = g.root ?? findProjectRoot(process.cwd());
+  if (!root)
+    throw new QuarryError(
+      'NO_ROOT',
+      `no quarry project or git repository above ${process.cwd()}: run this in one, or pass --root DIR`,
+    );
+  return root;
+}

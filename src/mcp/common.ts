@@ -1,0 +1,145 @@
+/** What every MCP tool shares: the shape of a tool, how its answer becomes a result, and the common arguments. */
+import { isAbsolute, resolve } from 'node:path';
+import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { isQuarryError, QuarryError } from '../errors.ts';
+import { type ProjectSet, redacting } from '../host/set.ts';
+import { openProject } from '../project/local.ts';
+import type { Project } from '../project/types.ts';
+
+/** Characters of one tool result before it is cut (with a note saying how to get the rest). */
+const MAX_OUTPUT = 40_000;
+
+export type ToolResult = {
+  content: Array<{ type: 'text'; text: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+};
+
+/**
+ * What a tool answers: compact text for the model (numbered lines, one line per hit: 35–45% fewer tokens than
+ * pretty JSON, see docs/mcp.md), and the same facts as structured content for clients that read it.
+ */
+export interface Answer {
+  text: string;
+  data?: Record<string, unknown>;
+}
+
+/** What a tool's handler may call: the set of repositories, and a project by `repo` or by `root`. */
+export interface ToolContext {
+  set: ProjectSet;
+  projectOf(repo: string | undefined, root: string | undefined): Promise<Project>;
+}
+
+/** One MCP tool: its definition as data, and the one function that answers a call. */
+export interface McpTool<S extends z.ZodRawShape = z.ZodRawShape> {
+  name: string;
+  title: string;
+  description: string;
+  inputSchema: S;
+  annotations: ToolAnnotations;
+  handler(args: z.infer<z.ZodObject<S>>, ctx: ToolContext): Promise<Answer | string>;
+}
+
+/** A tool with its argument types checked against its schema, then erased so tools of any shape fit one list. */
+export function defineTool<S extends z.ZodRawShape>(tool: McpTool<S>): McpTool {
+  return tool as unknown as McpTool;
+}
+
+export function toResult(answer: Answer | string): ToolResult {
+  const a = typeof answer === 'string' ? { text: answer } : answer;
+  let out = a.text;
+  if (out.length > MAX_OUTPUT)
+    out = `${out.slice(0, MAX_OUTPUT)}\n… [cut at ${MAX_OUTPUT} characters of ${out.length}: ask for fewer results (top_k, limit) or page with offset]`;
+  return { content: [{ type: 'text', text: out }], ...(a.data ? { structuredContent: a.data } : {}) };
+}
+
+export function failure(err: unknown): ToolResult {
+  const message = isQuarryError(err) ? err.message : `internal error: ${(err as Error).message}`;
+  return { content: [{ type: 'text', text: message }], isError: true };
+}
+
+/** A tool call's answer as an MCP result: errors become an error result, never a thrown protocol error. */
+export async function run(fn: () => Promise<Answer | string>): Promise<ToolResult> {
+  try {
+    return toResult(await fn());
+  } catch (err) {
+    return failure(err);
+  }
+}
+
+/** Lines numbered as an editor shows them. */
+export function numbered(first: number, lines: readonly string[]): string {
+  const width = String(first + lines.length - 1).length;
+  return lines.map((l, i) => `${String(first + i).padStart(width)}  ${l}`).join('\n');
+}
+
+/** An object as `key: value` lines (nested objects flattened with dots): status reports for an agent. */
+export function flatText(value: Record<string, unknown>, prefix = ''): string {
+  const lines: string[] = [];
+  for (const [k, v] of Object.entries(value)) {
+    if (v && typeof v === 'object' && !Array.isArray(v))
+      lines.push(flatText(v as Record<string, unknown>, `${prefix}${k}.`));
+    else if (Array.isArray(v))
+      lines.push(
+        `${prefix}${k}: ${v.map((x) => (typeof x === 'object' ? JSON.stringify(x) : String(x))).join(', ')}`,
+      );
+    else lines.push(`${prefix}${k}: ${v === null ? '-' : String(v)}`);
+  }
+  return lines.filter(Boolean).join('\n');
+}
+
+export const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+export const repoArg = z
+  .string()
+  .optional()
+  .describe('Which repository, when the server holds several (see list_repos); default: its own');
+
+/** `root` in a tool's schema; its description depends on the server, so `withRootArg` gives it one per server. */
+export const rootArg = z.string().optional();
+
+/** The schema as a server shows it: `root` described as available or not. */
+export function withRootArg(shape: z.ZodRawShape, allowRoot: boolean | undefined): z.ZodRawShape {
+  if (!('root' in shape)) return shape;
+  return {
+    ...shape,
+    root: rootArg.describe(
+      allowRoot
+        ? 'Another indexed project on this machine, by absolute path (default: the one this server was started in)'
+        : 'Not available on this server',
+    ),
+  };
+}
+
+/** `projectOf` for one server: a repository of the set, or (when allowed) another indexed project by its root. */
+export function projectsByRoot(
+  set: ProjectSet,
+  allowRoot: boolean | undefined,
+): { projectOf: ToolContext['projectOf']; close(): void } {
+  // projects named by `root`, opened once (read-only use: an index must already be there)
+  const byRoot = new Map<string, Promise<Project>>();
+  const projectOf = async (repo: string | undefined, root: string | undefined): Promise<Project> => {
+    if (root === undefined) return set.get(repo);
+    if (!allowRoot)
+      throw new QuarryError(
+        'BAD_INPUT',
+        'this server does not open other folders: use repo (see list_repos)',
+      );
+    if (!isAbsolute(root)) throw new QuarryError('BAD_INPUT', `root must be an absolute path, not ${root}`);
+    const key = resolve(root);
+    if (set.live && key === set.live.project.root) return redacting(set.live.project);
+    let opened = byRoot.get(key);
+    if (!opened) {
+      opened = openProject({ root: key }).then(redacting);
+      byRoot.set(key, opened);
+      opened.catch(() => byRoot.delete(key));
+    }
+    return opened;
+  };
+  const close = () => {
+    for (const p of byRoot.values()) void p.then((x) => x.close()).catch(() => undefined);
+    byRoot.clear();
+  };
+  return { projectOf, close };
+}

@@ -1,0 +1,36 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { ProjectSet } from '../host/set.ts';
+import { projectsByRoot, run, type ToolContext, withRootArg } from './common.ts';
+import { TOOLS } from './tools/index.ts';
+
+const VERSION = '0.1.0';
+
+/** How quarry's MCP server describes itself to an agent (the initialize result's `instructions`). */
+export const MCP_INSTRUCTIONS = `quarry indexes this repository (tree-sitter chunks, BM25, embeddings, a symbol and reference graph) and answers from the index.
+Use search_code for questions in plain words or when you do not know the names ("where are retries handled?"); it ranks code by meaning and keywords and returns path:line ranges.
+Use find_symbol for a known identifier's definition and its uses, list_symbols for a file's outline, read_file to read numbered lines, repo_map for an overview of the most referenced files and definitions, get_context to get the code that answers a question within a token budget.
+Use grep instead for an exact string or regular expression over every file, including files quarry does not index (ignored, generated, secret-looking).
+Paths are from the repository root. Results reflect the last sync; index_status says how fresh the index is.`;
+
+export interface McpServerOptions {
+  /**
+   * Let a call name another indexed project on this machine (`root`). Only for `quarry mcp`, which runs as the user
+   * for one user; a shared server (`quarry serve`'s /mcp, with tokens) never opens folders a caller names.
+   */
+  allowRoot?: boolean;
+}
+
+/** The MCP tools over a set of repositories (one, or what a token may see): each tool calls the Project seam. */
+export function createMcpServer(set: ProjectSet, options: McpServerOptions = {}): McpServer {
+  const server = new McpServer({ name: 'quarry', version: VERSION }, { instructions: MCP_INSTRUCTIONS });
+  const roots = projectsByRoot(set, options.allowRoot);
+  server.server.onclose = () => roots.close();
+  const ctx: ToolContext = { set, projectOf: roots.projectOf };
+  for (const { name, title, description, inputSchema, annotations, handler } of TOOLS)
+    server.registerTool(
+      name,
+      { title, description, inputSchema: withRootArg(inputSchema, options.allowRoot), annotations },
+      (args) => run(() => handler(args, ctx)),
+    );
+  return server;
+}

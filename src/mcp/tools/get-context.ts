@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import { SEARCH_MODES } from '../../search/search.ts';
+import { type Answer, defineTool, READ_ONLY, repoArg, rootArg, type ToolContext } from '../common.ts';
+
+const inputSchema = {
+  question: z.string().min(1).describe('The question or task'),
+  budget: z.number().int().min(500).max(200_000).default(8000).describe('Token budget for the context'),
+  packing: z.enum(['chunks', 'files']).optional().describe('chunks (default) or whole files'),
+  mode: z.enum(SEARCH_MODES).optional(),
+  all: z
+    .string()
+    .optional()
+    .describe(
+      'Send every indexed file matching this mask (e.g. "src/**/*.ts") instead of retrieving; refused if over budget',
+    ),
+  repo: repoArg,
+  root: rootArg,
+};
+
+/** get_context: the prompt `quarry ask --dry-run` prints, with its sources listed for citation. */
+export async function getContext(
+  { question, budget, packing, mode, all, repo, root }: z.infer<z.ZodObject<typeof inputSchema>>,
+  { projectOf }: ToolContext,
+): Promise<Answer> {
+  const ctx = await (await projectOf(repo, root)).context(question, {
+    budget,
+    ...(packing ? { packing } : {}),
+    ...(mode ? { mode } : {}),
+    ...(all ? { all } : {}),
+  });
+  const sources = ctx.blocks.map((b) => `[${b.n}] ${b.path}:${b.startLine}-${b.endLine} (${b.tokens} tokens)`);
+  return {
+    text: `${ctx.user}\n\n---\nsources:\n${sources.join('\n')}\n${ctx.tokens.prompt} prompt tokens, budget ${ctx.budget.hard}`,
+    data: {
+      sources: ctx.blocks.map(({ n, path, startLine, endLine, tokens }) => ({
+        n,
+        path,
+        startLine,
+        endLine,
+        tokens,
+      })),
+      promptTokens: ctx.tokens.prompt,
+      budget: ctx.budget.hard,
+    },
+  };
+}
+
+export const getContextTool = defineTool({
+  name: 'get_context',
+  title: 'Get context for a question',
+  description:
+    'Assemble the code context that answers a question, within a token budget: files the question names, then the most relevant code (whole files or chunks with surrounding lines), a repository map, each block labelled [n] path:start-end for citation. The same prompt `quarry ask --dry-run` prints; use it when you need to read the relevant code itself.',
+  inputSchema,
+  annotations: { title: 'Get context for a question', ...READ_ONLY },
+  handler: getContext,
+});

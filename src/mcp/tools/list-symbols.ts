@@ -1,0 +1,39 @@
+import { z } from 'zod';
+import { type Answer, defineTool, READ_ONLY, repoArg, rootArg, type ToolContext } from '../common.ts';
+
+const inputSchema = {
+  path: z.string().min(1).describe('A path from the repository root, e.g. src/api.ts'),
+  repo: repoArg,
+  root: rootArg,
+};
+
+/** list_symbols: one file's outline, definitions then top-level variables. */
+export async function listSymbols(
+  { path, repo, root }: z.infer<z.ZodObject<typeof inputSchema>>,
+  { projectOf }: ToolContext,
+): Promise<Answer> {
+  const o = await (await projectOf(repo, root)).outline(path);
+  const symbols = o.symbols.map(({ name, kind, container, startLine, endLine }) => ({
+    name,
+    kind,
+    container,
+    startLine,
+    endLine,
+  }));
+  const lines = [
+    `${o.path}: ${symbols.length} definition${symbols.length === 1 ? '' : 's'}, ${o.variables.length} top-level variable${o.variables.length === 1 ? '' : 's'}`,
+    ...symbols.map((d) => `${d.startLine}-${d.endLine} ${d.kind} ${d.container ? `${d.container}.` : ''}${d.name}`),
+    ...o.variables.map((v) => `${v.line} ${v.kind} ${v.name}`),
+  ];
+  return { text: lines.join('\n'), data: { path: o.path, symbols, variables: o.variables } };
+}
+
+export const listSymbolsTool = defineTool({
+  name: 'list_symbols',
+  title: 'List the symbols of a file',
+  description:
+    "The definitions in one file (functions, classes, methods, types, with line ranges and enclosing symbol), and its top-level variables and constants. Use it to see a file's outline before reading it.",
+  inputSchema,
+  annotations: { title: 'List the symbols of a file', ...READ_ONLY },
+  handler: listSymbols,
+});

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+import { type Answer, defineTool, numbered, READ_ONLY, repoArg, rootArg, type ToolContext } from '../common.ts';
+
+const inputSchema = {
+  path: z.string().min(1).describe('A path from the repository root, e.g. src/api.ts'),
+  start: z.number().int().min(1).default(1).describe('First line (1-based)'),
+  end: z.number().int().min(1).optional().describe('Last line (default: start + 1999)'),
+  repo: repoArg,
+  root: rootArg,
+};
+
+/** read_file: numbered lines of an indexed file, at most 2,000 per call, with how to read on. */
+export async function readFile(
+  { path, start, end, repo, root }: z.infer<z.ZodObject<typeof inputSchema>>,
+  { projectOf }: ToolContext,
+): Promise<Answer> {
+  const project = await projectOf(repo, root);
+  // what an agent reads goes to its model: secrets inside the file come replaced, line for line (the set's view)
+  const slice = await project.readFile(path, {
+    start,
+    end: Math.min(end ?? start + 1999, start + 1999),
+  });
+  const body = numbered(slice.start, slice.lines);
+  const more =
+    slice.end < slice.total
+      ? `\n… lines ${slice.end + 1}-${slice.total} remain: call again with start ${slice.end + 1}`
+      : '';
+  return {
+    text: `${slice.path}:${slice.start}-${slice.end} of ${slice.total}\n${body}${more}`,
+    data: {
+      path: slice.path,
+      start: slice.start,
+      end: slice.end,
+      total: slice.total,
+      lines: slice.lines,
+    },
+  };
+}
+
+export const readFileTool = defineTool({
+  name: 'read_file',
+  title: 'Read an indexed file',
+  description:
+    'Lines of a file as the index holds it, numbered, from start to end (at most 2,000 lines per call). Only indexed files can be read.',
+  inputSchema,
+  annotations: { title: 'Read an indexed file', ...READ_ONLY },
+  handler: readFile,
+});
