@@ -9,10 +9,12 @@ import { type LlmProvider, openLlm } from '../llm/provider.ts';
 import type { ChatMessage } from '../llm/types.ts';
 import type { LocalProject, Project } from '../project/local.ts';
 import type { AssembledContext } from '../project/types.ts';
-import { startAutoSync } from '../watch/autosync.ts';
+import { type AutoSync, startAutoSync } from '../watch/autosync.ts';
 import { indexPaths } from '../workspace/root.ts';
-import { type CliContext, colorDiff, formatSources, openAnyProject } from './answer-commands.ts';
+import type { CliContext, Colors } from './context.ts';
+import { colorDiff, formatSources } from './format.ts';
 import { StreamingMarkdown } from './markdown.ts';
+import { openAnyProject } from './open.ts';
 
 const HELP = `Ask anything about the code, or:
   /all [mask]              answer the next question from every indexed file (or those matching the mask)
@@ -57,194 +59,215 @@ export interface ChatOptions {
   index?: boolean;
 }
 
-/** The terminal workspace: ask, edit with undo, run commands; auto-sync runs meanwhile and never holds exit. */
-export async function runChat(cli: CliContext, options: ChatOptions): Promise<void> {
-  const { io } = cli;
-  const project = await openAnyProject(cli.globals());
-  // edits, !commands, /diff and history need the checkout; a remote project answers questions only
-  const local = project.remote ? null : (project as LocalProject);
-  const needLocal = (what: string): LocalProject => {
-    if (!local)
-      throw new QuarryError('BAD_INPUT', `${what} needs the checkout: run chat there, without --remote`);
-    return local;
-  };
-  const c = cli.colors(io.stdout);
-  // auto-sync: saved files are re-indexed as you chat, and embedding runs on low-priority workers meanwhile
-  const sync =
-    options.index !== false && local && local.location === local.root
-      ? await startAutoSync(local, { onError: () => {} }).catch(() => undefined)
-      : undefined;
-  if (sync) void sync.syncNow().catch(() => undefined);
-  let llm: LlmProvider | undefined;
-  let modelSpec = options.model ?? project.config.llm.model;
-  const conversation: ChatMessage[] = [];
-  let lastContext: AssembledContext | undefined;
-  let allMask: string | true | undefined;
-  let busy: AbortController | undefined;
-  let windowNoted = false;
+/** A slash command: handles its argument (and its words); false leaves the chat. */
+type SlashCommand = (arg: string, rest: string[]) => Promise<boolean> | boolean;
 
-  const rl: Interface = createInterface({
-    input: process.stdin,
-    output: io.stdout,
-    terminal: Boolean(io.stdout.isTTY && process.stdin.isTTY),
-    history: loadHistory(local?.root ?? null),
-    historySize: 500,
-  });
-  const say = (s: string) => io.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
-  const fail = (err: unknown) => {
-    if (isQuarryError(err)) say(`${c.red('error:')} ${err.message}`);
-    else say(`${c.red('error:')} ${(err as Error).message.split('\n')[0]}`);
-  };
-  const model = async () => {
-    if (!modelSpec)
+/** One chat: the conversation, the model, the last context sent, and a handler per slash command. */
+class ChatSession {
+  private llm: LlmProvider | undefined;
+  private modelSpec: string | undefined;
+  private readonly conversation: ChatMessage[] = [];
+  private lastContext: AssembledContext | undefined;
+  private allMask: string | true | undefined;
+  busy: AbortController | undefined;
+  private windowNoted = false;
+  readonly c: Colors;
+  readonly rl: Interface;
+  private readonly slash: Record<string, SlashCommand>;
+
+  constructor(
+    private readonly cli: CliContext,
+    readonly project: Project,
+    // edits, !commands, /diff and history need the checkout; a remote project answers questions only
+    private readonly local: LocalProject | null,
+    model: string | undefined,
+  ) {
+    this.c = cli.colors(cli.io.stdout);
+    this.modelSpec = model;
+    this.rl = createInterface({
+      input: process.stdin,
+      output: cli.io.stdout,
+      terminal: Boolean(cli.io.stdout.isTTY && process.stdin.isTTY),
+      history: loadHistory(local?.root ?? null),
+      historySize: 500,
+    });
+    const quit = () => false;
+    this.slash = {
+      quit,
+      exit: quit,
+      q: quit,
+      help: () => this.say(HELP),
+      clear: () => this.clear(),
+      all: (arg) => this.all(arg),
+      sources: () =>
+        this.say(this.lastContext ? formatSources(this.lastContext) : this.c.dim('nothing sent yet')),
+      model: (arg) => this.switchModel(arg),
+      map: () => this.map(),
+      diff: () => this.diff(),
+      undo: () => this.undo(),
+      edit: (_arg, rest) => this.edit(rest),
+    };
+  }
+
+  /** Writes a line; true, so that a slash command can end with it. */
+  say(s: string): true {
+    this.cli.io.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
+    return true;
+  }
+
+  fail(err: unknown): void {
+    if (isQuarryError(err)) this.say(`${this.c.red('error:')} ${err.message}`);
+    else this.say(`${this.c.red('error:')} ${(err as Error).message.split('\n')[0]}`);
+  }
+
+  private needLocal(what: string): LocalProject {
+    if (!this.local)
+      throw new QuarryError('BAD_INPUT', `${what} needs the checkout: run chat there, without --remote`);
+    return this.local;
+  }
+
+  private async model(): Promise<LlmProvider> {
+    if (!this.modelSpec)
       throw new QuarryError(
         'BAD_CONFIG',
         'no model yet: /model provider:name (e.g. ollama:qwen2.5-coder), or set QUARRY_MODEL; /sources shows what a question retrieves',
       );
-    llm ??= await openLlm(project.config.llm, modelSpec);
-    return llm;
-  };
-  const confirm = (q: string) =>
-    new Promise<boolean>((r) => rl.question(q, (a) => r(/^y(es)?$/i.test(a.trim()))));
+    this.llm ??= await openLlm(this.project.config.llm, this.modelSpec);
+    return this.llm;
+  }
 
-  const prompt = async () => {
-    const phase = await phaseLine(project);
-    rl.setPrompt(
-      `${c.bold('quarry')}${phase ? c.dim(` [${phase}]`) : ''}${allMask ? c.yellow(' /all') : ''}${c.bold('>')} `,
+  private confirm(q: string): Promise<boolean> {
+    return new Promise<boolean>((r) => this.rl.question(q, (a) => r(/^y(es)?$/i.test(a.trim()))));
+  }
+
+  async prompt(): Promise<void> {
+    const { c } = this;
+    const phase = await phaseLine(this.project);
+    this.rl.setPrompt(
+      `${c.bold('quarry')}${phase ? c.dim(` [${phase}]`) : ''}${this.allMask ? c.yellow(' /all') : ''}${c.bold('>')} `,
     );
-    rl.prompt();
-  };
+    this.rl.prompt();
+  }
 
-  const handle = async (line: string): Promise<boolean> => {
+  /** One line typed: a !command, a /command or a question; false when the chat is over. */
+  async handle(line: string): Promise<boolean> {
     const input = line.trim();
     if (!input) return true;
-    const hf = historyFile(local?.root ?? null);
+    const hf = historyFile(this.local?.root ?? null);
     if (hf) appendFileSync(hf, `${input.replace(/\n/g, ' ')}\n`);
-    if (input.startsWith('!')) {
-      const r = spawnSync(input.slice(1), {
-        shell: true,
-        cwd: local?.root ?? process.cwd(),
-        stdio: ['ignore', 'pipe', 'pipe'],
-        encoding: 'utf8',
-      });
-      io.stdout.write(r.stdout ?? '');
-      if (r.stderr) io.stdout.write(c.red(r.stderr));
-      if (r.status) say(c.dim(`(exit ${r.status})`));
-      return true;
-    }
+    if (input.startsWith('!')) return this.shell(input.slice(1));
     if (input.startsWith('/')) {
       const [cmd, ...rest] = input.slice(1).split(/\s+/);
-      const arg = rest.join(' ');
-      switch (cmd) {
-        case 'quit':
-        case 'exit':
-        case 'q':
-          return false;
-        case 'help':
-          say(HELP);
-          return true;
-        case 'clear':
-          conversation.length = 0;
-          say(c.dim('conversation cleared'));
-          return true;
-        case 'all':
-          allMask = arg || true;
-          say(c.dim(`the next question gets every indexed file${arg ? ` matching ${arg}` : ''}`));
-          return true;
-        case 'sources':
-          say(lastContext ? formatSources(lastContext) : c.dim('nothing sent yet'));
-          return true;
-        case 'model':
-          if (!arg)
-            say(
-              modelSpec
-                ? `model: ${modelSpec}`
-                : 'no model: /model provider:name (e.g. ollama:qwen2.5-coder)',
-            );
-          else {
-            const next = await openLlm(project.config.llm, arg);
-            llm = next;
-            modelSpec = arg;
-            say(c.dim(`model: ${arg}`));
-          }
-          return true;
-        case 'map': {
-          const map = await project.repoMap({ budget: 1500 });
-          say(map.text || 'no definitions in the index');
-          return true;
-        }
-        case 'diff': {
-          const cwd = needLocal('/diff').root;
-          const inside = spawnSync('git', ['rev-parse', '--is-inside-work-tree'], { cwd, encoding: 'utf8' });
-          if (inside.status !== 0 || inside.stdout.trim() !== 'true') {
-            say(`${cwd} is not a git checkout: /diff shows git's changes; /undo restores quarry's last edit`);
-            return true;
-          }
-          const r = spawnSync('git', ['diff'], { cwd, encoding: 'utf8' });
-          say(
-            r.status === 0
-              ? colorDiff(r.stdout || '(no changes)\n', c)
-              : c.red(r.stderr || 'not a git repository'),
-          );
-          return true;
-        }
-        case 'undo': {
-          const snap = undoEdit(needLocal('/undo'));
-          say(`restored ${snap.path}`);
-          return true;
-        }
-        case 'edit': {
-          const [file, ...words] = rest;
-          if (!file || !words.length) {
-            say('usage: /edit <file> <instruction>');
-            return true;
-          }
-          const instruction = words.join(' ');
-          say(c.dim(`editing ${file}…`));
-          const edit = await proposeEdit(needLocal('/edit'), file, instruction, { llm: await model() });
-          if (!edit.changed) {
-            say('the model changed nothing');
-            return true;
-          }
-          io.stdout.write(colorDiff(edit.diff, c));
-          if (await confirm('write it? [y/N] ')) {
-            const { snapshot } = applyEdit(needLocal('/edit'), edit, instruction, { force: true });
-            say(`wrote ${edit.path} (snapshot ${snapshot.id}; /undo restores it)`);
-          } else say(c.dim('not written'));
-          return true;
-        }
-        default:
-          say(`unknown command /${cmd}: /help lists them`);
-          return true;
-      }
+      const run = Object.hasOwn(this.slash, cmd!) ? this.slash[cmd!] : undefined;
+      if (!run) return this.say(`unknown command /${cmd}: /help lists them`);
+      return run(rest.join(' '), rest);
     }
-    // a question: a spinner while it is retrieved and the model thinks, then the answer as it streams
-    busy = new AbortController();
-    const md = new StreamingMarkdown(io.stdout, { color: c.isColorSupported });
+    return this.question(input);
+  }
+
+  private shell(command: string): true {
+    const r = spawnSync(command, {
+      shell: true,
+      cwd: this.local?.root ?? process.cwd(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      encoding: 'utf8',
+    });
+    this.cli.io.stdout.write(r.stdout ?? '');
+    if (r.stderr) this.cli.io.stdout.write(this.c.red(r.stderr));
+    if (r.status) this.say(this.c.dim(`(exit ${r.status})`));
+    return true;
+  }
+
+  private clear(): true {
+    this.conversation.length = 0;
+    return this.say(this.c.dim('conversation cleared'));
+  }
+
+  private all(arg: string): true {
+    this.allMask = arg || true;
+    return this.say(this.c.dim(`the next question gets every indexed file${arg ? ` matching ${arg}` : ''}`));
+  }
+
+  private async switchModel(arg: string): Promise<true> {
+    if (!arg)
+      return this.say(
+        this.modelSpec
+          ? `model: ${this.modelSpec}`
+          : 'no model: /model provider:name (e.g. ollama:qwen2.5-coder)',
+      );
+    const next = await openLlm(this.project.config.llm, arg);
+    this.llm = next;
+    this.modelSpec = arg;
+    return this.say(this.c.dim(`model: ${arg}`));
+  }
+
+  private async map(): Promise<true> {
+    const map = await this.project.repoMap({ budget: 1500 });
+    return this.say(map.text || 'no definitions in the index');
+  }
+
+  private diff(): true {
+    const cwd = this.needLocal('/diff').root;
+    const inside = spawnSync('git', ['rev-parse', '--is-inside-work-tree'], { cwd, encoding: 'utf8' });
+    if (inside.status !== 0 || inside.stdout.trim() !== 'true')
+      return this.say(
+        `${cwd} is not a git checkout: /diff shows git's changes; /undo restores quarry's last edit`,
+      );
+    const r = spawnSync('git', ['diff'], { cwd, encoding: 'utf8' });
+    return this.say(
+      r.status === 0
+        ? colorDiff(r.stdout || '(no changes)\n', this.c)
+        : this.c.red(r.stderr || 'not a git repository'),
+    );
+  }
+
+  private undo(): true {
+    const snap = undoEdit(this.needLocal('/undo'));
+    return this.say(`restored ${snap.path}`);
+  }
+
+  private async edit([file, ...words]: string[]): Promise<true> {
+    if (!file || !words.length) return this.say('usage: /edit <file> <instruction>');
+    const instruction = words.join(' ');
+    this.say(this.c.dim(`editing ${file}…`));
+    const edit = await proposeEdit(this.needLocal('/edit'), file, instruction, { llm: await this.model() });
+    if (!edit.changed) return this.say('the model changed nothing');
+    this.cli.io.stdout.write(colorDiff(edit.diff, this.c));
+    if (await this.confirm('write it? [y/N] ')) {
+      const { snapshot } = applyEdit(this.needLocal('/edit'), edit, instruction, { force: true });
+      this.say(`wrote ${edit.path} (snapshot ${snapshot.id}; /undo restores it)`);
+    } else this.say(this.c.dim('not written'));
+    return true;
+  }
+
+  /** A question: a spinner while it is retrieved and the model thinks, then the answer as it streams. */
+  private async question(input: string): Promise<true> {
+    const { c } = this;
+    this.busy = new AbortController();
+    const md = new StreamingMarkdown(this.cli.io.stdout, { color: c.isColorSupported });
     md.waiting('searching');
-    const res = await ask(project, input, {
-      llm: await model(),
-      history: conversation.slice(-6),
+    const res = await ask(this.project, input, {
+      llm: await this.model(),
+      history: this.conversation.slice(-6),
       // a follow-up is retrieved together with the questions before it
-      previous: conversation
+      previous: this.conversation
         .filter((m) => m.role === 'user')
         .slice(-2)
         .map((m) => m.content),
-      signal: busy.signal,
-      ...(allMask ? { all: allMask } : {}),
+      signal: this.busy.signal,
+      ...(this.allMask ? { all: this.allMask } : {}),
     }).finally(() => md.idle());
-    allMask = undefined;
+    this.allMask = undefined;
     if (res.routed) {
-      say(res.routed.text);
-      say(c.dim('(from the symbol index)'));
-      return true;
+      this.say(res.routed.text);
+      return this.say(c.dim('(from the symbol index)'));
     }
-    if (res.fallback) say(c.yellow(`note: ${res.fallback}`));
-    if (res.note && !windowNoted) {
-      say(c.yellow(`note: ${res.note}`));
-      windowNoted = true; // once per session, not every turn
+    if (res.fallback) this.say(c.yellow(`note: ${res.fallback}`));
+    if (res.note && !this.windowNoted) {
+      this.say(c.yellow(`note: ${res.note}`));
+      this.windowNoted = true; // once per session, not every turn
     }
-    lastContext = res.context;
+    this.lastContext = res.context;
     let answer = '';
     md.waiting('thinking');
     try {
@@ -255,52 +278,58 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
     } finally {
       md.end();
     }
-    conversation.push({ role: 'user', content: input }, { role: 'assistant', content: answer });
+    this.conversation.push({ role: 'user', content: input }, { role: 'assistant', content: answer });
     return true;
-  };
+  }
+}
 
-  say(c.dim(`quarry chat in ${project.location} — /help for commands, Ctrl-D to leave`));
-  await prompt();
-  // lines are handled one at a time, in order
+/** Ctrl-C: stops an answer; else clears what is typed; on an empty line, a second one within 2 s leaves. */
+function onInterrupt(session: ChatSession, io: CliContext['io']): () => void {
+  const { rl, c } = session;
+  let lastInterrupt = 0;
+  return () => {
+    if (session.busy && !session.busy.signal.aborted) {
+      session.busy.abort();
+      return;
+    }
+    if (rl.line) {
+      rl.write(null, { ctrl: true, name: 'e' });
+      rl.write(null, { ctrl: true, name: 'u' });
+      lastInterrupt = 0;
+      return;
+    }
+    if (Date.now() - lastInterrupt < 2000) {
+      rl.close();
+      return;
+    }
+    lastInterrupt = Date.now();
+    io.stdout.write(`\n${c.dim('(Ctrl-C again to leave, or Ctrl-D)')}\n`);
+    rl.prompt();
+  };
+}
+
+/** Reads lines until the chat is left (/quit, Ctrl-D, Ctrl-C twice); lines are handled one at a time, in order. */
+function converse(session: ChatSession, io: CliContext['io']): Promise<void> {
+  const { rl } = session;
   let chain = Promise.resolve(true);
   let closed = false;
-  await new Promise<void>((done) => {
-    // Ctrl-C: stops an answer; else clears what is typed; on an empty line, a second one within 2 s leaves
-    let lastInterrupt = 0;
-    rl.on('SIGINT', () => {
-      if (busy && !busy.signal.aborted) {
-        busy.abort();
-        return;
-      }
-      if (rl.line) {
-        rl.write(null, { ctrl: true, name: 'e' });
-        rl.write(null, { ctrl: true, name: 'u' });
-        lastInterrupt = 0;
-        return;
-      }
-      if (Date.now() - lastInterrupt < 2000) {
-        rl.close();
-        return;
-      }
-      lastInterrupt = Date.now();
-      io.stdout.write(`\n${c.dim('(Ctrl-C again to leave, or Ctrl-D)')}\n`);
-      rl.prompt();
-    });
+  return new Promise<void>((done) => {
+    rl.on('SIGINT', onInterrupt(session, io));
     rl.on('line', (line) => {
       chain = chain.then(async (go) => {
         if (!go) return false;
         try {
-          const more = await handle(line);
+          const more = await session.handle(line);
           if (!more) {
             rl.close();
             return false;
           }
         } catch (err) {
-          fail(err);
+          session.fail(err);
         } finally {
-          busy = undefined;
+          session.busy = undefined;
         }
-        if (!closed) await prompt();
+        if (!closed) await session.prompt();
         return true;
       });
     });
@@ -310,6 +339,23 @@ export async function runChat(cli: CliContext, options: ChatOptions): Promise<vo
       void chain.finally(done);
     });
   });
+}
+
+/** The terminal workspace: ask, edit with undo, run commands; auto-sync runs meanwhile and never holds exit. */
+export async function runChat(cli: CliContext, options: ChatOptions): Promise<void> {
+  const project = await openAnyProject(cli.globals());
+  // edits, !commands, /diff and history need the checkout; a remote project answers questions only
+  const local = project.remote ? null : (project as LocalProject);
+  // auto-sync: saved files are re-indexed as you chat, and embedding runs on low-priority workers meanwhile
+  const sync: AutoSync | undefined =
+    options.index !== false && local && local.location === local.root
+      ? await startAutoSync(local, { onError: () => {} }).catch(() => undefined)
+      : undefined;
+  if (sync) void sync.syncNow().catch(() => undefined);
+  const session = new ChatSession(cli, project, local, options.model ?? project.config.llm.model);
+  session.say(session.c.dim(`quarry chat in ${project.location} — /help for commands, Ctrl-D to leave`));
+  await session.prompt();
+  await converse(session, cli.io);
   // leaving never waits for embedding: it is aborted at its next slice and resumes on the next run
   await sync?.stop();
   await project.close();

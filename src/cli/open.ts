@@ -104,10 +104,7 @@ export async function repoList(g: Globals): Promise<RepoInfo[]> {
   }
 }
 
-export async function withProject<T>(
-  g: Globals,
-  fn: (p: Project) => Promise<T>,
-): Promise<T> {
+export async function withProject<T>(g: Globals, fn: (p: Project) => Promise<T>): Promise<T> {
   const project = await openAnyProject(g);
   try {
     return await fn(project);
@@ -117,10 +114,7 @@ export async function withProject<T>(
 }
 
 /** For commands that change files here (edit, undo, history): the checkout, never a remote. */
-export async function withLocalProject<T>(
-  g: Globals,
-  fn: (p: LocalProject) => Promise<T>,
-): Promise<T> {
+export async function withLocalProject<T>(g: Globals, fn: (p: LocalProject) => Promise<T>): Promise<T> {
   if (remoteOf(g))
     throw new QuarryError('BAD_INPUT', 'edits change files here: run this in the checkout, without --remote');
   const project = await openProject({ ...(g.root ? { root: g.root } : {}) });

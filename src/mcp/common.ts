@@ -89,7 +89,12 @@ export function flatText(value: Record<string, unknown>, prefix = ''): string {
   return lines.filter(Boolean).join('\n');
 }
 
-export const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+export const READ_ONLY = {
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+};
 
 export const repoArg = z
   .string()

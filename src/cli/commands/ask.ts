@@ -31,11 +31,20 @@ export function registerAsk(program: Command, cli: CliContext): void {
     .command('ask')
     .description('answer a question about the code from retrieved context (streams, with citations)')
     .argument('<question...>', 'the question')
-    .option('--model <provider:name>', 'the model (ollama:qwen2.5-coder, openai:gpt-4o-mini, gguf:/path/model.gguf, …)')
+    .option(
+      '--model <provider:name>',
+      'the model (ollama:qwen2.5-coder, openai:gpt-4o-mini, gguf:/path/model.gguf, …)',
+    )
     .option('-k, --top-k <n>', 'chunks (or files) retrieval offers', positiveInt)
-    .option('--budget <tokens>', 'tokens of context (default: from the model’s window, at most 32k)', positiveInt)
+    .option(
+      '--budget <tokens>',
+      'tokens of context (default: from the model’s window, at most 32k)',
+      positiveInt,
+    )
     .addOption(new Option('--mode <mode>', 'retrieval mode').choices(SEARCH_MODES))
-    .addOption(new Option('--packing <how>', 'whole files or chunks with context').choices(['files', 'chunks']))
+    .addOption(
+      new Option('--packing <how>', 'whole files or chunks with context').choices(['files', 'chunks']),
+    )
     .option('--all [mask]', 'send every indexed file (or those matching a mask such as "src/**"), or refuse')
     .option('--no-map', 'leave out the repository map')
     .option('--show-sources', 'list what was sent: paths, line ranges, tokens')
@@ -76,7 +85,9 @@ export async function runAsk(cli: CliContext, words: string[], opts: AskOptions)
     const ctx = res.context!;
     if (g.verbose)
       io.stderr.write(
-        e.dim(`${res.model}: ${ctx.tokens.prompt} prompt tokens, answer up to ${res.maxOutputTokens} tokens\n`),
+        e.dim(
+          `${res.model}: ${ctx.tokens.prompt} prompt tokens, answer up to ${res.maxOutputTokens} tokens\n`,
+        ),
       );
     let answer = '';
     for await (const piece of res.stream!) {
@@ -95,7 +106,12 @@ export async function runAsk(cli: CliContext, words: string[], opts: AskOptions)
 }
 
 /** `--dry-run`: the assembled prompt and its token count; no model is called. */
-async function printDryRun(cli: CliContext, project: Project, question: string, opts: AskOptions): Promise<void> {
+async function printDryRun(
+  cli: CliContext,
+  project: Project,
+  question: string,
+  opts: AskOptions,
+): Promise<void> {
   const { io } = cli;
   const c = cli.colors(io.stdout);
   const ctx = await project.context(question, contextOptions(opts));
@@ -107,7 +123,9 @@ async function printDryRun(cli: CliContext, project: Project, question: string, 
   }
   io.stdout.write(`${c.dim('--- system ---')}\n${ctx.system}\n${c.dim('--- user ---')}\n${ctx.user}\n`);
   io.stdout.write(
-    c.dim(`--- ${ctx.tokens.prompt} prompt tokens (${ctx.blocks.length} blocks, budget ${ctx.budget.hard}) ---\n`),
+    c.dim(
+      `--- ${ctx.tokens.prompt} prompt tokens (${ctx.blocks.length} blocks, budget ${ctx.budget.hard}) ---\n`,
+    ),
   );
   if (opts.showSources) io.stdout.write(formatSources(ctx));
 }

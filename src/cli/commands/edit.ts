@@ -40,7 +40,12 @@ export function registerEditCommands(program: Command, cli: CliContext): void {
     .action((opts: { json?: boolean }) => runHistory(cli, opts));
 }
 
-export async function runEdit(cli: CliContext, file: string, words: string[], opts: EditOptions): Promise<void> {
+export async function runEdit(
+  cli: CliContext,
+  file: string,
+  words: string[],
+  opts: EditOptions,
+): Promise<void> {
   const { io } = cli;
   const { applyEdit, proposeEdit } = await lazyEdit();
   await withLocalProject(cli.globals(), async (project) => {
@@ -66,7 +71,11 @@ export async function runEdit(cli: CliContext, file: string, words: string[], op
   });
 }
 
-export async function runUndo(cli: CliContext, file: string | undefined, opts: { force?: boolean }): Promise<void> {
+export async function runUndo(
+  cli: CliContext,
+  file: string | undefined,
+  opts: { force?: boolean },
+): Promise<void> {
   const { undoEdit } = await lazyEdit();
   await withLocalProject(cli.globals(), async (project) => {
     const snap = undoEdit(project, file === undefined ? undefined : projectPath(project, file), {

@@ -27,7 +27,10 @@ export function registerEval(program: Command, cli: CliContext): void {
     .option('--root <dir>', 'folder holding the indexed trees (<owner>+<name>[@sha12]), or one indexed tree')
     .option('--mode <modes>', 'comma-separated: lexical, dense, hybrid', 'lexical,hybrid')
     .option('-k, --top-k <n>', 'files ranked per query', positiveInt, 20)
-    .option('--out <file>', 'write the ranked files as JSONL ({"id", "ranked"}; one file per mode when several)')
+    .option(
+      '--out <file>',
+      'write the ranked files as JSONL ({"id", "ranked"}; one file per mode when several)',
+    )
     .option(
       '--rerank [model]',
       're-rank the first candidates with a chat model, listwise (default model: llm.model / QUARRY_MODEL)',
@@ -89,7 +92,9 @@ function writeRanked(result: EvalResult, out: string): void {
 
 function printMetrics(cli: CliContext, result: EvalResult, opts: EvalOptions): void {
   const { io } = cli;
-  const timing = result.modes.map((m) => `${m} ${(result.msPerQuery[m] ?? 0).toFixed(0)} ms/query`).join(', ');
+  const timing = result.modes
+    .map((m) => `${m} ${(result.msPerQuery[m] ?? 0).toFixed(0)} ms/query`)
+    .join(', ');
   io.stderr.write(
     `${timing}${opts.rerank ? `; re-ranking fell back to the fused order on ${result.rerankFallbacks} queries` : ''}\n`,
   );
@@ -109,6 +114,8 @@ function printMetrics(cli: CliContext, result: EvalResult, opts: EvalOptions): v
       const m = result.metrics[mode]?.[repo];
       if (!m) return;
       const values = cols.map((k) => m[k].toFixed(3).padStart(10)).join('');
-      io.stdout.write(`${(i === 0 ? repo : '').padEnd(30)}${mode.padEnd(9)}${String(m.n).padStart(5)}${values}\n`);
+      io.stdout.write(
+        `${(i === 0 ? repo : '').padEnd(30)}${mode.padEnd(9)}${String(m.n).padStart(5)}${values}\n`,
+      );
     });
 }

@@ -67,7 +67,8 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
         progress.end();
         io.stderr.write(`${err.yellow('note')}: ${m}\n`);
       },
-      onDistill: (done, total) => progress.update('distilling the static table', done, total, 0, undefined, ''),
+      onDistill: (done, total) =>
+        progress.update('distilling the static table', done, total, 0, undefined, ''),
       signal: controller.signal,
       lockWaitMs: opts.wait ? 24 * 3600 * 1000 : 0,
       ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
@@ -89,7 +90,9 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
     else if (opts.background && opts.embed !== false) {
       const child = spawnBackgroundIndex(project.root);
       if (!opts.json)
-        io.stdout.write(`  embedding in the background (pid ${child}); \`quarry status\` shows its progress\n`);
+        io.stdout.write(
+          `  embedding in the background (pid ${child}); \`quarry status\` shows its progress\n`,
+        );
     }
   } finally {
     process.off('SIGINT', onSigint);
@@ -135,7 +138,8 @@ function reportNotes(report: IndexReport): string[] {
       `${paths.length} left out, ${SKIP_REASONS[reason as keyof typeof SKIP_REASONS] ?? reason}: ${named(paths)}`,
     );
   const noChunks = new Map<string, string[]>();
-  for (const s of report.skippedByContent) noChunks.set(s.reason, [...(noChunks.get(s.reason) ?? []), s.path]);
+  for (const s of report.skippedByContent)
+    noChunks.set(s.reason, [...(noChunks.get(s.reason) ?? []), s.path]);
   for (const [reason, paths] of noChunks)
     notes.push(`${paths.length} recorded without chunks (${reason}): ${named(paths)}`);
   if (byReason.size || noChunks.size) notes.push('`quarry files --skipped` lists every one and why');

@@ -15,7 +15,9 @@ export function registerModel(program: Command, cli: CliContext): void {
     .action((opts: { json?: boolean }) => runModelStatus(cli, opts));
   model
     .command('install')
-    .description('install weights from a local .onnx file or a folder holding one (checked against pinned hashes)')
+    .description(
+      'install weights from a local .onnx file or a folder holding one (checked against pinned hashes)',
+    )
     .argument('<path>', 'model.onnx, or a folder with model.onnx or onnx/model_quantized.onnx')
     .action((path: string) => runModelInstall(cli, path));
 }

@@ -38,9 +38,16 @@ export function registerSearch(program: Command, cli: CliContext): void {
     )
     .option('--lang <language>', 'only this language (repeat, or typescript,python)', collect)
     .option('--all-repos', 'search every repository of the store (or of the --remote server)')
-    .option('--no-server', 'do not ask a running `quarry serve` or `mcp --http` of this checkout (warm model)')
+    .option(
+      '--no-server',
+      'do not ask a running `quarry serve` or `mcp --http` of this checkout (warm model)',
+    )
     .option('--vimgrep', "one line per result, path:line:column:text (editors' quickfix format)")
-    .option('-C, --context <n>', 'show n lines around the best-matching line instead of a snippet', nonNegativeInt)
+    .option(
+      '-C, --context <n>',
+      'show n lines around the best-matching line instead of a snippet',
+      nonNegativeInt,
+    )
     .option(
       '--json',
       'JSON: {query, mode, results: [{path, startLine, endLine, symbol, kind, score, snippet, snippetLine, line, column}], files}',
@@ -49,7 +56,12 @@ export function registerSearch(program: Command, cli: CliContext): void {
 }
 
 /** The project the search starts from: a running server's when it can answer (its model is warm), else opened here. */
-async function firstProject(cli: CliContext, opts: SearchOptions, many: boolean, names: string[]): Promise<Project> {
+async function firstProject(
+  cli: CliContext,
+  opts: SearchOptions,
+  many: boolean,
+  names: string[],
+): Promise<Project> {
   const g = cli.globals();
   // a hybrid search in a checkout that a running server keeps open goes to that server: its model is loaded
   // (loading ONNX again costs more than the search); if it does not answer, the search runs here
@@ -58,7 +70,9 @@ async function firstProject(cli: CliContext, opts: SearchOptions, many: boolean,
       ? await warmServerProject(g.root)
       : undefined;
   if (viaServer && g.verbose)
-    cli.io.stderr.write(`${cli.colors(cli.io.stderr).dim(`asking the running server at ${viaServer.location}`)}\n`);
+    cli.io.stderr.write(
+      `${cli.colors(cli.io.stderr).dim(`asking the running server at ${viaServer.location}`)}\n`,
+    );
   return viaServer ?? (await openAnyProject(many ? { ...g, repo: names.slice(0, 1) } : g));
 }
 
@@ -66,7 +80,11 @@ export async function runSearch(cli: CliContext, words: string[], opts: SearchOp
   const { io } = cli;
   const g = cli.globals();
   const many = Boolean(opts.allRepos) || (g.repo?.length ?? 0) > 1;
-  const names: string[] = many ? (opts.allRepos ? (await repoList(g)).map((r) => r.name) : (g.repo ?? [])) : [];
+  const names: string[] = many
+    ? opts.allRepos
+      ? (await repoList(g)).map((r) => r.name)
+      : (g.repo ?? [])
+    : [];
   const project = await firstProject(cli, opts, many, names);
   const opened: Project[] = [project];
   // the set of what this command opened: one search over it (several repositories interleaved), snippets and
@@ -83,7 +101,8 @@ export async function runSearch(cli: CliContext, words: string[], opts: SearchOp
       ...(opts.mode ? { mode: opts.mode } : {}),
       ...(filter ? { filter } : {}),
     };
-    for (const name of names) if (name !== project.name) opened.push(await openAnyProject({ ...g, repo: [name] }));
+    for (const name of names)
+      if (name !== project.name) opened.push(await openAnyProject({ ...g, repo: [name] }));
     const res = await set.search(words.join(' '), { ...searchOptions, repos: names });
     const found = opts.files ? res.files.length : res.results.length;
     if (!found) cli.setExitCode(1); // as grep and ripgrep: no match is not an error, and scripts can tell
@@ -93,7 +112,12 @@ export async function runSearch(cli: CliContext, words: string[], opts: SearchOp
   }
 }
 
-async function printSearch(cli: CliContext, set: ProjectSet, res: SearchResponse, opts: SearchOptions): Promise<void> {
+async function printSearch(
+  cli: CliContext,
+  set: ProjectSet,
+  res: SearchResponse,
+  opts: SearchOptions,
+): Promise<void> {
   const { io } = cli;
   if (opts.json && opts.files) {
     // the file view of the contract: just the ranked files
@@ -116,7 +140,9 @@ async function printSearch(cli: CliContext, set: ProjectSet, res: SearchResponse
   if (opts.files) {
     if (!res.files.length) io.stderr.write(`${c.dim('no matches')}\n`);
     for (const f of res.files)
-      io.stdout.write(`${c.dim(f.score.toFixed(3))}  ${f.repo ? c.magenta(`${f.repo}:`) : ''}${c.cyan(f.path)}\n`);
+      io.stdout.write(
+        `${c.dim(f.score.toFixed(3))}  ${f.repo ? c.magenta(`${f.repo}:`) : ''}${c.cyan(f.path)}\n`,
+      );
     return;
   }
   if (!res.results.length) {
@@ -124,7 +150,8 @@ async function printSearch(cli: CliContext, set: ProjectSet, res: SearchResponse
     return;
   }
   await printResults(cli, set, res, opts);
-  if (cli.globals().verbose) io.stdout.write(c.dim(`${res.results.length} results in ${res.tookMs.toFixed(1)} ms\n`));
+  if (cli.globals().verbose)
+    io.stdout.write(c.dim(`${res.results.length} results in ${res.tookMs.toFixed(1)} ms\n`));
 }
 
 /** Each result: its place, then its snippet (or `-C n` lines around its best line) with the query words marked. */
@@ -152,7 +179,9 @@ async function printResults(cli: CliContext, set: ProjectSet, res: SearchRespons
     for (const [j, line] of lines.entries()) {
       const n = first + j;
       const num = String(n).padStart(width);
-      io.stdout.write(`   ${n === r.line ? c.yellow(num) : c.dim(num)}${c.dim(n === r.line ? ':' : '│')} ${mark(line)}\n`);
+      io.stdout.write(
+        `   ${n === r.line ? c.yellow(num) : c.dim(num)}${c.dim(n === r.line ? ':' : '│')} ${mark(line)}\n`,
+      );
     }
   }
 }

@@ -95,7 +95,8 @@ export async function runMap(cli: CliContext, opts: MapOptions): Promise<void> {
     if (opts.json) io.stdout.write(`${JSON.stringify(map)}\n`);
     else {
       io.stdout.write(map.text || 'no definitions in the index\n');
-      if (map.omitted) io.stdout.write(cli.colors(io.stdout).dim(`… ${map.omitted} more files (raise --tokens)\n`));
+      if (map.omitted)
+        io.stdout.write(cli.colors(io.stdout).dim(`… ${map.omitted} more files (raise --tokens)\n`));
     }
   });
 }

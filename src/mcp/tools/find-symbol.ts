@@ -49,7 +49,8 @@ export async function findSymbol(
   const lines = [
     defs.length ? `definitions of ${name}:` : `no definition of ${name}`,
     ...defs.map(
-      (d) => `${d.path}:${d.startLine}-${d.endLine} ${d.kind} ${d.container ? `${d.container}.` : ''}${d.name}`,
+      (d) =>
+        `${d.path}:${d.startLine}-${d.endLine} ${d.kind} ${d.container ? `${d.container}.` : ''}${d.name}`,
     ),
   ];
   if (references) {

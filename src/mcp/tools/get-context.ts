@@ -28,7 +28,9 @@ export async function getContext(
     ...(mode ? { mode } : {}),
     ...(all ? { all } : {}),
   });
-  const sources = ctx.blocks.map((b) => `[${b.n}] ${b.path}:${b.startLine}-${b.endLine} (${b.tokens} tokens)`);
+  const sources = ctx.blocks.map(
+    (b) => `[${b.n}] ${b.path}:${b.startLine}-${b.endLine} (${b.tokens} tokens)`,
+  );
   return {
     text: `${ctx.user}\n\n---\nsources:\n${sources.join('\n')}\n${ctx.tokens.prompt} prompt tokens, budget ${ctx.budget.hard}`,
     data: {

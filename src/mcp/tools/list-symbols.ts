@@ -22,7 +22,9 @@ export async function listSymbols(
   }));
   const lines = [
     `${o.path}: ${symbols.length} definition${symbols.length === 1 ? '' : 's'}, ${o.variables.length} top-level variable${o.variables.length === 1 ? '' : 's'}`,
-    ...symbols.map((d) => `${d.startLine}-${d.endLine} ${d.kind} ${d.container ? `${d.container}.` : ''}${d.name}`),
+    ...symbols.map(
+      (d) => `${d.startLine}-${d.endLine} ${d.kind} ${d.container ? `${d.container}.` : ''}${d.name}`,
+    ),
     ...o.variables.map((v) => `${v.line} ${v.kind} ${v.name}`),
   ];
   return { text: lines.join('\n'), data: { path: o.path, symbols, variables: o.variables } };

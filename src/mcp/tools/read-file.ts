@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { type Answer, defineTool, numbered, READ_ONLY, repoArg, rootArg, type ToolContext } from '../common.ts';
+import {
+  type Answer,
+  defineTool,
+  numbered,
+  READ_ONLY,
+  repoArg,
+  rootArg,
+  type ToolContext,
+} from '../common.ts';
 
 const inputSchema = {
   path: z.string().min(1).describe('A path from the repository root, e.g. src/api.ts'),

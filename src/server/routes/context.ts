@@ -4,7 +4,8 @@ import { body, type Env, projectFor, questionOf, str } from '../request.ts';
 
 /** The context options a request body names; anything of the wrong type is left out, as if not sent. */
 function contextOptions(b: Record<string, unknown>): AssembleOptions {
-  const num = (k: string) => (typeof b[k] === 'number' && Number.isFinite(b[k]) ? (b[k] as number) : undefined);
+  const num = (k: string) =>
+    typeof b[k] === 'number' && Number.isFinite(b[k]) ? (b[k] as number) : undefined;
   const target =
     b.target && typeof b.target === 'object' ? (b.target as { path?: unknown; text?: unknown }) : undefined;
   return {
@@ -16,7 +17,9 @@ function contextOptions(b: Record<string, unknown>): AssembleOptions {
     ...(str(b.model) ? { model: str(b.model)! } : {}),
     ...(str(b.system) ? { system: str(b.system)! } : {}),
     ...(b.all === true || str(b.all) ? { all: b.all as boolean | string } : {}),
-    ...(Array.isArray(b.exclude) ? { exclude: b.exclude.filter((x): x is string => typeof x === 'string') } : {}),
+    ...(Array.isArray(b.exclude)
+      ? { exclude: b.exclude.filter((x): x is string => typeof x === 'string') }
+      : {}),
     ...(b.noMap === true ? { noMap: true } : {}),
     ...(target && typeof target.path === 'string' && typeof target.text === 'string'
       ? { target: { path: target.path, text: target.text } }

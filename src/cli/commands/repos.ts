@@ -1,0 +1,70 @@
+import type { Command } from 'commander';
+import { resolveConfig } from '../../config/config.ts';
+import { QuarryError } from '../../errors.ts';
+import { openRegistry } from '../../store/open.ts';
+import { findProjectRoot } from '../../workspace/root.ts';
+import type { CliContext } from '../context.ts';
+import { remoteOf, repoList } from '../open.ts';
+import { formatBytes } from '../progress.ts';
+
+export function registerRepos(program: Command, cli: CliContext): void {
+  const repos = program
+    .command('repos')
+    .description(
+      'the repositories in the store (a shared PostgreSQL holds many): size, last update, embedder, commit',
+    )
+    .option('--json', 'print JSON')
+    .action((opts: { json?: boolean }) => runRepos(cli, opts));
+  repos
+    .command('rm')
+    .description('remove a repository and every row of it from the shared store')
+    .argument('<name>', 'the repository, as `quarry repos` lists it')
+    .action((name: string) => runReposRm(cli, name));
+}
+
+export async function runRepos(cli: CliContext, opts: { json?: boolean }): Promise<void> {
+  const { io } = cli;
+  const list = await repoList(cli.globals());
+  if (opts.json) {
+    io.stdout.write(`${JSON.stringify({ repos: list })}\n`);
+    return;
+  }
+  const c = cli.colors(io.stdout);
+  if (!list.length) {
+    io.stdout.write(`${c.dim('no repositories yet')} — run \`quarry index --store …\` in a checkout\n`);
+    return;
+  }
+  const width = Math.max(...list.map((r) => r.name.length));
+  for (const r of list) {
+    const git = r.git ? `${r.git.branch ?? 'detached'}@${(r.git.commit ?? '').slice(0, 12)}` : '-';
+    io.stdout.write(
+      `${c.cyan(r.name.padEnd(width))}  ${String(r.files).padStart(6)} files  ${String(r.chunks).padStart(7)} chunks  ${formatBytes(r.bytes).padStart(9)}  ${c.dim(r.lastIndexedAt?.slice(0, 19).replace('T', ' ') ?? 'never')}  ${r.embedder ?? c.dim('lexical only')}  ${c.dim(git)}\n`,
+    );
+  }
+}
+
+export async function runReposRm(cli: CliContext, name: string): Promise<void> {
+  if (remoteOf(cli.globals()))
+    throw new QuarryError(
+      'BAD_INPUT',
+      'repositories are removed where the store is: run this with --store, not --remote',
+    );
+  const cwd = process.cwd();
+  const root = cli.globals().root ?? findProjectRoot(cwd) ?? cwd;
+  const registry = await openRegistry(resolveConfig({ root }), root);
+  if (!registry)
+    throw new QuarryError(
+      'BAD_INPUT',
+      'this index holds one repository: delete its .quarry/ folder to remove it, or pass --store postgres://…',
+    );
+  try {
+    if (!(await registry.remove(name)))
+      throw new QuarryError(
+        'NOT_FOUND',
+        `no repository "${name}" in ${registry.location}: see \`quarry repos\``,
+      );
+    cli.io.stdout.write(`removed ${name} from ${registry.location}\n`);
+  } finally {
+    await registry.close();
+  }
+}

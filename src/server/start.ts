@@ -1,0 +1,143 @@
+import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { resolveConfig } from '../config/config.ts';
+import { isLoopback } from '../host/guard.ts';
+import { checkPort, listenError, noProjectHere } from '../host/listen.ts';
+import { openServedSet, type ProjectSet } from '../host/set.ts';
+import { adHocToken, defaultTokensFile, readTokens, type TokenEntry } from '../host/tokens.ts';
+import { storeTarget, storeTraits } from '../store/open.ts';
+import type { SyncStatus } from '../watch/autosync.ts';
+import { type LiveProject, openLiveProject } from '../watch/live.ts';
+import { findProjectRoot } from '../workspace/root.ts';
+
+/** The tokens a server accepts: re-read when the file changes, so `quarry token add` works without a restart. */
+function tokenSource(file: string | undefined, extra: TokenEntry[]): () => TokenEntry[] {
+  let seen = -1;
+  let cached: TokenEntry[] = [];
+  return () => {
+    if (!file) return extra;
+    let m = 0;
+    try {
+      m = statSync(file).mtimeMs;
+    } catch {
+      m = 0;
+    }
+    if (m !== seen) {
+      cached = m ? readTokens(file) : [];
+      seen = m;
+    }
+    return [...extra, ...cached];
+  };
+}
+
+export interface ServerTokens {
+  /** The tokens accepted now. */
+  tokens: () => TokenEntry[];
+  /** Whether requests must carry one. */
+  required: boolean;
+  /** The token this server made up (a non-loopback bind with no tokens given), else null. */
+  generated: string | null;
+}
+
+/** Tokens: given ones, a tokens file, or (off loopback, with neither) the user's file, else one generated. */
+export function serverTokens(options: { host: string; token?: string; tokensFile?: string }): ServerTokens {
+  const loopback = isLoopback(options.host);
+  let generated: string | null = null;
+  const extra: TokenEntry[] = options.token ? [adHocToken(options.token)] : [];
+  let file = options.tokensFile;
+  if (!loopback && !file && !extra.length && readTokens(defaultTokensFile()).length)
+    file = defaultTokensFile();
+  if (file) readTokens(file); // a broken file is a start-up error, not a 500 per request
+  if (!loopback && !file && !extra.length) {
+    generated = randomBytes(18).toString('base64url');
+    extra.push(adHocToken(generated));
+  }
+  return { tokens: tokenSource(file, extra), required: Boolean(file) || extra.length > 0, generated };
+}
+
+export interface Listening {
+  port: number;
+  /** Hands requests to the app from now on (until then each is a 503). */
+  serveWith(handler: (req: Request) => Response | Promise<Response>): void;
+  close(): Promise<void>;
+}
+
+/** The port first: a busy or bad port is an error now, before anything is opened, indexed or embedded. */
+export async function listen(host: string, port: number | undefined): Promise<Listening> {
+  checkPort(port);
+  let handler: ((req: Request) => Response | Promise<Response>) | null = null;
+  const server = serve({
+    fetch: (req) =>
+      handler
+        ? handler(req)
+        : Response.json({ error: 'quarry is starting: try again in a moment' }, { status: 503 }),
+    hostname: host,
+    port: port ?? 0,
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', () => resolve());
+    server.once('error', (err) => reject(listenError(err as NodeJS.ErrnoException, host, port)));
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    serveWith(h) {
+      handler = h;
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+        server.close(() => r());
+      }),
+  };
+}
+
+export interface SetOptions {
+  root?: string;
+  cwd: string;
+  watch?: boolean;
+  init?: boolean;
+  remote?: { url: string; token?: string };
+  onStatus: (s: SyncStatus) => void;
+  log: (m: string) => void;
+}
+
+type Opened = { set: ProjectSet; live: LiveProject | null };
+
+/**
+ * What the server serves: a remote quarry's repositories, a server store's (no checkout here), or this checkout
+ * (kept fresh) with the rest of its store. `opened` learns of the live project as soon as it is open.
+ */
+async function openSetOnce(options: SetOptions, opened: (live: LiveProject) => void): Promise<Opened> {
+  if (options.remote) return { set: await openServedSet({ remote: options.remote }), live: null };
+  const { cwd } = options;
+  const root = options.root ?? findProjectRoot(cwd);
+  const config = resolveConfig({ root: root ?? cwd });
+  if (!root && storeTraits(storeTarget(config, cwd)).registry)
+    return { set: await openServedSet({ cwd }), live: null };
+  if (!root && !options.init) throw noProjectHere(cwd, 'serve');
+  const live = await openLiveProject({
+    ...(options.root ? { root: options.root } : {}),
+    create: true,
+    ...(options.watch === false ? { watch: false } : {}),
+    onStatus: options.onStatus,
+    log: options.log,
+  });
+  opened(live);
+  return { set: await openServedSet({ live }), live };
+}
+
+/** The set to serve; on failure the listening server is closed (`closeServer`), then a live project opened. */
+export async function openSet(options: SetOptions, closeServer: () => Promise<void>): Promise<Opened> {
+  let live: LiveProject | null = null;
+  try {
+    return await openSetOnce(options, (l) => {
+      live = l;
+    });
+  } catch (err) {
+    await closeServer();
+    await (live as LiveProject | null)?.close();
+    throw err;
+  }
+}
