@@ -18,6 +18,7 @@ export const EMBED_PROVIDERS = ['local', 'static', 'onnx', 'ollama', 'openai', '
 export const EMBED_DEVICES = ['auto', 'cpu', 'cuda'] as const;
 export const STORE_DRIVERS = ['sqlite', 'postgres', 'chroma'] as const;
 export const FUSIONS = ['rrf', 'linear'] as const;
+export const RANKERS = ['rrf', 'learned'] as const;
 
 /** Settings callers may pass in code (`overrides`) but a settings file may not name. */
 const codeOnlySettings = new WeakSet<z.ZodType>();
@@ -104,6 +105,14 @@ export const ConfigSchema = z.object({
       topK: positive.describe('results returned by default (10)').default(10),
       /** How lexical and dense lists combine in hybrid mode: reciprocal rank fusion, or a weighted sum. */
       fusion: z.enum(FUSIONS).default('rrf'),
+      /**
+       * How the lexical side orders files: `rrf` (the hand-set sum of its signals) or `learned` (gradient-boosted trees
+       * trained on change descriptions mined from public histories; models/ranker/). Default rrf.
+       */
+      ranker: z
+        .enum(RANKERS)
+        .default('rrf')
+        .describe('how files are ordered: rrf (hand-set weights) or learned (the shipped ranker model)'),
       /** RRF's k. Measured on the practice sets (docs/retrieval.md): a flat optimum around k = 20 and dense weight
        * 0.5–1. */
       rrfK: weight.default(20),

@@ -4,8 +4,10 @@ import { QuarryError } from '../errors.ts';
 import type { Reranker } from '../rerank/rerank.ts';
 import type { ChunkHit, FileHit, SearchFilter, Store, StoredChunk } from '../store/types.ts';
 import { ABOUT_TESTS, type FileRole, fileRole, testedBasename } from '../workspace/roles.ts';
+import { type FileEvidence, fileFeatures } from './features.ts';
 import type { ChangeHistory } from './history.ts';
 import { type AnalyzedQuery, analyzeQuery } from './query.ts';
+import { scoreRanker, shippedRanker } from './ranker.ts';
 
 /** The retrieval modes, in the order they are offered (every face's choices come from this list). */
 export const SEARCH_MODES = ['hybrid', 'lexical', 'dense'] as const;
@@ -39,6 +41,8 @@ export interface SearchOptions {
   reranker?: Reranker;
   /** Candidates the reranker reads. Default 30. */
   rerankTop?: number;
+  /** Told each candidate file's ranker features (training data; see FuseOptions). */
+  onFeatures?: (features: Map<string, number[]>) => void;
   /** The repository's git history, read when a git prior is on (`search.git_recency`, `search.git_cochange`). */
   history?: () => Promise<ChangeHistory | undefined>;
 }
@@ -476,6 +480,10 @@ export async function gather(
 
 export interface FuseOptions {
   mode: SearchMode;
+  /** The analysed query (the learned ranker's features read it). */
+  analyzed?: AnalyzedQuery;
+  /** Told each candidate file's ranker features (training and inspection; `quarry eval --features`). */
+  onFeatures?: (features: Map<string, number[]>) => void;
   /** Share of the query the embedding model read (scales the dense list's weight). */
   queryCoverage?: number;
   /** The question, for signals that read it (is it about tests?). */
@@ -493,7 +501,12 @@ export function fuse(
   const fileLex = new Map(g.fileLexical.map((h) => [h.path, h.score / maxFileLex]));
   const candidate = candidateMaker(g, config, fileLex);
   const cands = lexicalCandidates(g, candidate);
-  const lexFileScore = lexicalFileScores(cands, fileLex, g.fileHints);
+  let lexFileScore = lexicalFileScores(cands, fileLex, g.fileHints);
+  if (options.analyzed && (options.onFeatures || config.search.ranker === 'learned')) {
+    const features = fileFeatures(fileEvidence(g, cands, fileLex, lexFileScore), options.analyzed);
+    options.onFeatures?.(features);
+    if (config.search.ranker === 'learned') lexFileScore = learnedFileScores(lexFileScore, features);
+  }
   // dense: chunk vectors, and coarse file vectors for files whose chunks are not embedded yet
   const denseFileScore =
     mode !== 'lexical' ? addDense(g, cands, candidate, config.search.denseFloor) : new Map<string, number>();
@@ -571,6 +584,68 @@ function lexicalFileScores(
         ROLE_PRIOR[fileRole(path)] * (FILE_LEXICAL_WEIGHT * lex + FILE_HINT_WEIGHT * (fHints.get(path) ?? 0)),
       ]);
   return new Map([...lexFiles].map(([path, scores]) => [path, spread(scores)]));
+}
+
+/** What each candidate file brings to the ranker: its lexical scores, hints and chunks. */
+function fileEvidence(
+  g: Gathered,
+  cands: Map<number, Candidate>,
+  fileLex: Map<string, number>,
+  lexFileScore: Map<string, number>,
+): Map<string, FileEvidence> {
+  const coarseRank = new Map(g.fileLexical.map((h, i) => [h.path, i]));
+  const evidence = new Map<string, FileEvidence>();
+  const best = new Map<string, number>();
+  for (const [path, lexFile] of lexFileScore)
+    evidence.set(path, {
+      lexFile,
+      coarse: fileLex.get(path) ?? 0,
+      coarseRank: coarseRank.get(path),
+      chunkLexical: [],
+      fileHint: g.fileHints.get(path) ?? 0,
+      named: g.namedFiles.get(path) ?? 0,
+      symbolHint: 0,
+      exact: 0,
+      defChunk: false,
+    });
+  for (const c of cands.values()) {
+    const e = evidence.get(c.hit.path);
+    if (!e) continue;
+    e.chunkLexical.push(c.lexical);
+    e.symbolHint = Math.max(e.symbolHint, c.symbolHint);
+    e.exact = Math.max(e.exact, c.exact);
+    if (total(c) > (best.get(c.hit.path) ?? -1)) {
+      best.set(c.hit.path, total(c));
+      e.defChunk = c.hit.symbol !== null;
+    }
+  }
+  return evidence;
+}
+
+/** Files the learned ranker reorders: the lexical side's first ones (the rest keep their order, below them). */
+const LEARNED_TOP = 100;
+
+/**
+ * The lexical file scores as the learned ranker orders them: its first LEARNED_TOP files by the model's score (mapped
+ * into (0, 1) so that scores stay positive), the rest below them in their lexical order.
+ */
+function learnedFileScores(
+  lexFileScore: Map<string, number>,
+  features: Map<string, number[]>,
+): Map<string, number> {
+  const model = shippedRanker();
+  const byLex = [...lexFileScore.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  const out = new Map<string, number>();
+  let floor = 1;
+  for (const [path] of byLex.slice(0, LEARNED_TOP)) {
+    const s = 1 / (1 + Math.exp(-scoreRanker(model, features.get(path) ?? [])));
+    out.set(path, s);
+    floor = Math.min(floor, s);
+  }
+  const rest = byLex.slice(LEARNED_TOP);
+  const maxRest = rest[0]?.[1] || 1;
+  for (const [path, score] of rest) out.set(path, (floor / 2) * (score / maxRest));
+  return out;
 }
 
 /** Adds the dense chunk hits to the candidates; returns each file's dense score (its chunks', or its coarse vector's). */
@@ -847,6 +922,8 @@ export async function search(
   const fused = fuse(gathered, config, {
     mode,
     query,
+    analyzed: q,
+    ...(options.onFeatures ? { onFeatures: options.onFeatures } : {}),
     ...(options.queryCoverage !== undefined ? { queryCoverage: options.queryCoverage } : {}),
   });
   let { ordered, files } = fused;

@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { QuarryError } from '../errors.ts';
+import { FEATURE_NAMES } from './features.ts';
+
+/**
+ * The learned file ranker: gradient-boosted trees (LightGBM's LambdaRank, trained by train/train_ranker.py on
+ * (change description → changed files) pairs mined from public histories) over the features of features.ts. Each
+ * tree is stored flat: node i splits on `feature[i]` at `threshold[i]` (≤ goes left); a child below 0 is leaf ~child.
+ * Evaluating 200 trees over 100 files costs well under a millisecond.
+ */
+interface Tree {
+  feature: number[];
+  threshold: number[];
+  left: number[];
+  right: number[];
+  leaf: number[];
+}
+
+export interface RankerModel {
+  name: string;
+  features: string[];
+  trees: Tree[];
+}
+
+/** The shipped model, and its sha256 (a different file is refused: the figures in docs/retrieval.md are for this one). */
+export const SHIPPED_RANKER = 'lexical-v1.json';
+export const SHIPPED_RANKER_SHA256 = '';
+
+function treeScore(t: Tree, x: number[]): number {
+  if (!t.feature.length) return t.leaf[0] ?? 0;
+  let node = 0;
+  for (;;) {
+    const next = (x[t.feature[node]!] ?? 0) <= t.threshold[node]! ? t.left[node]! : t.right[node]!;
+    if (next < 0) return t.leaf[~next]!;
+    node = next;
+  }
+}
+
+export function scoreRanker(model: RankerModel, x: number[]): number {
+  let s = 0;
+  for (const t of model.trees) s += treeScore(t, x);
+  return s;
+}
+
+export function rankerDir(): string {
+  return join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'models', 'ranker');
+}
+
+/** Reads a model and checks that it speaks today's features (and, for the shipped one, that it is the pinned file). */
+export function loadRanker(path: string, sha256?: string): RankerModel {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch {
+    throw new QuarryError(
+      'BAD_CONFIG',
+      `no ranker model at ${path}: reinstall quarry, or set search.ranker = "rrf"`,
+    );
+  }
+  if (sha256 && createHash('sha256').update(bytes).digest('hex') !== sha256)
+    throw new QuarryError(
+      'BAD_CONFIG',
+      `the ranker model ${path} is not the one quarry shipped: reinstall quarry`,
+    );
+  const model = JSON.parse(bytes.toString('utf8')) as RankerModel;
+  if (model.features.join(',') !== FEATURE_NAMES.join(','))
+    throw new QuarryError(
+      'BAD_CONFIG',
+      `the ranker model ${path} was trained on other features: retrain it (train/train_ranker.py) or set search.ranker = "rrf"`,
+    );
+  return model;
+}
+
+let shipped: RankerModel | undefined;
+
+/** The shipped model, loaded once. */
+export function shippedRanker(): RankerModel {
+  shipped ??= loadRanker(join(rankerDir(), SHIPPED_RANKER), SHIPPED_RANKER_SHA256 || undefined);
+  return shipped;
+}

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Trains quarry's learned file ranker (LightGBM LambdaRank) on rows from train/dump_features.ts, reports it
+cross-validated by repository (whole repositories held out per fold) next to today's order, and exports the model
+as flat JSON trees that src/search/ranker.ts evaluates.
+
+  python3 train/train_ranker.py /work/train-data/features.jsonl --folds 5 \
+      --report /work/train-data/cv.json --export models/ranker/lexical-v1.json
+
+Needs lightgbm and numpy (pip install lightgbm numpy). Deterministic for a given input (fixed seeds, one thread).
+"""
+import argparse, collections, hashlib, json, math, random, sys
+
+import lightgbm as lgb
+import numpy as np
+
+PARAMS = dict(
+    objective="lambdarank",
+    n_estimators=300,
+    learning_rate=0.05,
+    num_leaves=15,
+    min_child_samples=40,
+    subsample=0.8,
+    subsample_freq=1,
+    colsample_bytree=0.9,
+    reg_lambda=1.0,
+    lambdarank_truncation_level=20,
+    random_state=7,
+    n_jobs=1,
+    deterministic=True,
+    force_row_wise=True,
+    verbose=-1,
+)
+
+
+def load(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                rows.append(json.loads(line))
+    return rows
+
+
+def metrics(ranked_lists):
+    """ranked_lists: list of (ranked_paths, gold_set). hit@1/5/10 and MRR, as eval-dev's score.py counts them."""
+    n = len(ranked_lists) or 1
+    h1 = h5 = h10 = mrr = 0.0
+    for ranked, gold in ranked_lists:
+        first = next((i for i, p in enumerate(ranked) if p in gold), None)
+        if first is None:
+            continue
+        h1 += first < 1
+        h5 += first < 5
+        h10 += first < 10
+        mrr += 1 / (first + 1)
+    return {"n": len(ranked_lists), "hit@1": h1 / n, "hit@5": h5 / n, "hit@10": h10 / n, "mrr": mrr / n}
+
+
+def order(row, scores):
+    idx = sorted(range(len(row["files"])), key=lambda i: (-scores[i], i))
+    return [row["files"][i] for i in idx]
+
+
+def matrices(rows):
+    X, y, groups = [], [], []
+    for r in rows:
+        gold = set(r["gold"])
+        for p, x in zip(r["files"], r["X"]):
+            X.append(x)
+            y.append(1 if p in gold else 0)
+        groups.append(len(r["files"]))
+    return np.array(X, dtype=np.float64), np.array(y), groups
+
+
+def train(rows):
+    rows = [r for r in rows if r["files"]]
+    X, y, groups = matrices(rows)
+    model = lgb.LGBMRanker(**PARAMS)
+    model.fit(X, y, group=groups)
+    return model
+
+
+def predict(model, row):
+    if not row["files"]:
+        return []
+    return model.predict(np.array(row["X"], dtype=np.float64)).tolist()
+
+
+def folds_by_repo(rows, k, seed=13):
+    repos = sorted({r["repo"] for r in rows})
+    random.Random(seed).shuffle(repos)
+    return [set(repos[i::k]) for i in range(k)]
+
+
+def report(rows, ranked_of):
+    out = {"all": metrics([(ranked_of(r), set(r["gold"])) for r in rows])}
+    for key in ("language", "kind"):
+        buckets = collections.defaultdict(list)
+        for r in rows:
+            buckets[r.get(key) or "?"].append(r)
+        out[key] = {b: metrics([(ranked_of(r), set(r["gold"])) for r in rs]) for b, rs in sorted(buckets.items())}
+    return out
+
+
+def flatten(tree):
+    """LightGBM's nested tree → arrays: node i splits on feature[i] at threshold[i] (<= goes left); a child < 0 is
+    leaf ~child."""
+    feature, threshold, left, right, leaf = [], [], [], [], []
+
+    def walk(node):
+        if "leaf_value" in node:
+            leaf.append(node["leaf_value"])
+            return ~(len(leaf) - 1)
+        assert node["decision_type"] == "<=", node["decision_type"]
+        i = len(feature)
+        feature.append(node["split_feature"])
+        threshold.append(node["threshold"])
+        left.append(0)
+        right.append(0)
+        left[i] = walk(node["left_child"])
+        right[i] = walk(node["right_child"])
+        return i
+
+    root = walk(tree["tree_structure"])
+    if root < 0:  # a single leaf
+        return {"feature": [], "threshold": [], "left": [], "right": [], "leaf": leaf}
+    return {"feature": feature, "threshold": threshold, "left": left, "right": right, "leaf": leaf}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("features")
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--report")
+    ap.add_argument("--export")
+    ap.add_argument("--check", help="write sample vectors and their predictions here (the TypeScript scorer's test)")
+    a = ap.parse_args()
+    names = json.load(open(a.features + ".features.json"))
+    rows = load(a.features)
+    print(f"{len(rows)} queries, {len({r['repo'] for r in rows})} repositories", file=sys.stderr)
+
+    baseline = lambda r: r["files"]  # noqa: E731
+    cv_scores = {}
+    fold_reports = []
+    for i, held in enumerate(folds_by_repo(rows, a.folds)):
+        model = train([r for r in rows if r["repo"] not in held])
+        test = [r for r in rows if r["repo"] in held]
+        for r in test:
+            cv_scores[r["id"]] = predict(model, r)
+        fold_reports.append({
+            "fold": i, "held_out": sorted(held),
+            "baseline": metrics([(baseline(r), set(r["gold"])) for r in test]),
+            "learned": metrics([(order(r, cv_scores[r["id"]]), set(r["gold"])) for r in test]),
+        })
+        print(f"fold {i}: {fold_reports[-1]['baseline']['mrr']:.3f} -> {fold_reports[-1]['learned']['mrr']:.3f}",
+              file=sys.stderr)
+    result = {
+        "features": names,
+        "params": PARAMS,
+        "folds": fold_reports,
+        "baseline": report(rows, baseline),
+        "learned": report(rows, lambda r: order(r, cv_scores[r["id"]])),
+        "per_repo": {
+            repo: {
+                "baseline": metrics([(baseline(r), set(r["gold"])) for r in rows if r["repo"] == repo]),
+                "learned": metrics([(order(r, cv_scores[r["id"]]), set(r["gold"])) for r in rows if r["repo"] == repo]),
+            }
+            for repo in sorted({r["repo"] for r in rows})
+        },
+    }
+    b, l = result["baseline"]["all"], result["learned"]["all"]
+    print("cross-validated by repository (all queries):", file=sys.stderr)
+    for k in ("hit@1", "hit@5", "hit@10", "mrr"):
+        print(f"  {k:6} {b[k]:.3f} -> {l[k]:.3f}", file=sys.stderr)
+    if a.report:
+        json.dump(result, open(a.report, "w"), indent=1)
+
+    if a.export:
+        model = train(rows)
+        dump = model.booster_.dump_model()
+        trees = [flatten(t) for t in dump["tree_info"]]
+        out = {"name": a.export.rsplit("/", 1)[-1].removesuffix(".json"), "features": names,
+               "trained_on": {"queries": len(rows), "repositories": len({r['repo'] for r in rows})},
+               "trees": trees}
+        text = json.dumps(out, separators=(",", ":"))
+        open(a.export, "w").write(text)
+        print(f"exported {len(trees)} trees to {a.export} ({len(text)} bytes, sha256 "
+              f"{hashlib.sha256(text.encode()).hexdigest()})", file=sys.stderr)
+        if a.check:
+            sample = [x for r in rows[:50] for x in r["X"][:5]]
+            preds = model.predict(np.array(sample, dtype=np.float64)).tolist()
+            json.dump({"vectors": sample, "scores": preds}, open(a.check, "w"))
+
+
+if __name__ == "__main__":
+    main()
