@@ -1,15 +1,20 @@
 import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { QuarryError } from '../../errors.ts';
 import { readQueries, runEval } from '../../eval/eval.ts';
+import { evalGitHistory } from '../../eval/git.ts';
 import { SEARCH_MODES, type SearchMode } from '../../search/search.ts';
+import { findProjectRoot } from '../../workspace/root.ts';
 import type { CliContext } from '../context.ts';
 import { positiveInt } from '../options.ts';
 import { Progress } from '../progress.ts';
 
 interface EvalOptions {
   root?: string;
-  mode: string;
+  mode?: string;
+  git?: boolean;
+  commits: number;
   topK: number;
   out?: string;
   rerank?: boolean | string;
@@ -23,9 +28,17 @@ export function registerEval(program: Command, cli: CliContext): void {
   program
     .command('eval')
     .description('score retrieval on a JSONL query set (hit@k, recall@k, MRR), per mode and per repository')
-    .argument('<queries>', 'JSONL: {"id", "repo", "snapshot", "query", "gold": [paths]} per line')
+    .argument('[queries]', 'JSONL: {"id", "repo", "snapshot", "query", "gold": [paths]} per line')
+    .option(
+      '--git',
+      "ask this repository's own history: a snapshot N commits back, the commits after it as queries",
+    )
+    .option('--commits <n>', 'with --git: first-parent commits to go back', positiveInt, 100)
     .option('--root <dir>', 'folder holding the indexed trees (<owner>+<name>[@sha12]), or one indexed tree')
-    .option('--mode <modes>', 'comma-separated: lexical, dense, hybrid', 'lexical,hybrid')
+    .option(
+      '--mode <modes>',
+      'comma-separated: lexical, dense, hybrid (default lexical,hybrid; lexical with --git)',
+    )
     .option('-k, --top-k <n>', 'files ranked per query', positiveInt, 20)
     .option(
       '--out <file>',
@@ -37,7 +50,9 @@ export function registerEval(program: Command, cli: CliContext): void {
     )
     .option('--rerank-top <n>', 'candidates the re-ranking model reads', positiveInt, 20)
     .option('--json', 'print the metrics as JSON')
-    .action((file: string, opts: EvalOptions) => runEvaluation(cli, file, opts));
+    .action((file: string | undefined, opts: EvalOptions) =>
+      opts.git ? runGitEvaluation(cli, file, opts) : runEvaluation(cli, file, opts),
+    );
 }
 
 function parseModes(value: string): SearchMode[] {
@@ -51,10 +66,19 @@ function parseModes(value: string): SearchMode[] {
   return modes as SearchMode[];
 }
 
-export async function runEvaluation(cli: CliContext, file: string, opts: EvalOptions): Promise<void> {
+export async function runEvaluation(
+  cli: CliContext,
+  file: string | undefined,
+  opts: EvalOptions,
+): Promise<void> {
   const { io } = cli;
   const g = cli.globals();
-  const modes = parseModes(opts.mode);
+  if (!file)
+    throw new QuarryError(
+      'BAD_INPUT',
+      "name a query set (queries.jsonl), or pass --git to ask this repository's history",
+    );
+  const modes = parseModes(opts.mode ?? 'lexical,hybrid');
   const queries = readQueries(file);
   const progress = new Progress(io.stderr, cli.colors(io.stderr), !opts.json);
   const result = await runEval(queries, {
@@ -77,6 +101,47 @@ export async function runEvaluation(cli: CliContext, file: string, opts: EvalOpt
     io.stdout.write(`${JSON.stringify(result.metrics, null, 2)}\n`);
     return;
   }
+  printMetrics(cli, result, opts);
+}
+
+/** `quarry eval --git`: the repository's own history as the query set. */
+export async function runGitEvaluation(
+  cli: CliContext,
+  file: string | undefined,
+  opts: EvalOptions,
+): Promise<void> {
+  const { io } = cli;
+  if (file)
+    throw new QuarryError('BAD_INPUT', "--git asks the repository's history: give no query file with it");
+  const root = findProjectRoot(resolve(opts.root ?? cli.globals().root ?? process.cwd()));
+  if (!root)
+    throw new QuarryError('NO_ROOT', 'eval --git runs in a git checkout: cd into one, or pass --root');
+  const progress = new Progress(io.stderr, cli.colors(io.stderr), !opts.json);
+  const result = await evalGitHistory({
+    root,
+    commits: opts.commits,
+    modes: parseModes(opts.mode ?? 'lexical'),
+    topK: opts.topK,
+    onStage: (m) => {
+      if (!opts.json) io.stderr.write(`${m}\n`);
+    },
+    onQuery: (done, total) => progress.update('queries', done, total, 0, undefined, ''),
+  });
+  progress.end();
+  if (opts.out) writeRanked(result, opts.out);
+  if (opts.json) {
+    const { snapshot, considered, rejected, metrics, msPerQuery } = result;
+    io.stdout.write(`${JSON.stringify({ snapshot, considered, rejected, metrics, msPerQuery }, null, 2)}\n`);
+    return;
+  }
+  const asked = result.metrics[result.modes[0]!]?.ALL?.n ?? 0;
+  io.stderr.write(
+    `${asked} of the ${result.considered} commits after ${result.snapshot.slice(0, 12)} make queries (${Object.entries(
+      result.rejected,
+    )
+      .map(([why, n]) => `${n} ${why}`)
+      .join('; ')})\n`,
+  );
   printMetrics(cli, result, opts);
 }
 
