@@ -134,6 +134,8 @@ def main():
     ap.add_argument("--report")
     ap.add_argument("--export")
     ap.add_argument("--check", help="write sample vectors and their predictions here (the TypeScript scorer's test)")
+    ap.add_argument("--validate", nargs="*", default=[],
+                    help="feature files of the practice sets: the exported model is scored on them, never trained on")
     a = ap.parse_args()
     names = json.load(open(a.features + ".features.json"))
     rows = load(a.features)
@@ -186,6 +188,17 @@ def main():
         open(a.export, "w").write(text)
         print(f"exported {len(trees)} trees to {a.export} ({len(text)} bytes, sha256 "
               f"{hashlib.sha256(text.encode()).hexdigest()})", file=sys.stderr)
+        validation = {}
+        for vf in a.validate:
+            vrows = load(vf)
+            validation[vf] = {"baseline": report(vrows, baseline),
+                              "learned": report(vrows, lambda r: order(r, predict(model, r)))}
+            vb, vl = validation[vf]["baseline"]["all"], validation[vf]["learned"]["all"]
+            print(f"validation {vf}: " + ", ".join(f"{k} {vb[k]:.3f} -> {vl[k]:.3f}" for k in ("hit@1", "hit@5", "hit@10", "mrr")),
+                  file=sys.stderr)
+        if a.report and validation:
+            result["validation"] = validation
+            json.dump(result, open(a.report, "w"), indent=1)
         if a.check:
             sample = [x for r in rows[:50] for x in r["X"][:5]]
             preds = model.predict(np.array(sample, dtype=np.float64)).tolist()

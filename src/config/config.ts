@@ -9,6 +9,7 @@ import {
   EMBED_DEVICES,
   EMBED_PROVIDERS,
   FUSIONS,
+  RANKERS,
   STORE_DRIVERS,
   settingsToConfig,
 } from './schema.ts';
@@ -116,6 +117,7 @@ const ENV: Record<string, readonly [SettingPath, Parse]> = {
   QUARRY_EMBED_URL: ['embed.baseUrl', text],
   QUARRY_OFFLINE: ['embed.download', (v) => (yes(v) ? false : undefined)],
   QUARRY_FUSION: ['search.fusion', ifOneOf(FUSIONS)],
+  QUARRY_RANKER: ['search.ranker', oneOf(RANKERS, 'rrf or learned')],
   QUARRY_RRF_K: ['search.rrfK', number],
   QUARRY_DENSE_WEIGHT: ['search.denseWeight', number],
   QUARRY_MODEL: ['llm.model', text],
