@@ -432,7 +432,8 @@ def materialise(gd, snap, dest):
     os.makedirs(dest)
     absent = layout.absent_blobs(gd, snap)
     excl = [f":(exclude,literal){p}" for p in absent]
-    ar = subprocess.Popen(["git", "--git-dir", gd, "archive", "--format=tar", snap, "--", ".", *excl],
+    spec = ["--", ".", *excl] if excl else []
+    ar = subprocess.Popen(["git", "--git-dir", gd, "archive", "--format=tar", snap, *spec],
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     subprocess.run(["tar", "-x", "-C", dest], stdin=ar.stdout, check=True)
     ar.stdout.close()
@@ -503,9 +504,7 @@ def mine_repo(args, ent, verify=0):
           "mentions_filename": sum(r["mentions_filename"] for r in rows),
           "rejections": dict(sorted(reasons.items())), "docstring_stats": dst,
           "mine_seconds": round(mined_s, 1)}
-    if tree:
-        st["tree"] = tree
-    return rows, st
+    return rows, st, tree
 
 
 def main():
@@ -534,7 +533,7 @@ def main():
     all_rows, stats, failed = [], [], []
     for e in ents:
         try:
-            rows, st = mine_repo(args, e, args.verify_cache)
+            rows, st, tree = mine_repo(args, e, args.verify_cache)
         except (RuntimeError, AssertionError) as ex:
             print(f"FAILED {e['repo']}: {ex}", file=sys.stderr)
             failed.append({"repo": e["repo"], "error": str(ex)})
@@ -544,7 +543,7 @@ def main():
         print(f"{st['repo']:32s} {st['language']:10s} src={st['source_files_at_snapshot']:5d} "
               f"commit={st['commit_queries']:4d}/{st['commit_candidates']:4d} "
               f"doc={st['docstring_queries']:3d}/{st['docstring_candidates']:5d} "
-              f"{st['mine_seconds']:6.1f}s {st.get('tree', '')}", file=sys.stderr, flush=True)
+              f"{st['mine_seconds']:6.1f}s {tree or ''}", file=sys.stderr, flush=True)
     tmp = os.path.join(args.out, "corpus.jsonl.tmp")
     with open(tmp, "w") as f:
         for r in all_rows:
