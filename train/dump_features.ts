@@ -23,7 +23,9 @@ const { values: args } = parseArgs({
     out: { type: 'string' },
     top: { type: 'string', default: '60' },
     repos: { type: 'string' },
-    layout: { type: 'string', default: 'plain' }, // plain: trees/<owner>+<name>; sha: trees/<owner>+<name>@<sha12>
+    layout: { type: 'string', default: 'plain' },
+    'max-commit': { type: 'string', default: '100000' },
+    'max-docstring': { type: 'string', default: '100000' }, // plain: trees/<owner>+<name>; sha: trees/<owner>+<name>@<sha12>
   },
 });
 if (!args.corpus || !args.trees || !args.out) {
@@ -52,9 +54,22 @@ for await (const line of lines) {
   byTree.set(dir, [...(byTree.get(dir) ?? []), r]);
 }
 
+/** Up to `k` of each kind per tree, evenly spaced (deterministic). */
+function capped(rows: Row[]): Row[] {
+  const out: Row[] = [];
+  for (const kind of ['commit', 'docstring']) {
+    const of = rows.filter((r) => (r.kind ?? 'commit') === kind);
+    const k = Number(args[kind === 'commit' ? 'max-commit' : 'max-docstring']);
+    if (of.length <= k) out.push(...of);
+    else for (let i = 0; i < k; i++) out.push(of[Math.floor(((i + 0.5) * of.length) / k)]!);
+  }
+  return out;
+}
+
 writeFileSync(args.out, '');
 writeFileSync(`${args.out}.features.json`, JSON.stringify(FEATURE_NAMES));
-for (const [dir, rows] of byTree) {
+for (const [dir, all] of byTree) {
+  const rows = capped(all);
   const root = join(args.trees, dir);
   if (!existsSync(root)) {
     console.error(`skip ${dir}: no tree`);

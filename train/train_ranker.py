@@ -13,19 +13,19 @@ import argparse, collections, hashlib, json, math, random, sys
 import lightgbm as lgb
 import numpy as np
 
+ROUNDS = 300
 PARAMS = dict(
     objective="lambdarank",
-    n_estimators=300,
     learning_rate=0.05,
     num_leaves=15,
-    min_child_samples=40,
-    subsample=0.8,
-    subsample_freq=1,
-    colsample_bytree=0.9,
-    reg_lambda=1.0,
+    min_data_in_leaf=40,
+    bagging_fraction=0.8,
+    bagging_freq=1,
+    feature_fraction=0.9,
+    lambda_l2=1.0,
     lambdarank_truncation_level=20,
-    random_state=7,
-    n_jobs=1,
+    seed=7,
+    num_threads=2,
     deterministic=True,
     force_row_wise=True,
     verbose=-1,
@@ -75,9 +75,7 @@ def matrices(rows):
 def train(rows):
     rows = [r for r in rows if r["files"]]
     X, y, groups = matrices(rows)
-    model = lgb.LGBMRanker(**PARAMS)
-    model.fit(X, y, group=groups)
-    return model
+    return lgb.train(PARAMS, lgb.Dataset(X, y, group=groups), num_boost_round=ROUNDS)
 
 
 def predict(model, row):
@@ -158,7 +156,7 @@ def main():
               file=sys.stderr)
     result = {
         "features": names,
-        "params": PARAMS,
+        "params": {**PARAMS, "rounds": ROUNDS},
         "folds": fold_reports,
         "baseline": report(rows, baseline),
         "learned": report(rows, lambda r: order(r, cv_scores[r["id"]])),
@@ -179,7 +177,7 @@ def main():
 
     if a.export:
         model = train(rows)
-        dump = model.booster_.dump_model()
+        dump = model.dump_model()
         trees = [flatten(t) for t in dump["tree_info"]]
         out = {"name": a.export.rsplit("/", 1)[-1].removesuffix(".json"), "features": names,
                "trained_on": {"queries": len(rows), "repositories": len({r['repo'] for r in rows})},
