@@ -8,9 +8,15 @@ import { decodeText } from '../indexing/process-file.ts';
 import type { LlmProvider } from '../llm/provider.ts';
 import { createHttpReranker, type Reranker } from '../rerank/rerank.ts';
 import { readHistory } from '../search/history.ts';
-import { type SearchOptions, type SearchResponse, search } from '../search/search.ts';
+import { passesFilter, type SearchOptions, type SearchResponse, search } from '../search/search.ts';
 import { openStore, storeTarget, storeTraits } from '../store/open.ts';
-import { embeddingStatusOf, type FileRecord, type RepoInfo } from '../store/types.ts';
+import {
+  embeddingStatusOf,
+  type FileRecord,
+  type RepoInfo,
+  type SearchFilter,
+  type Store,
+} from '../store/types.ts';
 import type { IndexStatus, LocalProject } from './types.ts';
 
 export type { IndexStatus, LocalProject, Project } from './types.ts';
@@ -286,12 +292,31 @@ export async function searchProject(
       baseUrl: rr.url,
       ...(rr.model ? { model: rr.model } : {}),
     });
-  return search(project.store, project.config, query, {
+  const res = await search(project.store, project.config, query, {
     ...rest,
     history: () => readHistory(project.root),
     ...(queryVector ? { queryVector, queryCoverage: coverage } : {}),
     ...(reranker ? { reranker, rerankTop: rr.top } : {}),
   });
+  if (!res.results.length && !res.files.length && rest.filter)
+    await checkFilterMatches(project.store, rest.filter);
+  return res;
+}
+
+/** A filter that no indexed file passes is a mistake to name, not an empty answer (BAD_INPUT). */
+async function checkFilterMatches(store: Store, filter: SearchFilter): Promise<void> {
+  const { excludePaths: _ignored, ...scope } = filter;
+  if (!Object.keys(scope).length) return;
+  for (const f of await store.listFiles()) if (passesFilter(f.path, scope)) return;
+  const said = [
+    scope.paths?.length ? `file ${scope.paths.join(', ')}` : '',
+    scope.pathPrefixes?.length ? `path ${scope.pathPrefixes.join(', ')}` : '',
+    scope.languages?.length ? `language ${scope.languages.join(', ')}` : '',
+  ].filter(Boolean);
+  throw new QuarryError(
+    'BAD_INPUT',
+    `no indexed file matches the filter (${said.join('; ')}): check it against \`quarry files\` and \`quarry status\``,
+  );
 }
 
 export interface StatusReport extends IndexStatus {

@@ -3,6 +3,7 @@ import type { QuarryConfig } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
 import type { Reranker } from '../rerank/rerank.ts';
 import type { ChunkHit, FileHit, SearchFilter, Store, StoredChunk } from '../store/types.ts';
+import { detectLanguage } from '../workspace/languages.ts';
 import { ABOUT_TESTS, type FileRole, fileRole, testedBasename } from '../workspace/roles.ts';
 import { type FileEvidence, fileFeatures } from './features.ts';
 import type { ChangeHistory } from './history.ts';
@@ -162,6 +163,16 @@ const total = (c: Candidate) =>
     SYMBOL_HINT_WEIGHT * c.symbolHint +
     c.exact);
 
+/** Does a path pass a search filter (the same rules the stores apply in their queries)? */
+export function passesFilter(path: string, filter: SearchFilter | undefined): boolean {
+  if (!filter) return true;
+  if (filter.excludePaths?.includes(path)) return false;
+  if (filter.paths?.length && !filter.paths.includes(path)) return false;
+  if (filter.pathPrefixes?.length && !filter.pathPrefixes.some((p) => path.startsWith(p))) return false;
+  if (filter.languages?.length && !filter.languages.includes(detectLanguage(path).id)) return false;
+  return true;
+}
+
 /**
  * Hint strength per file from the names the query mentions, damped when a name matches many files; and the files the
  * query names outright (`jsonrep.py`, `src/server/index.ts`, matching at most two files).
@@ -178,9 +189,9 @@ async function fileHints(
   const hits = await store.findFilesByName(query);
   const perName = new Map<string, number>();
   for (const h of hits) perName.set(`${h.match}:${h.name}`, (perName.get(`${h.match}:${h.name}`) ?? 0) + 1);
-  const excluded = new Set(filter?.excludePaths ?? []);
   for (const h of hits) {
-    if (excluded.has(h.path)) continue;
+    // a hint never reaches past the filter: a scoped search returns only files in its scope
+    if (!passesFilter(h.path, filter)) continue;
     const n = perName.get(`${h.match}:${h.name}`) ?? 1;
     const s = (strength.get(h.name) ?? 0.3) / (1 + Math.log2(n));
     out.set(h.path, Math.max(out.get(h.path) ?? 0, s));

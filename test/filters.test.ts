@@ -1,0 +1,76 @@
+// Filters hold on every face (regression: file-name hints were added outside the filter, so a search scoped to one
+// language or folder returned a file from another): the CLI, the HTTP API and MCP, and a filter that matches no
+// indexed file is a mistake to name (exit 2), not an empty answer
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { openedSet } from '../src/host/set.ts';
+import { createMcpServer } from '../src/mcp/server.ts';
+import { indexProject, type LocalProject, searchProject } from '../src/project/local.ts';
+import { startServer } from '../src/server/http.ts';
+import { copyPolyglot, openLexical, removeTree, runCli } from './helpers.ts';
+
+describe('search filters hold, hints included', () => {
+  const trees: string[] = [];
+  let root: string;
+  let project: LocalProject;
+  before(async () => {
+    root = copyPolyglot(trees);
+    project = await openLexical(root);
+    await indexProject(project);
+  });
+  after(async () => {
+    await project.close();
+    for (const t of trees) removeTree(t);
+  });
+
+  it('a file-name hint outside the language or folder asked for is not returned', async () => {
+    // "router" names Router.php: hinted, but not PHP and not under the folder asked for
+    for (const filter of [{ languages: ['python'] }, { languages: ['go'] }, { pathPrefixes: ['lib/'] }]) {
+      const res = await searchProject(project, 'router', { mode: 'lexical', filter }).catch((e) => e);
+      const files = 'files' in res ? res.files.map((f: { path: string }) => f.path) : [];
+      assert.ok(!files.includes('Router.php'), `${JSON.stringify(filter)}: ${files.join(', ')}`);
+    }
+    const php = await searchProject(project, 'router', { mode: 'lexical', filter: { languages: ['php'] } });
+    assert.equal(php.files[0]?.path, 'Router.php');
+  });
+
+  it('on the CLI: --lang and --path scope the hints; a filter no file matches is exit 2 and says so', () => {
+    const py = runCli(['search', 'router', '--lang', 'python', '--files', '--mode', 'lexical'], {
+      cwd: root,
+    });
+    assert.equal(py.code, 1, py.stderr);
+    assert.ok(!py.stdout.includes('Router.php'));
+    const none = runCli(['search', 'router', '--path', 'src/nothing', '--mode', 'lexical'], { cwd: root });
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /no indexed file matches the filter \(path src\/nothing\)/);
+  });
+
+  it('over HTTP and MCP the same', async () => {
+    const served = await startServer({ root, watch: false });
+    try {
+      const res = await fetch(new URL('/api/search?q=router&lang=python&mode=lexical', served.url));
+      const body = (await res.json()) as { files?: Array<{ path: string }> };
+      assert.ok(!(body.files ?? []).some((f) => f.path === 'Router.php'), JSON.stringify(body));
+      const bad = await fetch(new URL('/api/search?q=router&path=src/nothing&mode=lexical', served.url));
+      assert.equal(bad.status, 400);
+    } finally {
+      await served.close();
+    }
+    const server = createMcpServer({ ...openedSet([project]), close: async () => {} });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await server.connect(a);
+    const client = new Client({ name: 'filters-test', version: '1' });
+    await client.connect(b);
+    try {
+      const r = (await client.callTool({
+        name: 'search_code',
+        arguments: { query: 'router', language: ['python'], mode: 'lexical' },
+      })) as { content: Array<{ text: string }> };
+      assert.ok(!r.content[0]!.text.includes('Router.php'), r.content[0]!.text);
+    } finally {
+      await client.close();
+    }
+  });
+});
