@@ -54,3 +54,17 @@ export class QuarryError extends Error {
 export function isQuarryError(err: unknown): err is QuarryError {
   return err instanceof QuarryError;
 }
+
+/**
+ * An error from below quarry whose cause is known, as quarry's own one-line error; any other error as it is. Every
+ * face reports errors through this, so a corrupt index reads the same on the CLI, over HTTP and over MCP.
+ */
+export function knownError(err: unknown): unknown {
+  if (isQuarryError(err)) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^SQLITE_(CORRUPT|NOTADB)/.test(code))
+    return new QuarryError('IO', 'the index is corrupt: run `quarry reset`, then `quarry index`', {
+      cause: err,
+    });
+  return err;
+}

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError, Option } from 'commander';
 import { driverOfUrl } from '../config/config.ts';
-import { isQuarryError, QuarryError } from '../errors.ts';
+import { isQuarryError, knownError, QuarryError } from '../errors.ts';
 import { registerAsk } from './commands/ask.ts';
 import { registerChat } from './commands/chat.ts';
 import { registerCompletion } from './commands/completion.ts';
@@ -99,7 +99,8 @@ function buildProgram(io: Io): Command {
 }
 
 /** An error as one line on stderr (a stack trace with --verbose), and the exit code it maps to. */
-function reportError(err: unknown, io: Io, globals: Globals): number {
+function reportError(raw: unknown, io: Io, globals: Globals): number {
+  const err = knownError(raw);
   if (err instanceof CommanderError) {
     // commander already printed its message (unknown option, missing argument, --help, --version)
     return err.exitCode === 0 ? 0 : 2;

@@ -80,6 +80,13 @@ export const ConfigSchema = z.object({
       documentPrefix: z.string().optional(),
       /** A folder holding `model.onnx` (or the Transformers.js `onnx/` layout), or the .onnx file itself. */
       modelDir: z.string().optional(),
+      /** `static` provider: a token table file (train/train_static.py writes one) used instead of the distilled one. */
+      staticTable: z
+        .string()
+        .describe(
+          'static provider: a token table (.bin) used instead of the one distilled from all-MiniLM-L6-v2',
+        )
+        .optional(),
       /** Download the default weights on first use when none are installed. Default true. */
       download: z.boolean().default(true),
       /** Background embedding workers; 0 picks min(4, cores / 2). */

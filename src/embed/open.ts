@@ -163,6 +163,7 @@ export async function openEmbedder(
       return await openStaticEmbedder(weights, info.sha256, {
         env,
         ...(threads ? { threads } : {}),
+        ...(config.embed.staticTable ? { table: config.embed.staticTable } : {}),
         onProgress: (done, total) => {
           if (!told)
             options.onNotice?.(`distilling the static embedding table from ${MODEL_NAME} (once per machine)`);

@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { QuarryError } from '../errors.ts';
 import { createLocalEmbedder } from './local.ts';
@@ -134,13 +135,31 @@ export function readStaticTable(path: string): StaticTable {
   const nl = buf.indexOf(10);
   const head = buf.subarray(0, nl).toString('utf8');
   if (!head.startsWith(MAGIC)) throw new QuarryError('IO', `${path} is not a quarry static table: delete it`);
-  const meta = JSON.parse(head.slice(MAGIC.length)) as { dims: number; vocabSize: number; source: string };
+  const meta = JSON.parse(head.slice(MAGIC.length)) as {
+    dims: number;
+    vocabSize: number;
+    source: string;
+    /** float32 (what quarry writes; the default) or float16 (a trained table, train/train_static.py). */
+    dtype?: 'float32' | 'float16';
+  };
+  const half = meta.dtype === 'float16';
   const body = buf.subarray(nl + 1);
-  if (body.byteLength !== meta.dims * meta.vocabSize * 4)
+  if (body.byteLength !== meta.dims * meta.vocabSize * (half ? 2 : 4))
     throw new QuarryError('IO', `${path} is cut short: delete it, and the next use distils it again`);
   const vectors = new Float32Array(meta.dims * meta.vocabSize);
-  new Uint8Array(vectors.buffer).set(body);
+  if (!half) new Uint8Array(vectors.buffer).set(body);
+  else for (let i = 0; i < vectors.length; i++) vectors[i] = halfToFloat(body.readUInt16LE(2 * i));
   return { vectors, dims: meta.dims, vocabSize: meta.vocabSize, sourceSha256: meta.source };
+}
+
+/** An IEEE 754 half-precision value as a number (Node 20 has no Float16Array). */
+function halfToFloat(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exp = (h >> 10) & 0x1f;
+  const frac = h & 0x3ff;
+  if (exp === 0) return sign * frac * 2 ** -24;
+  if (exp === 31) return frac ? Number.NaN : sign * Number.POSITIVE_INFINITY;
+  return sign * (1 + frac / 1024) * 2 ** (exp - 15);
 }
 
 /**
@@ -206,14 +225,14 @@ export function wordPieces(vocab: Map<string, number>): (text: string) => number
 }
 
 /** An embedder over a static table: a text's vector is the mean of its tokens' rows, L2-normalised. */
-export function createStaticEmbedder(table: StaticTable): Embedder {
+export function createStaticEmbedder(table: StaticTable, name?: string): Embedder {
   const { vocab } = loadTokenizer();
   const { dims, vectors, vocabSize } = table;
   const MAX_CHARS = 64_000;
   const pieces = wordPieces(vocab);
   const encode = (text: string) => pieces(text.slice(0, MAX_CHARS));
   return {
-    id: `static:${MODEL_NAME}-distilled-${dims}/words@${table.sourceSha256.slice(0, 8)}`,
+    id: name ?? `static:${MODEL_NAME}-distilled-${dims}/words@${table.sourceSha256.slice(0, 8)}`,
     dimension: dims,
     maxTokens: 16_384,
     cheap: true,
@@ -237,7 +256,9 @@ export function createStaticEmbedder(table: StaticTable): Embedder {
 
 /**
  * The static embedder for these transformer weights: the table from the cache, or distilled now and kept there
- * (`onDistill` reports the one-time step).
+ * (`onDistill` reports the one-time step). `table` (the `embed.static_table` setting) names a table file to use
+ * instead, such as one trained for code (train/train_static.py); its id carries the file's hash, so that an index
+ * built with another table is re-embedded.
  */
 export async function openStaticEmbedder(
   weights: string,
@@ -246,8 +267,19 @@ export async function openStaticEmbedder(
     env?: NodeJS.ProcessEnv;
     onProgress?: (done: number, total: number) => void;
     threads?: number;
+    table?: string;
   } = {},
 ): Promise<Embedder> {
+  if (options.table) {
+    if (!existsSync(options.table))
+      throw new QuarryError('BAD_CONFIG', `embed.static_table = "${options.table}": no such file`);
+    const table = readStaticTable(options.table);
+    const hash = createHash('sha256').update(readFileSync(options.table)).digest('hex');
+    return createStaticEmbedder(
+      table,
+      `static:${basename(options.table).replace(/\.bin$/, '')}-${table.dims}/words@${hash.slice(0, 8)}`,
+    );
+  }
   const path = staticTablePath(sourceSha256, options.env);
   let table: StaticTable | undefined;
   if (existsSync(path)) {

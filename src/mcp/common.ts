@@ -2,7 +2,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { isQuarryError, QuarryError } from '../errors.ts';
+import { isQuarryError, knownError, QuarryError } from '../errors.ts';
 import { type ProjectSet, redacting } from '../host/set.ts';
 import { openProject } from '../project/local.ts';
 import type { Project } from '../project/types.ts';
@@ -54,7 +54,8 @@ export function toResult(answer: Answer | string): ToolResult {
   return { content: [{ type: 'text', text: out }], ...(a.data ? { structuredContent: a.data } : {}) };
 }
 
-export function failure(err: unknown): ToolResult {
+export function failure(raw: unknown): ToolResult {
+  const err = knownError(raw);
   const message = isQuarryError(err) ? err.message : `internal error: ${(err as Error).message}`;
   return { content: [{ type: 'text', text: message }], isError: true };
 }

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { MiddlewareHandler } from 'hono/types';
-import { isQuarryError } from '../errors.ts';
+import { isQuarryError, knownError } from '../errors.ts';
 import { checkHost, checkRequest, type GuardOptions } from '../host/guard.ts';
 import { type ProjectSet, scopedSet } from '../host/set.ts';
 import { mayRead } from '../host/tokens.ts';
@@ -61,7 +61,8 @@ export function createApp(
   log: (m: string) => void,
 ): Hono<Env> {
   const app = new Hono<Env>();
-  app.onError((err, c) => {
+  app.onError((raw, c) => {
+    const err = knownError(raw) as Error;
     if (!isQuarryError(err)) log(String(err.stack ?? err));
     return c.json(
       { error: isQuarryError(err) ? err.message : `internal error: ${err.message}` },

@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { basename, isAbsolute, join, resolve } from 'node:path';
+import { existsSync, rmSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { driverOfUrl, type QuarryConfig, type StoreDriver } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
 import { ensureIndexDir, indexPaths } from '../workspace/root.ts';
+import { acquireWriterLock } from './lock.ts';
 import type { RepositoryRegistry, Store } from './types.ts';
 
 export interface OpenStoreOptions {
@@ -85,18 +86,43 @@ export function storeTraits(target: StoreTarget): StoreTraits {
 }
 
 /**
- * Deletes a project's index, its writer lock held by the caller: a server store drops the repository's rows, a local
- * one its files (SQLite's database, or Chroma's SQLite side; the collections are replaced at the next index).
+ * Deletes a project's index, under its writer lock (a running index, watcher or server keeps it: LOCKED, naming the
+ * holder). A local index (SQLite's file, or Chroma's SQLite side, whose collections are replaced at the next index)
+ * is never opened, so a corrupt one can still be removed; a server store drops the repository's rows. Returns false
+ * when there was no index.
  */
-export async function deleteIndex(target: StoreTarget, store: Store, root: string): Promise<void> {
-  if (storeTraits(target).registry && 'repo' in target) {
-    await store.repositories?.remove(target.repo);
-    await store.close();
-    return;
+export async function resetIndex(config: QuarryConfig, root: string): Promise<boolean> {
+  const target = storeTarget(config, root);
+  const traits = storeTraits(target);
+  if (traits.registry && 'repo' in target) {
+    let store: Store;
+    try {
+      store = await openStore(config, root);
+    } catch (err) {
+      if (err instanceof QuarryError && err.code === 'NO_INDEX') return false;
+      throw err;
+    }
+    try {
+      const lock = await store.acquireWriter();
+      try {
+        await store.repositories?.remove(target.repo);
+      } finally {
+        lock.release();
+      }
+    } finally {
+      await store.close();
+    }
+    return true;
   }
-  await store.close();
-  const base = storeTraits(target).file ?? join(indexPaths(root).dir, 'chroma.db');
-  for (const f of [base, `${base}-wal`, `${base}-shm`]) rmSync(f, { force: true });
+  const base = traits.file ?? join(indexPaths(root).dir, 'chroma.db');
+  if (!existsSync(base)) return false;
+  const lock = await acquireWriterLock(join(dirname(base), 'index.lock'));
+  try {
+    for (const f of [base, `${base}-wal`, `${base}-shm`]) rmSync(f, { force: true });
+  } finally {
+    lock.release();
+  }
+  return true;
 }
 
 export function storeTarget(config: QuarryConfig, root: string): StoreTarget {

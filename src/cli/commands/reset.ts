@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
 import { resolveConfig } from '../../config/config.ts';
 import { QuarryError } from '../../errors.ts';
-import { openProject } from '../../project/local.ts';
-import { deleteIndex, storeTarget, storeTraits } from '../../store/open.ts';
+import { resetIndex, storeTarget, storeTraits } from '../../store/open.ts';
 import type { CliContext } from '../context.ts';
 import { projectRootOf } from '../open.ts';
 
@@ -35,25 +34,9 @@ export async function runReset(cli: CliContext, opts: { yes?: boolean }): Promis
     io.stdout.write('kept\n');
     return;
   }
-  let project: Awaited<ReturnType<typeof openProject>>;
-  try {
-    project = await openProject({ root });
-  } catch (err) {
-    if (err instanceof QuarryError && err.code === 'NO_INDEX') {
-      io.stdout.write(`no index in ${root}: nothing to reset\n`);
-      return;
-    }
-    throw err;
-  }
-  // one writer at a time: a running index, watcher or server keeps its index (exit 4, naming it)
-  const lock = await project.store.acquireWriter().catch(async (err) => {
-    await project.close();
-    throw err;
-  });
-  try {
-    await deleteIndex(target, project.store, root);
-  } finally {
-    lock.release();
+  if (!(await resetIndex(config, root))) {
+    io.stdout.write(`no index in ${root}: nothing to reset\n`);
+    return;
   }
   io.stdout.write(`deleted the index ${where}${resetNote}; run \`quarry index\` to build it again\n`);
 }

@@ -1,0 +1,51 @@
+// Recovery (regression: a truncated .quarry/index.db gave "internal error: database disk image is malformed",
+// exit 70, and `quarry reset --yes` failed the same way): a corrupt index is one line that says what to do, on the
+// CLI and over HTTP, and reset removes it without opening it
+import assert from 'node:assert/strict';
+import { readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { copyPolyglot, removeTree, runCli } from './helpers.ts';
+
+describe('a corrupt index', () => {
+  const trees: string[] = [];
+  let root: string;
+  before(() => {
+    root = copyPolyglot(trees);
+    const r = runCli(['index', '--quiet'], { cwd: root, env: { QUARRY_EMBED: 'none' } });
+    assert.equal(r.code, 0, r.stderr);
+  });
+  after(() => {
+    for (const t of trees) removeTree(t);
+  });
+
+  it('is one line with exit 6 on every command that reads it, and reset removes it so that index rebuilds it', () => {
+    const db = join(root, '.quarry', 'index.db');
+    const size = readFileSync(db).length;
+    truncateSync(db, Math.floor(size / 3));
+    for (const args of [['search', 'router', '--mode', 'lexical'], ['status'], ['def', 'Router']]) {
+      const r = runCli(args, { cwd: root, env: { QUARRY_EMBED: 'none' } });
+      assert.equal(r.code, 6, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /^quarry: the index is corrupt: run `quarry reset`, then `quarry index`\n$/);
+    }
+    const reset = runCli(['reset', '--yes'], { cwd: root });
+    assert.equal(reset.code, 0, reset.stderr);
+    assert.match(reset.stdout, /deleted the index/);
+    const again = runCli(['index', '--quiet'], { cwd: root, env: { QUARRY_EMBED: 'none' } });
+    assert.equal(again.code, 0, again.stderr);
+    const found = runCli(['search', 'router', '--mode', 'lexical', '--files'], { cwd: root });
+    assert.equal(found.code, 0, found.stderr);
+    assert.match(found.stdout, /Router\.php/);
+  });
+
+  it('a file that is no database at all reads the same', () => {
+    writeFileSync(
+      join(root, '.quarry', 'index.db'),
+      'this is not a database, it is a text file '.repeat(200),
+    );
+    const r = runCli(['search', 'router', '--mode', 'lexical'], { cwd: root });
+    assert.equal(r.code, 6, r.stderr);
+    assert.match(r.stderr, /the index is corrupt: run `quarry reset`/);
+    assert.equal(runCli(['reset', '--yes'], { cwd: root }).code, 0);
+  });
+});
