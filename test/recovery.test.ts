@@ -2,10 +2,11 @@
 // exit 70, and `quarry reset --yes` failed the same way): a corrupt index is one line that says what to do, on the
 // CLI and over HTTP, and reset removes it without opening it
 import assert from 'node:assert/strict';
-import { readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { copyPolyglot, removeTree, runCli } from './helpers.ts';
+import { acquireWriterLock } from '../src/store/lock.ts';
+import { copyPolyglot, makeTree, removeTree, runCli } from './helpers.ts';
 
 describe('a corrupt index', () => {
   const trees: string[] = [];
@@ -47,5 +48,44 @@ describe('a corrupt index', () => {
     assert.equal(r.code, 6, r.stderr);
     assert.match(r.stderr, /the index is corrupt: run `quarry reset`/);
     assert.equal(runCli(['reset', '--yes'], { cwd: root }).code, 0);
+  });
+});
+
+describe('the writer lock across hosts (regression: a lock written by another host, as every docker run is, was never reclaimed)', () => {
+  const trees: string[] = [];
+  after(() => {
+    for (const t of trees) removeTree(t);
+  });
+
+  it('a lock from another host is honoured while its heartbeat runs, named with its host, and reclaimed once it stops', () => {
+    const root = copyPolyglot(trees);
+    const lock = join(root, '.quarry', 'index.lock');
+    mkdirSync(join(root, '.quarry'), { recursive: true });
+    writeFileSync(lock, JSON.stringify({ pid: 4242, host: 'container-7f3a', startedAt: Date.now() }));
+    const held = runCli(['index', '--quiet'], { cwd: root, env: { QUARRY_EMBED: 'none' } });
+    assert.equal(held.code, 4, held.stderr);
+    assert.match(
+      held.stderr,
+      /another quarry \(pid 4242\) is indexing this project: wait for it, or run with --wait \(it runs on container-7f3a; its lock expires 60 s after its heartbeat stops\)/,
+    );
+    const old = new Date(Date.now() - 10 * 60_000);
+    utimesSync(lock, old, old);
+    const reclaimed = runCli(['index', '--quiet'], { cwd: root, env: { QUARRY_EMBED: 'none' } });
+    assert.equal(reclaimed.code, 0, reclaimed.stderr);
+  });
+
+  it('the holder keeps its lock fresh', async () => {
+    const dir = makeTree({});
+    trees.push(dir);
+    const path = join(dir, 'index.lock');
+    const lock = await acquireWriterLock(path);
+    try {
+      const old = new Date(Date.now() - 10 * 60_000);
+      utimesSync(path, old, old);
+      await new Promise((r) => setTimeout(r, 5_500));
+      assert.ok(Date.now() - statSync(path).mtimeMs < 10_000, 'the heartbeat touched the lock');
+    } finally {
+      lock.release();
+    }
   });
 });

@@ -1,4 +1,13 @@
-import { closeSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  utimesSync,
+  writeSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -18,6 +27,19 @@ export function alive(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/** The holder touches its lock this often; a lock untouched for STALE_MS is a writer that stopped, on any host. */
+const HEARTBEAT_MS = 5_000;
+const STALE_MS = 60_000;
+
+/**
+ * Is the holder gone? On this host its pid answers; on another (a container with its own hostname, a second
+ * machine on a shared disk) the pid means nothing here, so the heartbeat decides.
+ */
+function holderGone(path: string, holder: LockInfo): boolean {
+  if (holder.host === hostname()) return !alive(holder.pid);
+  return lockAgeMs(path) > STALE_MS;
 }
 
 function lockAgeMs(path: string): number {
@@ -67,7 +89,7 @@ export async function acquireWriterLock(path: string, options: LockOptions = {})
       await sleep(50); // a writer between creating the file and writing its pid
       continue;
     }
-    if (!holder || (holder.host === me.host && !alive(holder.pid))) {
+    if (!holder || holderGone(path, holder)) {
       // a dead writer's lock (or a torn one): remove it and try again
       try {
         unlinkSync(path);
@@ -79,17 +101,30 @@ export async function acquireWriterLock(path: string, options: LockOptions = {})
     if (Date.now() >= deadline)
       throw new QuarryError(
         'LOCKED',
-        `another quarry (pid ${holder!.pid}) is indexing this project: wait for it, or run with --wait`,
+        `another quarry (pid ${holder!.pid}) is indexing this project: wait for it, or run with --wait (it runs on ${holder!.host}${holder!.host === me.host ? '' : `; its lock expires ${STALE_MS / 1000} s after its heartbeat stops`})`,
       );
     await sleep(200);
   }
   let released = false;
+  const ours = () => {
+    const holder = readLock(path);
+    return holder !== undefined && holder.pid === me.pid && holder.startedAt === me.startedAt;
+  };
+  // the heartbeat: the lock's mtime says the writer still runs, to other hosts that cannot ask for its pid
+  const heartbeat = setInterval(() => {
+    try {
+      if (ours()) utimesSync(path, new Date(), new Date());
+    } catch {
+      // the lock is gone: release will find nothing to remove
+    }
+  }, HEARTBEAT_MS);
+  heartbeat.unref();
   const release = () => {
     if (released) return;
     released = true;
+    clearInterval(heartbeat);
     process.off('exit', release);
-    const holder = readLock(path);
-    if (holder && holder.pid === me.pid && holder.startedAt === me.startedAt) {
+    if (ours()) {
       try {
         unlinkSync(path);
       } catch {
@@ -105,6 +140,6 @@ export async function acquireWriterLock(path: string, options: LockOptions = {})
 export function readLiveLock(path: string): { pid: number; host: string } | undefined {
   const holder = readLock(path);
   if (!holder) return undefined;
-  if (holder.host === hostname() && !alive(holder.pid)) return undefined;
+  if (holderGone(path, holder)) return undefined;
   return { pid: holder.pid, host: holder.host };
 }
