@@ -165,6 +165,11 @@ retries = 4
       () => resolveConfig({ root: project('max_file_bytes = ['), userConfig: false }),
       /cannot parse/,
     );
+    // where, as editors print it (regression: a TOML syntax error had no line number)
+    assert.throws(
+      () => resolveConfig({ root: project('workers = 2\n[chunk\nmax_chars = 10'), userConfig: false }),
+      /cannot parse \S*quarry\.toml:2:\d+: /,
+    );
     // every section is checked as strictly as the top level (regression: unknown keys inside a section, a
     // section given as a number, and booleans given as strings were accepted silently)
     assert.throws(

@@ -89,3 +89,22 @@ describe('the writer lock across hosts (regression: a lock written by another ho
     }
   });
 });
+
+describe('exits as grep has them', () => {
+  const trees: string[] = [];
+  after(() => {
+    for (const t of trees) removeTree(t);
+  });
+
+  it('def and refs exit 1 when nothing is found, 0 when something is (regression: both exited 0)', () => {
+    const root = copyPolyglot(trees);
+    assert.equal(runCli(['index', '--quiet'], { cwd: root, env: { QUARRY_EMBED: 'none' } }).code, 0);
+    for (const cmd of ['def', 'refs']) {
+      const none = runCli([cmd, 'NoSuchNameAnywhere'], { cwd: root });
+      assert.equal(none.code, 1, `${cmd}: ${none.stderr}`);
+      const json = runCli([cmd, 'NoSuchNameAnywhere', '--json'], { cwd: root });
+      assert.equal(json.code, 1, `${cmd} --json`);
+    }
+    assert.equal(runCli(['def', 'Router'], { cwd: root }).code, 0);
+  });
+});

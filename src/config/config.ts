@@ -42,9 +42,16 @@ function readToml(file: string): UserConfig {
     return out;
   } catch (err) {
     if (err instanceof QuarryError) throw err;
-    throw new QuarryError('BAD_CONFIG', `cannot parse ${file}: ${(err as Error).message.split('\n')[0]}`, {
-      cause: err,
-    });
+    // smol-toml says where: file:line:column, as editors and compilers print it
+    const { line, column } = err as { line?: number; column?: number };
+    const at = line ? `:${line}${column ? `:${column}` : ''}` : '';
+    throw new QuarryError(
+      'BAD_CONFIG',
+      `cannot parse ${file}${at}: ${(err as Error).message.split('\n')[0]}`,
+      {
+        cause: err,
+      },
+    );
   }
 }
 

@@ -65,6 +65,7 @@ export async function runDef(cli: CliContext, name: string, opts: { json?: boole
   const { formatDefinitions } = await lazyRouter();
   await withProject(cli.globals(), async (project) => {
     const defs = await project.definitions(name);
+    if (!defs.length) cli.setExitCode(1); // as grep: nothing found is not an error, and scripts can tell
     if (opts.json) io.stdout.write(`${JSON.stringify({ name, definitions: defs })}\n`);
     else if (!defs.length) io.stdout.write(`no definition named ${name} — try \`quarry search ${name}\`\n`);
     else io.stdout.write(`${formatDefinitions(name, defs)}\n`);
@@ -76,6 +77,7 @@ export async function runRefs(cli: CliContext, name: string, opts: { json?: bool
   const { formatReferences } = await lazyRouter();
   await withProject(cli.globals(), async (project) => {
     const refs = await project.references(name);
+    if (!refs.length) cli.setExitCode(1);
     if (opts.json) io.stdout.write(`${JSON.stringify({ name, references: refs })}\n`);
     else if (!refs.length) io.stdout.write(`nothing in the index uses ${name}\n`);
     else io.stdout.write(`${formatReferences(name, refs)}\n`);
