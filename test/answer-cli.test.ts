@@ -75,9 +75,13 @@ describe('the answer commands without a model: ask --dry-run, symbols, def, refs
       def.stdout,
       /Registry\.register is defined in:\n {2}lib\.rs:\d+-\d+ {2}method Registry\.register/,
     );
-    const refs = runCli(['--root', root, 'refs', 'checksum', '--json']);
+    const refs = runCli(['--root', root, 'refs', 'Registry', '--json']);
     assert.equal(refs.code, 0, refs.stderr);
-    assert.ok(Array.isArray(JSON.parse(refs.stdout).references));
+    assert.ok(JSON.parse(refs.stdout).references.length > 0);
+    // a name nothing uses (checksum is defined, never called) is exit 1 with an empty list, as grep has it
+    const unused = runCli(['--root', root, 'refs', 'checksum', '--json']);
+    assert.equal(unused.code, 1, unused.stderr);
+    assert.deepEqual(JSON.parse(unused.stdout).references, []);
     const map = runCli(['--root', root, 'map', '--tokens', '300']);
     assert.equal(map.code, 0, map.stderr);
     assert.match(map.stdout, /^\S+\.\w+\n {2}\d+: \w+ /);

@@ -402,6 +402,26 @@ export function storeContract(open: () => Promise<Store>): void {
     await s.close();
   });
 
+  it('finds the files that hold literals by trigram, without regard to case, replaced and deleted with them', async () => {
+    const s = await open();
+    if (!s.exact) return void (await s.close());
+    await s.replaceFiles([
+      { ...update('r.ts', [['route', null]]), text: "const id = c.req.param('id');\n" },
+      { ...update('p.py', [['param', null]]), text: '# C.REQ.PARAM( upper\ndef paramless(): pass\n' },
+      { ...update('q.md', [['other', null]]), text: 'nothing of the kind\n' },
+    ]);
+    const find = (plan: string[][]) => s.exact!.candidates(plan);
+    assert.deepEqual(await find([['c.req.param(']]), ['p.py', 'r.ts']);
+    assert.deepEqual(await find([['param', 'less']]), ['p.py']);
+    assert.deepEqual(await find([['nothing'], ["'id'"]]), ['q.md', 'r.ts']);
+    assert.deepEqual(await find([['zzz']]), []);
+    await s.replaceFiles([{ ...update('r.ts', [['route', null]], 'h2'), text: 'const id = 1;\n' }]);
+    await s.deleteFiles(['p.py']);
+    assert.deepEqual(await find([['c.req.param(']]), []);
+    assert.deepEqual(await find([['const id']]), ['r.ts']);
+    await s.close();
+  });
+
   it('keeps file text as indexed, when it keeps text at all, and lists its repositories', async () => {
     const s = await open();
     if (s.content) {

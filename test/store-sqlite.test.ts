@@ -91,9 +91,10 @@ describe('SqliteStore specifics', () => {
       },
     ]);
     await s.close();
-    // turn it back into a schema-1 index: no coarse file documents, no vocabularies, no embedding columns, no refs
+    // turn it back into a schema-1 index: no coarse file documents, no vocabularies, no embedding columns, no refs,
+    // no trigram index
     const db = new Database(path);
-    db.exec(`DROP TABLE files_fts; DROP TABLE chunks_vocab; DROP TABLE files_vocab; DROP TABLE embed_cache; DROP TABLE file_refs; DROP TABLE refs_fts;
+    db.exec(`DROP TABLE files_fts; DROP TABLE chunks_vocab; DROP TABLE files_vocab; DROP TABLE embed_cache; DROP TABLE file_refs; DROP TABLE refs_fts; DROP TABLE text_fts;
              DROP INDEX files_vec_phase; ALTER TABLE files DROP COLUMN vec_phase;
              UPDATE meta SET value = '1' WHERE key = 'schema_version'`);
     db.close();

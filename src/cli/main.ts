@@ -9,6 +9,7 @@ import { registerDoctor } from './commands/doctor.ts';
 import { registerEditCommands } from './commands/edit.ts';
 import { registerEval } from './commands/eval.ts';
 import { registerFiles } from './commands/files.ts';
+import { registerGrep } from './commands/grep.ts';
 import { registerIndex } from './commands/index.ts';
 import { registerMcp } from './commands/mcp.ts';
 import { registerModel } from './commands/model.ts';
@@ -31,6 +32,7 @@ const COMMANDS = [
   registerIndex,
   registerStatus,
   registerSearch,
+  registerGrep,
   registerEval,
   registerModel,
   registerAsk,

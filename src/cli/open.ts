@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { QuarryError } from '../errors.ts';
 import { type LocalProject, openProject, type Project } from '../project/local.ts';
 import { storeTarget, storeTraits } from '../store/open.ts';
@@ -32,6 +32,18 @@ export function projectPath(project: Project, typed: string, cwd = process.cwd()
     if (inside && existsSync(abs)) return rel || '.';
   }
   return clean.replace(/^\.\//, '').replace(/\/+$/, '') || '.';
+}
+
+/**
+ * How to print a repository-relative path to someone standing in `cwd`: relative to where they stand when the
+ * project is a folder here (an editor opened there can follow it), as indexed otherwise (a remote, a store).
+ */
+export function shownPath(project: Project, rel: string, cwd = process.cwd()): string {
+  const local = (project as Partial<LocalProject>).root;
+  const root = local && !project.remote && project.location === local ? local : findProjectRoot(cwd);
+  if (!root || root === cwd) return rel;
+  const out = relative(cwd, join(root, rel)).split(sep).join('/');
+  return out || rel;
 }
 
 /** The remote quarry the command talks to (`--remote`, else `QUARRY_REMOTE`), if any. */

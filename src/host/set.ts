@@ -4,6 +4,7 @@ import { QuarryError } from '../errors.ts';
 import { openProject } from '../project/local.ts';
 import { openRemoteProject, remoteRepos } from '../project/remote.ts';
 import type { Project, ProjectSearchOptions } from '../project/types.ts';
+import type { GrepLine, GrepQuery } from '../search/grep.ts';
 import type { SearchResponse, SearchResult } from '../search/search.ts';
 import { openRegistry } from '../store/open.ts';
 import type { RepoInfo, SearchFilter } from '../store/types.ts';
@@ -75,6 +76,19 @@ export function redacting(project: Project): Project {
     search: async (query: string, options?: ProjectSearchOptions) => {
       const res = await project.search(query, options);
       return { ...res, results: res.results.map(cleanResult) };
+    },
+    grep: async (query: GrepQuery) => {
+      const res = await project.grep(query);
+      const lines = (ls: GrepLine[]) => ls.map((l) => ({ ...l, text: clean(l.text) }));
+      return {
+        ...res,
+        matches: res.matches.map((m) => {
+          const text = clean(m.text);
+          // a redacted line keeps the match ranges that still fit it
+          const ranges = text === m.text ? m.ranges : m.ranges.filter(([, e]) => e <= text.length);
+          return { ...m, text, ranges, before: lines(m.before), after: lines(m.after) };
+        }),
+      };
     },
     readFile: async (path: string, range?: { start?: number; end?: number }) => {
       const slice = await project.readFile(path, range);

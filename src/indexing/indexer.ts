@@ -190,7 +190,7 @@ function planTasks(files: WalkEntry[], known: KnownFiles, store: Store): FileTas
     const k = known.get(f.path);
     if (k && k.size === f.size && k.mtimeMs === f.mtimeMs) continue;
     const t: FileTask = k ? { ...f, knownHash: k.hash } : { ...f };
-    if (store.content) t.keepText = true;
+    if (store.content || store.exact) t.keepText = true; // stores that keep it, or index it by trigram
     tasks.push(t);
   }
   return tasks;

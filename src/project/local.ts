@@ -7,6 +7,7 @@ import { type IndexOptions, type IndexReport, indexRepository } from '../indexin
 import { decodeText } from '../indexing/process-file.ts';
 import type { LlmProvider } from '../llm/provider.ts';
 import { createHttpReranker, type Reranker } from '../rerank/rerank.ts';
+import { type GrepQuery, type GrepResponse, grep } from '../search/grep.ts';
 import { readHistory } from '../search/history.ts';
 import { passesFilter, type SearchOptions, type SearchResponse, search } from '../search/search.ts';
 import { openStore, storeTarget, storeTraits } from '../store/open.ts';
@@ -21,6 +22,7 @@ import type { IndexStatus, LocalProject } from './types.ts';
 
 export type { IndexStatus, LocalProject, Project } from './types.ts';
 
+import { languageIds } from '../workspace/languages.ts';
 import { findProjectRoot, isDirectory } from '../workspace/root.ts';
 import { walk } from '../workspace/walk.ts';
 
@@ -108,6 +110,7 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
     context: async (question, o) =>
       (await import('../context/assemble.ts')).assembleContext(project, question, o),
     route: async (question) => (await import('../answer/router.ts')).routeQuestion(project, question),
+    grep: (q) => grepProject(project, q),
     definitions: async (n) => (await import('../answer/router.ts')).findDefinitions(project, n),
     references: async (n) => (await import('../answer/router.ts')).findReferences(project, n),
     async outline(path) {
@@ -300,6 +303,22 @@ export async function searchProject(
   });
   if (!res.results.length && !res.files.length && rest.filter)
     await checkFilterMatches(project.store, rest.filter);
+  return res;
+}
+
+/** ripgrep over a local index: the trigram index's candidates (every text file when it has none), read and verified. */
+async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepResponse> {
+  const { store } = project;
+  const res = await grep(
+    {
+      candidates: async (plan) => store.exact?.candidates(plan),
+      paths: async () => (await store.listFiles()).filter((f) => f.method !== 'skipped').map((f) => f.path),
+      readLines: (paths) => project.readLines(paths),
+    },
+    q,
+    languageIds(),
+  );
+  if (!res.matches.length && q.filter) await checkFilterMatches(store, q.filter);
   return res;
 }
 

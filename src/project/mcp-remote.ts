@@ -11,6 +11,7 @@ import {
 } from '../context/assemble.ts';
 import { QuarryError } from '../errors.ts';
 import { countTokens } from '../llm/tokens.ts';
+import type { GrepMatch, GrepQuery, GrepResponse } from '../search/grep.ts';
 import type { SearchResponse, SearchResult } from '../search/search.ts';
 import type { RefHit, RepoInfo, SymbolHit } from '../store/types.ts';
 import type { FileSlice, IndexStatus, Outline, Project, ProjectSearchOptions } from './types.ts';
@@ -64,6 +65,7 @@ export async function openMcpProject(options: McpRemoteOptions): Promise<Project
     route: async () => null,
     definitions: (name) => remoteDefinitions(server, name),
     references: (name) => remoteReferences(server, name),
+    grep: (q) => remoteGrep(server, q),
     outline: (path) => remoteOutline(server, path),
     readFile: (path, range) => remoteReadFile(server, path, range),
     repoMap: async () => {
@@ -352,6 +354,44 @@ async function remoteDefinitions(server: McpConnection, name: string): Promise<S
     await server.call('find_symbol', { name, references: false }),
   );
   return (out?.definitions ?? []).map((d) => ({ ...d, chunkId: null }));
+}
+
+/** Another server's `grep` tool (quarry's text: `path:line:column:text` per match, context lines left out). */
+async function remoteGrep(server: McpConnection, q: GrepQuery): Promise<GrepResponse> {
+  const limit = Math.min(q.limit ?? 500, 500);
+  const reply = await server.call('grep', {
+    pattern: q.pattern,
+    fixed: q.fixed ?? false,
+    ignore_case: q.ignoreCase ?? false,
+    word: q.word ?? false,
+    ...(q.globs ? { glob: q.globs } : {}),
+    ...(q.types ? { type: q.types } : {}),
+    ...(q.filter?.pathPrefixes ? { path: q.filter.pathPrefixes } : {}),
+    limit,
+  });
+  const matches: GrepMatch[] = [];
+  for (const line of reply.text.split('\n')) {
+    const m = /^(.+?):(\d+):(\d+):(.*)$/.exec(line);
+    if (!m) continue;
+    const column = Number(m[3]);
+    matches.push({
+      path: m[1] as string,
+      line: Number(m[2]),
+      column,
+      text: m[4] as string,
+      ranges: [],
+      before: [],
+      after: [],
+    });
+  }
+  return {
+    pattern: q.pattern,
+    matches,
+    files: new Set(matches.map((m) => m.path)).size,
+    scanned: 0,
+    indexed: true,
+    truncated: /more exist/.test(reply.text),
+  };
 }
 
 async function remoteReferences(server: McpConnection, name: string): Promise<RefHit[]> {

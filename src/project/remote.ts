@@ -3,6 +3,7 @@ import { type QuarryConfig, resolveConfig } from '../config/config.ts';
 import type { AssembledContext, AssembleOptions } from '../context/assemble.ts';
 import type { RepoMap } from '../context/repomap.ts';
 import { QuarryError, type QuarryErrorCode } from '../errors.ts';
+import type { GrepQuery, GrepResponse } from '../search/grep.ts';
 import type { SearchResponse } from '../search/search.ts';
 import type { RefHit, RepoInfo, SymbolHit } from '../store/types.ts';
 import type { FileSlice, IndexStatus, Outline, Project, ProjectSearchOptions } from './types.ts';
@@ -155,6 +156,7 @@ export async function openRemoteProject(options: RemoteOptions): Promise<Project
         },
       }),
     route: (question: string) => client.call<RouteResult>('route', { body: { repo, question } }),
+    grep: (query: GrepQuery) => client.call<GrepResponse>('grep', { body: { ...query, repo } }),
     definitions: async (name: string) =>
       (await client.call<{ definitions: SymbolHit[] }>('definitions', { query: { ...q, name } })).definitions,
     references: async (name: string) =>

@@ -1,5 +1,6 @@
 import type { Packing, QuarryConfig } from '../config/config.ts';
 import type { Embedder } from '../embed/types.ts';
+import type { GrepQuery, GrepResponse } from '../search/grep.ts';
 import type { SearchMode, SearchResponse } from '../search/search.ts';
 import type {
   EmbeddingStatus,
@@ -163,6 +164,8 @@ export interface Project {
   route(question: string): Promise<RouteResult>;
   definitions(name: string): Promise<SymbolHit[]>;
   references(name: string): Promise<RefHit[]>;
+  /** Lines that match a pattern, as ripgrep finds them, over the indexed files (candidates from the trigram index). */
+  grep(query: GrepQuery): Promise<GrepResponse>;
   /** The definitions and top-level variables of an indexed file (BAD_INPUT when the index has no such file). */
   outline(path: string): Promise<Outline>;
   /** Lines of an indexed file (never a file the index does not hold). */

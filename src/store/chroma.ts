@@ -467,6 +467,7 @@ export async function openChromaStore(options: ChromaStoreOptions): Promise<Stor
     lexical: sqlite.lexical,
     cache: sqlite.cache,
     references: sqlite.references,
+    exact: sqlite.exact,
     vectors,
     acquireWriter: (o) => core.acquireWriter(o),
     activeWriter: () => core.activeWriter(),

@@ -10,6 +10,7 @@ import type {
   ContentStore,
   EmbeddingCache,
   EmbeddingStatus,
+  ExactIndex,
   FileHit,
   FileNameHit,
   FileNameQuery,
@@ -146,7 +147,22 @@ const MIGRATIONS: string[] = [
     text TEXT NOT NULL
   );
   `,
+  // 3: each file's trigrams (lower case), under a GIN index, for `quarry grep`: pg_trgm's plan with PostgreSQL's
+  // own array index (pg_trgm is a contrib module that not every server has); files are re-read to fill it
+  `
+  ALTER TABLE quarry_file_text ADD COLUMN trigrams TEXT[];
+  CREATE INDEX quarry_file_text_trigrams ON quarry_file_text USING gin (trigrams);
+  UPDATE quarry_files SET size = -1, hash = '';
+  `,
 ];
+
+/** The distinct trigrams of a text, lower-cased: what `quarry_file_text.trigrams` holds and a literal is looked up by. */
+export function trigramsOf(text: string): string[] {
+  const lower = text.toLowerCase();
+  const out = new Set<string>();
+  for (let i = 0; i + 3 <= lower.length; i++) out.add(lower.slice(i, i + 3));
+  return [...out];
+}
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -376,6 +392,7 @@ export class PostgresStore implements Store {
   readonly cache: EmbeddingCache;
   readonly references: ReferenceIndex;
   readonly content: ContentStore;
+  readonly exact: ExactIndex;
   readonly repositories: RepositoryRegistry;
   private readonly pool: pg.Pool;
   private readonly url: string;
@@ -418,6 +435,7 @@ export class PostgresStore implements Store {
       useCounts: (names) => this.useCounts(names),
     };
     this.content = { read: (paths) => this.readTexts(paths) };
+    this.exact = { candidates: (plan) => this.trigramCandidates(plan) };
     this.repositories = { list: () => this.listRepos(), remove: (name) => this.removeRepo(name) };
     this.vectors = {
       embedder: async () => {
@@ -843,9 +861,15 @@ export class PostgresStore implements Store {
     ]);
     if (texts.length)
       await c.query(
-        `INSERT INTO quarry_file_text (file_id, text) SELECT * FROM unnest($1::bigint[], $2::text[])
-         ON CONFLICT (file_id) DO UPDATE SET text = EXCLUDED.text`,
-        [texts.map((u) => idOf.get(u.file.path)!), texts.map((u) => clean(u.text!))],
+        `INSERT INTO quarry_file_text (file_id, text, trigrams)
+         SELECT t.id, t.text, ARRAY(SELECT json_array_elements_text(t.trigrams))
+         FROM unnest($1::bigint[], $2::text[], $3::json[]) AS t(id, text, trigrams)
+         ON CONFLICT (file_id) DO UPDATE SET text = EXCLUDED.text, trigrams = EXCLUDED.trigrams`,
+        [
+          texts.map((u) => idOf.get(u.file.path)!),
+          texts.map((u) => clean(u.text!)),
+          texts.map((u) => JSON.stringify(u.file.method === 'skipped' ? [] : trigramsOf(clean(u.text!)))),
+        ],
       );
   }
 
@@ -1454,6 +1478,19 @@ export class PostgresStore implements Store {
   /** Removes this repository and every row of it. */
   async dropRepository(): Promise<void> {
     await this.removeRepo(this.repoName);
+  }
+
+  /** Files whose trigrams hold every trigram of one group's literals (the GIN index answers `@>`). */
+  private async trigramCandidates(plan: string[][]): Promise<string[]> {
+    const groups = plan.map((g) => [...new Set(g.flatMap((lit) => trigramsOf(lit)))]);
+    const rows = await this.q(
+      `SELECT f.path FROM quarry_file_text t JOIN quarry_files f ON f.id = t.file_id
+       WHERE f.repo = $1 AND (${groups.map((_, i) => `t.trigrams @> $${i + 2}::text[]`).join(' OR ')})
+       ORDER BY f.path`,
+      [this.repoId, ...groups],
+      'looking up trigrams',
+    );
+    return rows.map((r) => r.path as string);
   }
 
   private async readTexts(paths: string[]): Promise<Map<string, string>> {

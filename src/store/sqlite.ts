@@ -12,6 +12,7 @@ import type {
   ChunkHit,
   EmbeddingCache,
   EmbeddingStatus,
+  ExactIndex,
   FileHit,
   FileNameHit,
   FileNameQuery,
@@ -145,9 +146,24 @@ const MIGRATIONS: Array<(db: Database.Database) => void> = [
       UPDATE files SET size = -1, hash = '';
     `);
   },
+  (db) => {
+    // every file's text by trigram (FTS5's trigram tokenizer, without regard to case), for `quarry grep`: the
+    // candidates a pattern's literals allow, verified against the text; files are re-read to fill it
+    db.exec(`
+      CREATE VIRTUAL TABLE text_fts USING fts5 (text, content = '', contentless_delete = 1, tokenize = 'trigram');
+      UPDATE files SET size = -1, hash = '';
+    `);
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** An FTS5 MATCH expression for a trigram plan: each literal a quoted phrase, which the trigram tokenizer matches as a substring. */
+function ftsTrigramQuery(plan: string[][]): string {
+  const phrase = (s: string) => `"${s.replaceAll('"', '""')}"`;
+  const groups = plan.map((g) => g.map(phrase).join(' AND '));
+  return groups.length === 1 ? (groups[0] as string) : groups.map((g) => `(${g})`).join(' OR ');
+}
 
 export interface SqliteStoreOptions {
   /** Chunk vectors above which dense scans run on a reader worker in parallel with lexical search. Default 20,000. */
@@ -216,6 +232,7 @@ export class SqliteStore implements Store {
   readonly lexical: LexicalIndex;
   readonly cache: EmbeddingCache;
   readonly references: ReferenceIndex;
+  readonly exact: ExactIndex;
   /** Present when the sqlite-vec extension loaded (and the store keeps its own vectors). */
   readonly vectors?: VectorIndex;
   private readonly db: Database.Database;
@@ -287,6 +304,7 @@ export class SqliteStore implements Store {
       find: (name, options) => this.findReferences(name, options),
       useCounts: (names) => this.useCounts(names),
     };
+    this.exact = { candidates: async (plan) => this.trigramCandidates(plan) };
     if (this.supportsVectors && options.vectors !== false)
       this.vectors = {
         embedder: () => this.embedderRecord(),
@@ -401,6 +419,8 @@ export class SqliteStore implements Store {
       insertRefsFts: db.prepare(`INSERT INTO refs_fts (rowid, names) VALUES (?, ?)`),
       deleteRefs: db.prepare(`DELETE FROM file_refs WHERE file_id = ?`),
       deleteRefsFts: db.prepare(`DELETE FROM refs_fts WHERE rowid = ?`),
+      insertTextFts: db.prepare(`INSERT INTO text_fts (rowid, text) VALUES (?, ?)`),
+      deleteTextFts: db.prepare(`DELETE FROM text_fts WHERE rowid = ?`),
       filesChunks: db.prepare(
         `SELECT c.*, f.path FROM chunks c JOIN files f ON f.id = c.file_id
          WHERE f.path IN (SELECT value FROM json_each(?)) ORDER BY f.path, c.ordinal`,
@@ -440,6 +460,7 @@ export class SqliteStore implements Store {
     this.stmts.deleteChunks.run(id);
     this.stmts.deleteSymbols.run(id);
     if (this.stmts.deleteRefs.run(id).changes) this.stmts.deleteRefsFts.run(id);
+    this.stmts.deleteTextFts.run(id);
     // FTS5 leaves its averages record as it was on DELETE: marked in the same transaction, so that a run killed
     // before settle() still leaves the recount to the next run
     this.stmts.setMeta.run(UNSETTLED, '1');
@@ -448,7 +469,7 @@ export class SqliteStore implements Store {
   private readonly replaceTx = (updates: FileUpdate[]): void => {
     const s = this.stmts;
     const now = Date.now();
-    for (const { file, chunks, symbols, tokens, refs } of updates) {
+    for (const { file, chunks, symbols, tokens, refs, text } of updates) {
       const existing = s.fileId.get(file.path) as number | undefined;
       const row = { ...file, ...fileNameParts(file.path), indexedAt: now };
       let id: number;
@@ -487,6 +508,7 @@ export class SqliteStore implements Store {
         s.insertRefs.run(id, refs.json);
         s.insertRefsFts.run(id, refs.names);
       }
+      if (text !== undefined && file.method !== 'skipped') s.insertTextFts.run(id, text);
     }
   };
 
@@ -555,6 +577,16 @@ export class SqliteStore implements Store {
     return block ? (readVarints(block)[0] ?? 0) : 0;
   }
 
+  /** Files whose text holds a plan's literals (FTS5 trigram phrases match substrings, without regard to case). */
+  private trigramCandidates(plan: string[][]): string[] {
+    return this.db
+      .prepare(
+        `SELECT f.path FROM text_fts t JOIN files f ON f.id = t.rowid WHERE text_fts MATCH ? ORDER BY f.path`,
+      )
+      .pluck()
+      .all(ftsTrigramQuery(plan)) as string[];
+  }
+
   async check(): Promise<string[]> {
     const problems: string[] = [];
     const rows = (sql: string) => this.db.prepare(sql).pluck().all() as unknown[];
@@ -562,7 +594,7 @@ export class SqliteStore implements Store {
     for (const r of rows('PRAGMA integrity_check')) if (r !== 'ok') problems.push(`SQLite: ${String(r)}`);
     for (const r of this.db.pragma('foreign_key_check') as Array<{ table: string; parent: string }>)
       problems.push(`a row of ${r.table} points at a missing ${r.parent} row`);
-    for (const t of ['chunks_fts', 'files_fts', 'refs_fts']) {
+    for (const t of ['chunks_fts', 'files_fts', 'refs_fts', 'text_fts']) {
       try {
         this.db.prepare(`INSERT INTO ${t}(${t}, rank) VALUES('integrity-check', 1)`).run();
       } catch (err) {

@@ -310,6 +310,18 @@ export interface ReferenceIndex {
   useCounts(names: string[]): Promise<ReferenceGraph['refs']>;
 }
 
+/**
+ * Every indexed file's text by trigram (`quarry grep`): the files that may hold a pattern's literals. Stores with it
+ * are sent each file's text (`FileUpdate.text`).
+ */
+export interface ExactIndex {
+  /**
+   * Paths of the files whose text contains, without regard to case, every literal of at least one group of `plan`
+   * (an OR of AND-groups; literals of 3+ characters): a superset of the files that a pattern with this plan matches.
+   */
+  candidates(plan: string[][]): Promise<string[]>;
+}
+
 /** The text of indexed files, kept by stores that serve repositories from machines with no checkout of them. */
 export interface ContentStore {
   /** Each file's text as it was indexed (files without text, such as skipped ones, are absent). */
@@ -351,6 +363,7 @@ export interface Store extends StoreCore {
   readonly cache?: EmbeddingCache;
   readonly references?: ReferenceIndex;
   readonly content?: ContentStore;
+  readonly exact?: ExactIndex;
   readonly repositories?: RepositoryRegistry;
 }
 
@@ -362,6 +375,7 @@ export function capabilities(store: Store) {
     embeddingCache: Boolean(store.cache),
     references: Boolean(store.references),
     content: Boolean(store.content),
+    exact: Boolean(store.exact),
     repositories: Boolean(store.repositories),
   };
 }

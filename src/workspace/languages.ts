@@ -74,3 +74,11 @@ export function detectLanguage(path: string): LanguageInfo {
 export function parsedLanguages(): string[] {
   return [...new Set(Object.values(BY_EXTENSION).flatMap((l) => (l.grammar ? [l.id] : [])))];
 }
+
+/** Every language id quarry detects (what `--lang` and grep's `-t` accept). */
+export function languageIds(): string[] {
+  return [
+    ...new Set([...Object.values(BY_EXTENSION), ...Object.values(BY_NAME)].map((l) => l.id)),
+    'text',
+  ].sort();
+}

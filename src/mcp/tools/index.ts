@@ -1,6 +1,7 @@
 import type { McpTool } from '../common.ts';
 import { findSymbolTool } from './find-symbol.ts';
 import { getContextTool } from './get-context.ts';
+import { grepMcpTool } from './grep.ts';
 import { indexStatusTool } from './index-status.ts';
 import { listReposTool } from './list-repos.ts';
 import { listSymbolsTool } from './list-symbols.ts';
@@ -12,6 +13,7 @@ import { searchCodeTool } from './search-code.ts';
 /** Every MCP tool, in the order a client lists them. */
 export const TOOLS: readonly McpTool[] = [
   searchCodeTool,
+  grepMcpTool,
   getContextTool,
   findSymbolTool,
   listSymbolsTool,

@@ -2,6 +2,7 @@ import type { Route } from '../request.ts';
 import { ask } from './ask.ts';
 import { context } from './context.ts';
 import { file } from './file.ts';
+import { grep } from './grep.ts';
 import { mcp } from './mcp.ts';
 import { asset, page } from './panel.ts';
 import { reindex } from './reindex.ts';
@@ -18,6 +19,7 @@ export const ROUTES: Route[] = [
   { method: 'GET', path: '/api/repos', handler: repos },
   { method: 'GET', path: '/api/status', handler: status },
   { method: 'GET', path: '/api/search', handler: search },
+  { method: 'POST', path: '/api/grep', handler: grep },
   { method: 'POST', path: '/api/context', handler: context },
   { method: 'POST', path: '/api/route', handler: route },
   { method: 'GET', path: '/api/definitions', handler: definitions },

@@ -1,0 +1,132 @@
+import type { Command } from 'commander';
+import { redacting, searchFilter } from '../../host/set.ts';
+import type { GrepMatch, GrepResponse } from '../../search/grep.ts';
+import type { CliContext } from '../context.ts';
+import { projectPath, shownPath, withProject } from '../open.ts';
+import { collect, nonNegativeInt, positiveInt } from '../options.ts';
+
+interface GrepOptions {
+  fixedStrings?: boolean;
+  ignoreCase?: boolean;
+  wordRegexp?: boolean;
+  glob?: string[];
+  type?: string[];
+  path?: string[];
+  context?: number;
+  maxCount?: number;
+  limit?: number;
+  filesWithMatches?: boolean;
+  vimgrep?: boolean;
+  json?: boolean;
+}
+
+export function registerGrep(program: Command, cli: CliContext): void {
+  program
+    .command('grep')
+    .description(
+      'lines matching a regular expression (or -F text), from the index, as ripgrep prints them (exit 0: found, 1: none, 2: an error)',
+    )
+    .argument('<pattern>', "RE2 syntax (ripgrep's, less backreferences and lookarounds)")
+    .option('-F, --fixed-strings', 'the pattern is text, not a regular expression')
+    .option('-i, --ignore-case', 'match without regard to case')
+    .option('-w, --word-regexp', 'only matches with a word boundary on each side')
+    .option(
+      '-g, --glob <glob>',
+      'only files matching this glob (gitignore syntax; !glob excludes; repeat)',
+      collect,
+    )
+    .option('-t, --type <type>', 'only this language (python, ts, rust, …; repeat, or py,ts)', collect)
+    .option('--path <path>', 'only files under this folder or file (repeat, or a,b)', collect)
+    .option('-C, --context <n>', 'lines of context around each match', nonNegativeInt)
+    .option('-m, --max-count <n>', 'at most n matching lines per file', positiveInt)
+    .option('--limit <n>', 'at most n matching lines in all (default 10000)', positiveInt)
+    .option('-l, --files-with-matches', 'only the paths of files with a match')
+    .option('--vimgrep', 'one line per match, path:line:column:text')
+    .option(
+      '--json',
+      'JSON: {pattern, matches: [{path, line, column, text, ranges, before, after}], files, scanned, indexed, truncated}',
+    )
+    .action((pattern: string, opts: GrepOptions) => runGrep(cli, pattern, opts));
+}
+
+export async function runGrep(cli: CliContext, pattern: string, opts: GrepOptions): Promise<void> {
+  const { io } = cli;
+  const started = performance.now();
+  await withProject(cli.globals(), async (opened) => {
+    const project = redacting(opened); // secrets in matched lines are shown as on every face
+    const filter = searchFilter({
+      pathPrefixes: opts.path?.map((p) => projectPath(opened, p)).map((p) => (p === '.' ? '' : p)),
+    });
+    const res = await project.grep({
+      pattern,
+      ...(opts.fixedStrings ? { fixed: true } : {}),
+      ...(opts.ignoreCase ? { ignoreCase: true } : {}),
+      ...(opts.wordRegexp ? { word: true } : {}),
+      ...(opts.glob ? { globs: opts.glob } : {}),
+      ...(opts.type ? { types: opts.type } : {}),
+      ...(filter ? { filter } : {}),
+      ...(opts.context ? { context: opts.context } : {}),
+      ...(opts.maxCount ? { maxPerFile: opts.maxCount } : {}),
+      ...(opts.limit ? { limit: opts.limit } : {}),
+    });
+    if (!res.matches.length) cli.setExitCode(1);
+    if (opts.json) io.stdout.write(`${JSON.stringify(res)}\n`);
+    else printGrep(cli, res, opts, (rel) => shownPath(opened, rel));
+    const note = cli.colors(io.stderr);
+    if (res.truncated)
+      io.stderr.write(
+        `${note.yellow('note')}: more matches than shown: narrow the pattern, or raise --limit\n`,
+      );
+    if (cli.globals().verbose)
+      io.stderr.write(
+        note.dim(
+          `${res.matches.length} matching lines in ${res.files} files; ${res.scanned} files read (${res.indexed ? 'trigram index' : 'no literal to look up: every file'}) in ${(performance.now() - started).toFixed(0)} ms\n`,
+        ),
+      );
+  });
+}
+
+/** ripgrep's plain output: path:line:text, context as path-line-text, `--` between groups that do not touch. */
+function printGrep(cli: CliContext, res: GrepResponse, opts: GrepOptions, show: (p: string) => string): void {
+  const { io } = cli;
+  const c = cli.colors(io.stdout);
+  const mark = (m: GrepMatch) => {
+    let out = '';
+    let at = 0;
+    for (const [s, e] of m.ranges) {
+      if (s < at || e > m.text.length) continue;
+      out += m.text.slice(at, s) + c.bold(c.red(m.text.slice(s, e)));
+      at = e;
+    }
+    return out + m.text.slice(at);
+  };
+  if (opts.filesWithMatches) {
+    for (const p of new Set(res.matches.map((m) => m.path))) io.stdout.write(`${c.magenta(show(p))}\n`);
+    return;
+  }
+  if (opts.vimgrep) {
+    for (const m of res.matches)
+      for (const [s] of m.ranges) io.stdout.write(`${show(m.path)}:${m.line}:${s + 1}:${m.text}\n`);
+    return;
+  }
+  const matched = new Set(res.matches.map((m) => `${m.line}:${m.path}`));
+  let last: { path: string; line: number } | undefined;
+  for (const m of res.matches) {
+    const path = c.magenta(show(m.path));
+    const first = m.before[0]?.line ?? m.line;
+    if (opts.context && last && (last.path !== m.path || first > last.line + 1)) io.stdout.write('--\n');
+    for (const b of m.before)
+      if (!last || last.path !== m.path || b.line > last.line)
+        io.stdout.write(`${path}-${c.green(String(b.line))}-${b.text}\n`);
+    if (!last || last.path !== m.path || m.line > last.line)
+      io.stdout.write(`${path}:${c.green(String(m.line))}:${mark(m)}\n`);
+    last = { path: m.path, line: m.line };
+    for (const a of m.after) {
+      if (a.line <= last.line) continue;
+      // a following match prints itself: context stops where the next match starts
+      if (matched.has(`${a.line}:${m.path}`)) break;
+      io.stdout.write(`${path}-${c.green(String(a.line))}-${a.text}\n`);
+      last = { path: m.path, line: a.line };
+    }
+  }
+}

@@ -1,0 +1,77 @@
+import { z } from 'zod';
+import { searchFilter } from '../../host/set.ts';
+import type { GrepResponse } from '../../search/grep.ts';
+import { type Answer, defineTool, READ_ONLY, repoArg, rootArg, type ToolContext } from '../common.ts';
+
+/** Longest line an answer shows (minified code has lines of 100 kB). */
+const MAX_COLUMNS = 300;
+
+const inputSchema = {
+  pattern: z.string().min(1).max(1000).describe('RE2 regular expression (or text, with fixed)'),
+  fixed: z.boolean().default(false).describe('Match the pattern as literal text'),
+  ignore_case: z.boolean().default(false),
+  word: z.boolean().default(false).describe('Only whole-word matches'),
+  glob: z.array(z.string()).optional().describe('Only files matching these globs; "!glob" excludes'),
+  type: z.array(z.string()).optional().describe('Only these languages, e.g. ["python", "ts"]'),
+  path: z.array(z.string()).optional().describe('Only files under these path prefixes'),
+  context: z.number().int().min(0).max(5).default(0).describe('Lines of context around each match'),
+  limit: z.number().int().min(1).max(500).default(50).describe('Matching lines to return'),
+  repo: repoArg,
+  root: rootArg,
+};
+
+/** grep: ripgrep over the index; one line per match, `path:line:column:text`, context as `path-line-text`. */
+export async function grepTool(
+  args: z.infer<z.ZodObject<typeof inputSchema>>,
+  { projectOf }: ToolContext,
+): Promise<Answer> {
+  const project = await projectOf(args.repo, args.root);
+  const filter = searchFilter({ pathPrefixes: args.path });
+  const res = await project.grep({
+    pattern: args.pattern,
+    fixed: args.fixed,
+    ignoreCase: args.ignore_case,
+    word: args.word,
+    ...(args.glob ? { globs: args.glob } : {}),
+    ...(args.type ? { types: args.type } : {}),
+    ...(filter ? { filter } : {}),
+    context: args.context,
+    limit: args.limit,
+    maxColumns: MAX_COLUMNS,
+  });
+  return { text: grepText(res, args.limit) };
+}
+
+/** The answer's text: what ripgrep --vimgrep prints (context lines with `-`), then one line of totals. */
+export function grepText(res: GrepResponse, limit: number): string {
+  if (!res.matches.length)
+    return `no line matches ${JSON.stringify(res.pattern)} (${res.scanned} files read)`;
+  const lines: string[] = [];
+  const matched = new Set(res.matches.map((m) => `${m.line}:${m.path}`));
+  let last: { path: string; line: number } | undefined;
+  for (const m of res.matches) {
+    const fresh = (l: number) => !last || last.path !== m.path || l > last.line;
+    for (const b of m.before) if (fresh(b.line)) lines.push(`${m.path}-${b.line}-${b.text}`);
+    if (fresh(m.line)) lines.push(`${m.path}:${m.line}:${m.column}:${m.text}`);
+    last = { path: m.path, line: m.line };
+    for (const a of m.after) {
+      if (matched.has(`${a.line}:${m.path}`)) break; // the next match prints itself
+      lines.push(`${m.path}-${a.line}-${a.text}`);
+      last = { path: m.path, line: a.line };
+    }
+  }
+  lines.push(
+    `${res.matches.length} matching line${res.matches.length === 1 ? '' : 's'} in ${res.files} file${res.files === 1 ? '' : 's'}${res.truncated ? `; more exist: narrow the pattern or raise limit (now ${limit})` : ''}`,
+  );
+  return lines.join('\n');
+}
+
+export const grepMcpTool = defineTool({
+  name: 'grep',
+  title: 'Grep the code',
+  description:
+    'Exact or regex search (ripgrep semantics, RE2 syntax) over the indexed files. Returns path:line:column:text per matching line. Use for exact identifiers, strings or code fragments; search_code for questions.',
+  inputSchema,
+  annotations: { title: 'Grep the code', ...READ_ONLY },
+  handler: grepTool,
+});

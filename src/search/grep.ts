@@ -1,0 +1,219 @@
+import ignore from 'ignore';
+import { QuarryError } from '../errors.ts';
+import type { SearchFilter } from '../store/types.ts';
+import { compilePattern, type LinePattern } from './regex.ts';
+import { passesFilter } from './search.ts';
+import { planTrigrams, type TrigramPlan } from './trigrams.ts';
+
+/** What `quarry grep` (and the MCP tool and HTTP route of that name) asks for: ripgrep's options, over the index. */
+export interface GrepQuery {
+  pattern: string;
+  /** -F: the pattern is a literal string. */
+  fixed?: boolean;
+  /** -i */
+  ignoreCase?: boolean;
+  /** -w: only matches with a word boundary on each side. */
+  word?: boolean;
+  /** -g: ripgrep's globs (gitignore syntax): a file passes when it matches one of them; `!glob` excludes. */
+  globs?: string[];
+  /** -t: languages or ripgrep's type names (py, ts, rust, …). */
+  types?: string[];
+  /** --path and --lang, as search has them. */
+  filter?: SearchFilter;
+  /** -C: lines of context before and after each matching line. */
+  context?: number;
+  /** At most this many matching lines in all (the answer says when more were left out). */
+  limit?: number;
+  /** -m: at most this many matching lines per file. */
+  maxPerFile?: number;
+  /** Longest line shown, in characters (a longer one is cut around its first match). */
+  maxColumns?: number;
+}
+
+export interface GrepLine {
+  line: number;
+  text: string;
+}
+
+export interface GrepMatch {
+  /** Repository-relative path. */
+  path: string;
+  /** 1-based line and column (UTF-16 code units) of the first match on the line. */
+  line: number;
+  column: number;
+  text: string;
+  /** Each match on the line, [start, end) in `text`. */
+  ranges: Array<[number, number]>;
+  before: GrepLine[];
+  after: GrepLine[];
+}
+
+export interface GrepResponse {
+  pattern: string;
+  matches: GrepMatch[];
+  /** Files with a match (among those read before the limit was reached). */
+  files: number;
+  /** Files read to verify: the trigram index's candidates, or every file that passes the filters. */
+  scanned: number;
+  /** Whether the trigram index narrowed the files (false: the pattern needs no literal of 3+ characters). */
+  indexed: boolean;
+  /** More matches exist than were returned. */
+  truncated: boolean;
+}
+
+/** Where a grep reads from: the index's trigram candidates, the indexed paths, and the files' lines. */
+export interface GrepSource {
+  /** Files that may match the plan (a superset), or undefined when the store keeps no trigram index. */
+  candidates(plan: string[][]): Promise<string[] | undefined>;
+  /** Every indexed path (files with text). */
+  paths(): Promise<string[]>;
+  readLines(paths: string[]): Promise<Map<string, string[]>>;
+}
+
+/** Upper bounds that every face applies, so that no caller can ask for an unbounded answer. */
+export const GREP_LIMITS = { pattern: 1000, context: 20, limit: 10_000 };
+
+/** ripgrep's type names for quarry's languages. */
+const TYPE_ALIASES: Record<string, string[]> = {
+  py: ['python'],
+  ts: ['typescript', 'tsx'],
+  js: ['javascript'],
+  rs: ['rust'],
+  rb: ['ruby'],
+  cs: ['csharp'],
+  sh: ['bash'],
+  kt: ['kotlin'],
+  md: ['markdown'],
+  cc: ['cpp'],
+  'c++': ['cpp'],
+  yml: ['yaml'],
+  hs: ['haskell'],
+  ex: ['elixir'],
+  ml: ['ocaml'],
+};
+
+/** The languages a -t value names. */
+export function typeLanguages(type: string, known: readonly string[]): string[] {
+  const t = type.toLowerCase();
+  if (TYPE_ALIASES[t]) return TYPE_ALIASES[t];
+  if (known.includes(t)) return [t];
+  throw new QuarryError(
+    'BAD_INPUT',
+    `unknown file type "${type}": use a language (${known.slice(0, 12).join(', ')}, …) or ${Object.keys(TYPE_ALIASES).join(', ')}`,
+  );
+}
+
+/** Which paths a query's globs, types and filter let through. */
+function pathTest(q: GrepQuery, languages: string[] | undefined): (path: string) => boolean {
+  const include = (q.globs ?? []).filter((g) => !g.startsWith('!'));
+  const exclude = (q.globs ?? []).filter((g) => g.startsWith('!')).map((g) => g.slice(1));
+  const inc = include.length ? ignore().add(include) : undefined;
+  const exc = exclude.length ? ignore().add(exclude) : undefined;
+  const filter: SearchFilter | undefined = languages
+    ? { ...q.filter, languages: [...(q.filter?.languages ?? []), ...languages] }
+    : q.filter;
+  return (path) =>
+    passesFilter(path, filter) && (!inc || inc.ignores(path)) && !(exc?.ignores(path) ?? false);
+}
+
+/** Checks a query's bounds and compiles its pattern (BAD_INPUT, with what to do, when it cannot be used). */
+export function prepareGrep(q: GrepQuery): { pattern: LinePattern; plan: TrigramPlan } {
+  if (!q.pattern) throw new QuarryError('BAD_INPUT', 'grep needs a pattern: quarry grep PATTERN');
+  if (q.pattern.length > GREP_LIMITS.pattern)
+    throw new QuarryError('BAD_INPUT', `the pattern is over ${GREP_LIMITS.pattern} characters: shorten it`);
+  if ((q.context ?? 0) > GREP_LIMITS.context)
+    throw new QuarryError('BAD_INPUT', `context is at most ${GREP_LIMITS.context} lines`);
+  const pattern = compilePattern(q.pattern, {
+    fixed: q.fixed ?? false,
+    ignoreCase: q.ignoreCase ?? false,
+    word: q.word ?? false,
+  });
+  return { pattern, plan: planTrigrams(q.pattern, { fixed: q.fixed ?? false }) };
+}
+
+/**
+ * ripgrep over the index: the trigram index names the files that may match, and each is read and verified line by
+ * line with a linear-time regular expression engine (so a hostile pattern cannot hang a server). Files in path order.
+ */
+export async function grep(
+  source: GrepSource,
+  q: GrepQuery,
+  known: readonly string[],
+): Promise<GrepResponse> {
+  const { pattern, plan } = prepareGrep(q);
+  const languages = q.types?.length ? q.types.flatMap((t) => typeLanguages(t, known)) : undefined;
+  const passes = pathTest(q, languages);
+  const fromIndex = plan ? await source.candidates(plan) : undefined;
+  const paths = (fromIndex ?? (await source.paths())).filter(passes).sort();
+  const limit = Math.min(q.limit ?? GREP_LIMITS.limit, GREP_LIMITS.limit);
+  const out: GrepResponse = {
+    pattern: q.pattern,
+    matches: [],
+    files: 0,
+    scanned: 0,
+    indexed: Boolean(fromIndex),
+    truncated: false,
+  };
+  const BATCH = 64;
+  for (let i = 0; i < paths.length && !out.truncated; i += BATCH) {
+    const batch = paths.slice(i, i + BATCH);
+    const texts = await source.readLines(batch);
+    for (const path of batch) {
+      const lines = texts.get(path);
+      if (!lines) continue;
+      out.scanned++;
+      const found = matchLines(path, lines, pattern, q);
+      if (!found.length) continue;
+      out.files++;
+      const room = limit - out.matches.length;
+      if (found.length > room) {
+        out.matches.push(...found.slice(0, room));
+        out.truncated = true;
+        break;
+      }
+      out.matches.push(...found);
+    }
+  }
+  return out;
+}
+
+/** The matching lines of one file, with their context. */
+function matchLines(path: string, lines: string[], pattern: LinePattern, q: GrepQuery): GrepMatch[] {
+  const out: GrepMatch[] = [];
+  const ctx = q.context ?? 0;
+  for (let n = 0; n < lines.length; n++) {
+    const line = lines[n] as string;
+    const ranges = pattern.ranges(line);
+    if (!ranges.length) continue;
+    const first = ranges[0] as [number, number];
+    const shown = clip(line, first, q.maxColumns);
+    out.push({
+      path,
+      line: n + 1,
+      column: first[0] + 1,
+      text: shown.text,
+      ranges: ranges.map(([s, e]) => [s - shown.offset, e - shown.offset] as [number, number]),
+      before: around(lines, Math.max(0, n - ctx), n, q.maxColumns),
+      after: around(lines, n + 1, Math.min(lines.length, n + 1 + ctx), q.maxColumns),
+    });
+    if (q.maxPerFile && out.length >= q.maxPerFile) break;
+  }
+  return out;
+}
+
+function around(lines: string[], from: number, to: number, max: number | undefined): GrepLine[] {
+  const out: GrepLine[] = [];
+  for (let i = from; i < to; i++) out.push({ line: i + 1, text: clip(lines[i] as string, [0, 0], max).text });
+  return out;
+}
+
+/** A line cut to `max` characters around a match, and where the cut starts. */
+function clip(
+  line: string,
+  match: [number, number],
+  max: number | undefined,
+): { text: string; offset: number } {
+  if (!max || line.length <= max) return { text: line, offset: 0 };
+  const start = Math.max(0, Math.min(match[0] - Math.floor(max / 4), line.length - max));
+  return { text: line.slice(start, start + max), offset: start };
+}

@@ -1,0 +1,204 @@
+// `quarry grep`: exact and regex search over the index (a trigram index for candidates, RE2 to verify), on the CLI,
+// over HTTP and as an MCP tool; regression for "quarry search 'c.req.param(' shows none of its literal occurrences".
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { openedSet } from '../src/host/set.ts';
+import { createMcpServer } from '../src/mcp/server.ts';
+import { indexProject, type LocalProject } from '../src/project/local.ts';
+import { planTrigrams } from '../src/search/trigrams.ts';
+import { startServer } from '../src/server/http.ts';
+import { makeTree, openLexical, removeTree, runCli } from './helpers.ts';
+
+const GH = 'ghp_R7tYq2Xz9LmK4pW8sN3vB6cF1hD5gA0eJ2uQ';
+
+const FILES: Record<string, string> = {
+  'src/router/index.ts': `export function handle(c: Ctx) {\n  const id = c.req.param('id');\n  const name = c.req.param("name");\n  return id + name;\n}\n`,
+  'src/router/trie.ts': `// a trie of routes\nexport class Trie {\n  insert(path: string) {\n    return path.split('/');\n  }\n}\n`,
+  'src/helper/cookie.ts': `export function getCookie(c: Ctx, key: string) {\n  return c.req.header('Cookie')?.split(';');\n}\nconst GITHUB_TOKEN = '${GH}';\n`,
+  'app/views.py': `def param(request):\n    # C.REQ.PARAM( in a comment, upper case\n    return request.GET.get("id")\n\n\ndef paramless():\n    return None\n`,
+  'test/router.test.ts': `import { handle } from '../src/router/index.ts';\ntest('param', () => handle({ req: { param: () => 'x' } }));\n`,
+  'docs/guide.md': `# Guide\n\nCall c.req.param('id') to read a path parameter.\n`,
+  '.git/HEAD': 'ref: refs/heads/main\n',
+};
+
+/** What ripgrep would find: every line of every file that the regex matches (the truth the index must reach). */
+function bruteForce(root: string, re: RegExp): string[] {
+  const out: string[] = [];
+  for (const path of Object.keys(FILES).filter((p) => !p.startsWith('.git/')))
+    readFileSync(join(root, path), 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        re.lastIndex = 0;
+        if (re.test(line)) out.push(`${path}:${i + 1}`);
+      });
+  return out.sort();
+}
+
+describe('quarry grep', () => {
+  let root: string;
+  let project: LocalProject;
+  before(async () => {
+    root = makeTree(FILES);
+    project = await openLexical(root);
+    await indexProject(project);
+  });
+  after(async () => {
+    await project.close();
+    removeTree(root);
+  });
+
+  it('plans the literals a pattern needs, conservatively', () => {
+    assert.deepEqual(planTrigrams('c.req.param(', { fixed: true }), [['c.req.param(']]);
+    assert.deepEqual(planTrigrams('ab', { fixed: true }), null);
+    assert.deepEqual(planTrigrams('c\\.req\\.param\\('), [['c.req.param(']]);
+    assert.deepEqual(planTrigrams('getCookie|setCookie'), [['getCookie'], ['setCookie']]);
+    assert.deepEqual(planTrigrams('foo\\w+bar'), [['foo', 'bar']]);
+    assert.deepEqual(planTrigrams('colou?r_name'), [['colo', 'r_name']]);
+    assert.deepEqual(planTrigrams('func(tion)?Name'), [['func', 'Name']]);
+    assert.deepEqual(planTrigrams('(?:insert|delete)Row'), [['Row']]);
+    assert.deepEqual(planTrigrams('\\x41BCD'), [['BCD']]);
+    assert.deepEqual(planTrigrams('[a-z]+_id'), [['_id']]);
+    assert.equal(planTrigrams('\\w+'), null);
+    assert.equal(planTrigrams('ab|cdef'), null); // one branch with no literal: every file may match
+  });
+
+  it('finds every literal occurrence, exit 0, and what the index narrows equals a scan of every file', () => {
+    const r = runCli(['grep', '-F', 'c.req.param(', '--json'], { cwd: root });
+    assert.equal(r.code, 0, r.stderr);
+    const res = JSON.parse(r.stdout);
+    assert.deepEqual(
+      res.matches.map((m: { path: string; line: number }) => `${m.path}:${m.line}`),
+      ['docs/guide.md:3', 'src/router/index.ts:2', 'src/router/index.ts:3'],
+    );
+    assert.equal(res.indexed, true);
+    assert.ok(res.scanned < 6, `the trigram index narrowed the files read (read ${res.scanned})`);
+    for (const [pattern, flags] of [
+      ['c\\.req\\.(param|header)\\(', ''],
+      ['param', 'i'],
+      ['def \\w+\\(', ''],
+      ['split\\(.[;/].\\)', ''],
+      ['\\bid\\b', ''],
+    ] as const) {
+      const got = JSON.parse(
+        runCli(['grep', pattern, ...(flags ? ['-i'] : []), '--json', '--limit', '1000'], { cwd: root })
+          .stdout,
+      ).matches.map((m: { path: string; line: number }) => `${m.path}:${m.line}`);
+      assert.deepEqual(got.sort(), bruteForce(root, new RegExp(pattern, flags)), pattern);
+    }
+  });
+
+  it("has ripgrep's options: -i, -w, -g, -t, --path, -C, -l, --vimgrep from a subfolder", () => {
+    const cased = runCli(['grep', '-F', 'C.REQ.PARAM('], { cwd: root });
+    assert.deepEqual(cased.stdout.trim().split('\n'), [
+      'app/views.py:2:    # C.REQ.PARAM( in a comment, upper case',
+    ]);
+    const i = runCli(['grep', '-i', '-l', '-F', 'c.req.param('], { cwd: root });
+    assert.deepEqual(i.stdout.trim().split('\n'), ['app/views.py', 'docs/guide.md', 'src/router/index.ts']);
+    const w = runCli(['grep', '-w', '-l', 'param'], { cwd: root });
+    assert.ok(!w.stdout.includes('paramless') && w.stdout.includes('app/views.py'));
+    const py = runCli(['grep', '-t', 'py', '-l', 'param'], { cwd: root });
+    assert.equal(py.stdout.trim(), 'app/views.py');
+    const ts = runCli(['grep', '-t', 'ts', '-g', '!*.test.ts', '-l', 'param'], { cwd: root });
+    assert.equal(ts.stdout.trim(), 'src/router/index.ts');
+    const under = runCli(['grep', '--path', 'src/helper', '-l', 'split'], { cwd: root });
+    assert.equal(under.stdout.trim(), 'src/helper/cookie.ts');
+    const ctx = runCli(['grep', '-C', '1', 'c\\.req\\.param\\("'], { cwd: root });
+    assert.deepEqual(ctx.stdout.trim().split('\n'), [
+      "src/router/index.ts-2-  const id = c.req.param('id');",
+      'src/router/index.ts:3:  const name = c.req.param("name");',
+      'src/router/index.ts-4-  return id + name;',
+    ]);
+    // paths as an editor standing in src/router can open them; --json stays root-relative
+    const vim = runCli(['grep', '--vimgrep', 'param\\('], { cwd: join(root, 'src', 'router') });
+    assert.deepEqual(vim.stdout.trim().split('\n'), [
+      '../../app/views.py:1:5:def param(request):',
+      "../../docs/guide.md:3:12:Call c.req.param('id') to read a path parameter.",
+      "index.ts:2:20:  const id = c.req.param('id');",
+      'index.ts:3:22:  const name = c.req.param("name");',
+    ]);
+    const json = JSON.parse(runCli(['grep', 'Trie', '--json'], { cwd: join(root, 'src', 'router') }).stdout);
+    assert.equal(json.matches[0].path, 'src/router/trie.ts');
+  });
+
+  it('exits 1 on no match, 2 on a bad pattern or filter, and never hangs on a hostile pattern', () => {
+    const none = runCli(['grep', 'no_such_identifier_anywhere'], { cwd: root });
+    assert.equal(none.code, 1);
+    assert.equal(none.stdout, '');
+    const bad = runCli(['grep', 'param('], { cwd: root });
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /^quarry: not a regular expression RE2 accepts .*pass -F/m);
+    const back = runCli(['grep', '(a)\\1'], { cwd: root });
+    assert.equal(back.code, 2);
+    const type = runCli(['grep', '-t', 'cobol', 'x'], { cwd: root });
+    assert.equal(type.code, 2);
+    assert.match(type.stderr, /unknown file type "cobol"/);
+    const nowhere = runCli(['grep', '--path', 'no/such/dir', 'param'], { cwd: root });
+    assert.equal(nowhere.code, 2);
+    assert.match(nowhere.stderr, /no indexed file matches the filter/);
+    // catastrophic for a backtracking engine; linear for RE2
+    const hostile = runCli(['grep', '(\\w+\\s?)+\\$'], { cwd: root });
+    assert.equal(hostile.code, 1, hostile.stderr);
+  });
+
+  it('redacts secrets in matched lines, on the CLI, over HTTP and over MCP, with the same options', async () => {
+    const cli = runCli(['grep', '-F', 'GITHUB_TOKEN'], { cwd: root });
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.ok(!cli.stdout.includes(GH) && cli.stdout.includes('REDACTED'), cli.stdout);
+
+    const served = await startServer({ root, watch: false });
+    try {
+      const post = (b: unknown) =>
+        fetch(new URL('/api/grep', served.url), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: served.url.replace(/\/$/, '') },
+          body: JSON.stringify(b),
+        });
+      const res = await post({ pattern: 'c.req.param(', fixed: true, types: ['ts'] });
+      assert.equal(res.status, 200);
+      const body = (await res.json()) as { matches: Array<{ path: string; line: number }> };
+      assert.deepEqual(
+        body.matches.map((m) => `${m.path}:${m.line}`),
+        ['src/router/index.ts:2', 'src/router/index.ts:3'],
+      );
+      const secret = await (await post({ pattern: 'GITHUB_TOKEN' })).text();
+      assert.ok(!secret.includes(GH) && secret.includes('REDACTED'));
+      const bad = await post({ pattern: '(' });
+      assert.equal(bad.status, 400);
+      assert.match(((await bad.json()) as { error: string }).error, /RE2/);
+      assert.equal((await post({ pattern: 'x', context: 99 })).status, 400);
+    } finally {
+      await served.close();
+    }
+
+    const set = openedSet([project]);
+    const server = createMcpServer(set);
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await server.connect(a);
+    const client = new Client({ name: 'grep-test', version: '1' });
+    await client.connect(b);
+    try {
+      const call = async (args: Record<string, unknown>) =>
+        (await client.callTool({ name: 'grep', arguments: args })) as {
+          content: Array<{ text: string }>;
+          structuredContent?: unknown;
+        };
+      const r = await call({ pattern: 'c.req.param(', fixed: true, path: ['src'] });
+      assert.equal(
+        r.content[0]!.text,
+        'src/router/index.ts:2:14:  const id = c.req.param(\'id\');\nsrc/router/index.ts:3:16:  const name = c.req.param("name");\n2 matching lines in 1 file',
+      );
+      assert.equal(r.structuredContent, undefined, 'the text says it all: no second copy');
+      const limited = await call({ pattern: 'param', ignore_case: true, limit: 1 });
+      assert.match(limited.content[0]!.text, /more exist: narrow the pattern or raise limit/);
+      const secret = await call({ pattern: 'GITHUB_TOKEN' });
+      assert.ok(!secret.content[0]!.text.includes(GH));
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+});
