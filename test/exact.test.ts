@@ -9,6 +9,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { openedSet } from '../src/host/set.ts';
 import { createMcpServer } from '../src/mcp/server.ts';
 import { indexProject, type LocalProject } from '../src/project/local.ts';
+import { codeFragment } from '../src/search/query.ts';
 import { planTrigrams } from '../src/search/trigrams.ts';
 import { startServer } from '../src/server/http.ts';
 import { makeTree, openLexical, removeTree, runCli } from './helpers.ts';
@@ -142,6 +143,33 @@ describe('quarry grep', () => {
     // catastrophic for a backtracking engine; linear for RE2
     const hostile = runCli(['grep', '(\\w+\\s?)+\\$'], { cwd: root });
     assert.equal(hostile.code, 1, hostile.stderr);
+  });
+
+  it('search takes a pasted code fragment as evidence: its verbatim occurrences come first', () => {
+    for (const code of [
+      "c.req.param('id')",
+      'c.req.param(',
+      'std::vector<int>',
+      'user.id == other.id',
+      'x->next',
+    ])
+      assert.equal(codeFragment(code), code, code);
+    for (const words of [
+      'Fix crash in foo.bar() when the list is empty',
+      'where are retries handled?',
+      'v2.0',
+      'setup.py',
+      'retry',
+    ])
+      assert.equal(codeFragment(words), null, words);
+    const r = runCli(['search', 'c.req.param(', '--mode', 'lexical', '--json', '-k', '3'], { cwd: root });
+    assert.equal(r.code, 0, r.stderr);
+    const paths = JSON.parse(r.stdout).results.map((x: { path: string }) => x.path);
+    // the code that holds the text verbatim first, and the guide that quotes it among the first three, above the
+    // test that only mentions param (views.py defines param, and holds the text in upper case)
+    assert.equal(paths[0], 'src/router/index.ts');
+    assert.ok(paths.slice(0, 3).includes('docs/guide.md'), paths.join(' '));
+    assert.ok(!paths.slice(0, 3).includes('test/router.test.ts'), paths.join(' '));
   });
 
   it('redacts secrets in matched lines, on the CLI, over HTTP and over MCP, with the same options', async () => {

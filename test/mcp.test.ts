@@ -55,6 +55,7 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
     assert.deepEqual(tools.map((t) => t.name).sort(), [
       'find_symbol',
       'get_context',
+      'grep',
       'index_status',
       'list_repos',
       'list_symbols',
@@ -108,7 +109,7 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
   });
 
   it('answers agents in compact text with numbered lines; instructions, annotations and repo_map', async () => {
-    assert.match(client.getInstructions() ?? '', /Use grep instead for an exact string/);
+    assert.match(client.getInstructions() ?? '', /Use quarry's grep tool for an exact string/);
     const tools = (await client.listTools()).tools;
     for (const t of tools) {
       assert.equal(typeof t.annotations?.readOnlyHint, 'boolean', `${t.name} has no readOnlyHint`);
@@ -249,7 +250,7 @@ describe('quarry mcp --http', () => {
     const client = new Client({ name: 'quarry-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     const { tools } = await client.listTools();
-    assert.equal(tools.length, 9);
+    assert.equal(tools.length, 10);
     const s = dataOf(await client.callTool({ name: 'index_status', arguments: {} }));
     assert.ok('files' in s);
     await client.close();

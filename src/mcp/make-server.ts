@@ -9,7 +9,7 @@ const VERSION = '0.1.0';
 export const MCP_INSTRUCTIONS = `quarry indexes this repository (tree-sitter chunks, BM25, embeddings, a symbol and reference graph) and answers from the index.
 Use search_code for questions in plain words or when you do not know the names ("where are retries handled?"); it ranks code by meaning and keywords and returns path:line ranges.
 Use find_symbol for a known identifier's definition and its uses, list_symbols for a file's outline, read_file to read numbered lines, repo_map for an overview of the most referenced files and definitions, get_context to get the code that answers a question within a token budget.
-Use grep instead for an exact string or regular expression over every file, including files quarry does not index (ignored, generated, secret-looking).
+Use quarry's grep tool for an exact string or a regular expression over the indexed files (path:line:column:text); a shell grep only for files quarry does not index (ignored, generated, secret-looking).
 Paths are from the repository root. Results reflect the last sync; index_status says how fresh the index is.`;
 
 export interface McpServerOptions {

@@ -28,6 +28,11 @@ export interface AnalyzedQuery {
    * `panic: …`), each of two words or more.
    */
   literals: string[];
+  /**
+   * The whole query when it is a piece of code pasted as it is (`c.req.param(`, `std::vector<int>`, `user.id ==`):
+   * looked up verbatim (the trigram index), since its tokens alone match every file that mentions `param`.
+   */
+  code: string | null;
 }
 
 const MAX_TERMS = 64;
@@ -113,11 +118,28 @@ export function analyzeQuery(raw: string): AnalyzedQuery {
     terms,
     identifiers,
     literals: quotedLiterals(raw),
+    code: codeFragment(raw),
     fileNames: {
       query: { basenames: [...basenames], stems: [...stems], fragments: [...fragments] },
       strength,
     },
   };
+}
+
+/**
+ * The query, when it reads as code rather than words: 4–200 characters with code punctuation between identifiers
+ * (`.` `(` `::` `->` `=` `[` `<`), and at most three spaces (a sentence about code is no code).
+ */
+export function codeFragment(raw: string): string | null {
+  const text = raw.trim();
+  if (text.length < 4 || text.length > 200 || text.includes('\n')) return null;
+  if ((text.match(/ /g)?.length ?? 0) > 3) return null;
+  if (!/[A-Za-z_$]/.test(text)) return null;
+  // punctuation that prose does not put between identifiers: a call, a member, a path, an index, a comparison
+  if (!/[A-Za-z_$\d][.([<]|::|->|=>|[=!]=|\)\s*[.;{]|\w\(/.test(text)) return null;
+  // "v2.0", "e.g.", a file name: not code to paste
+  if (/^[\w-]+\.[a-z0-9]{1,5}$/i.test(text) || /^[\d.]+$/.test(text)) return null;
+  return text;
 }
 
 const MAX_LITERALS = 8;

@@ -245,8 +245,14 @@ async function exactHits(
   filter?: SearchFilter,
 ): Promise<{ strength: Map<number, number>; chunks: StoredChunk[] }> {
   const strength = new Map<number, number>();
+  const found: StoredChunk[] = [];
+  const note = (chunk: StoredChunk, s: number) => {
+    if (!strength.has(chunk.chunkId)) found.push(chunk);
+    strength.set(chunk.chunkId, Math.max(strength.get(chunk.chunkId) ?? 0, s));
+  };
+  if (q.code && store.exact) await codeHits(store, q.code, filter, note);
   const lexical = store.lexical;
-  if (!q.literals.length || !lexical) return { strength, chunks: [] };
+  if (!q.literals.length || !lexical) return { strength, chunks: found };
   const lists = await Promise.all(
     q.literals.map((literal) => {
       const terms: string[] = [];
@@ -262,11 +268,10 @@ async function exactHits(
     }),
   );
   const ids = [...new Set(lists.flat().map((h) => h.chunkId))];
-  if (!ids.length) return { strength, chunks: [] };
+  if (!ids.length) return { strength, chunks: found };
   const chunks = await store.getChunks(ids);
   const byId = new Map(chunks.map((c) => [c.chunkId, c]));
   const flat = new Map(chunks.map((c) => [c.chunkId, c.text.replace(/\s+/g, ' ').toLowerCase()]));
-  const found: StoredChunk[] = [];
   for (const [i, literal] of q.literals.entries()) {
     const words = literal.toLowerCase().split(' ');
     const runs = new Map<StoredChunk, number>();
@@ -279,13 +284,31 @@ async function exactHits(
     }
     const files = new Set([...runs.keys()].map((c) => c.path)).size;
     const damp = 1 / (1 + Math.log2(Math.max(1, files / 2)));
-    for (const [chunk, run] of runs) {
-      const s = Math.min(1, run / EXACT_FULL_CHARS) * damp;
-      if (!strength.has(chunk.chunkId)) found.push(chunk);
-      strength.set(chunk.chunkId, Math.max(strength.get(chunk.chunkId) ?? 0, s));
-    }
+    for (const [chunk, run] of runs) note(chunk, Math.min(1, run / EXACT_FULL_CHARS) * damp);
   }
   return { strength, chunks: found };
+}
+
+/** Files beyond which a pasted fragment is too common to point anywhere (and reading them costs more than it tells). */
+const EXACT_CODE_FILES = 200;
+
+/**
+ * Chunks holding a pasted code fragment verbatim (case and all): the trigram index names the files that may, their
+ * chunks are checked. Not damped by how many files hold it (a quoted message is): who pastes code wants its
+ * occurrences, as grep gives them, up to EXACT_CODE_FILES files.
+ */
+async function codeHits(
+  store: Store,
+  code: string,
+  filter: SearchFilter | undefined,
+  note: (chunk: StoredChunk, strength: number) => void,
+): Promise<void> {
+  const paths = (await store.exact!.candidates([[code]])).filter((p) => passesFilter(p, filter));
+  if (!paths.length || paths.length > EXACT_CODE_FILES) return;
+  const hits: StoredChunk[] = [];
+  for (const list of (await store.getFilesChunks(paths)).values())
+    for (const c of list) if (c.text.includes(code)) hits.push(c);
+  for (const c of hits) note(c, 1);
 }
 
 /** Characters in the longest run of two or more consecutive `words` that `text` contains. */
