@@ -7,12 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-# better-sqlite3 compiles from source when no prebuilt binary can be downloaded; node-gyp then needs Node's headers,
-# which the Node install ships (a property of the machine, not an install flag of quarry).
-if [ -z "${npm_config_nodedir:-}" ]; then
-  prefix=$(node -p 'require("path").resolve(process.execPath, "..", "..")')
-  if [ -f "$prefix/include/node/node.h" ]; then export npm_config_nodedir="$prefix"; fi
-fi
+. scripts/node-headers.sh # Node's headers for native builds, from the Node install
 
 weights="${XDG_CACHE_HOME:-$HOME/.cache}/quarry/models/all-MiniLM-L6-v2/model.onnx"
 [ -f "$weights" ] || { echo "test-install: run scripts/fetch-test-weights.sh first" >&2; exit 1; }

@@ -116,8 +116,8 @@ class ChatSession {
   }
 
   fail(err: unknown): void {
-    if (isQuarryError(err)) this.say(`${this.c.red('error:')} ${err.message}`);
-    else this.say(`${this.c.red('error:')} ${(err as Error).message.split('\n')[0]}`);
+    if (isQuarryError(err)) this.say(`${this.c.red('quarry:')} ${err.message}`);
+    else this.say(`${this.c.red('quarry:')} ${(err as Error).message.split('\n')[0]}`);
   }
 
   private needLocal(what: string): LocalProject {

@@ -84,6 +84,8 @@ function buildProgram(io: Io): Command {
     .configureOutput({
       writeOut: (s) => io.stdout.write(s),
       writeErr: (s) => io.stderr.write(s),
+      // one prefix for every error, commander's own (unknown option, missing argument) included
+      outputError: (s, write) => write(s.replace(/^error: /, 'quarry: ')),
     })
     .exitOverride()
     .showSuggestionAfterError()
