@@ -47,11 +47,58 @@ describe('quarry edit, undo and history (end to end, against a model server on 1
     assert.match(r.stdout, /^--- a\/app\/rates\.py/m);
     assert.match(r.stdout, /^-\s+return x \* 1$/m);
     assert.match(r.stdout, /^\+\s+return x \* 60$/m);
-    assert.match(r.stdout, /run again with --write/);
+    assert.match(r.stdout, /`quarry apply app\/rates\.py` writes exactly this diff/);
     assert.equal(readFileSync(join(root, 'app/rates.py'), 'utf8'), ORIGINAL);
     const sent = JSON.stringify(server.requests.at(-1)!.body);
     assert.equal(sent.split('app/rates.py:1-7').length - 1, 1, 'the target appears once, as the first block');
     assert.match(sent, /"temperature":0\b/);
+  });
+
+  it('writes what was reviewed: --write and apply take the diff shown, never a second answer', async () => {
+    // regression: `edit --write` asked the model again, so what landed could differ from the diff that was shown
+    server.reply = editingModel;
+    const shown = await cli(['--root', root, 'edit', 'app/rates.py', 'rate per minute'], env);
+    assert.equal(shown.code, 0, shown.stderr);
+    const asked = server.requests.length;
+    server.reply = () => `${BEGIN}\n${ORIGINAL.replace('x * 1', 'x * 3600')}${END}\n`; // a second answer would differ
+    const w = await cli(['--root', root, 'edit', 'app/rates.py', 'rate per minute', '--write'], env);
+    assert.equal(w.code, 0, w.stderr);
+    assert.match(w.stdout, /wrote app\/rates\.py \(the diff reviewed before\)/);
+    assert.equal(server.requests.length, asked, 'the model was not asked again');
+    assert.equal(readFileSync(join(root, 'app/rates.py'), 'utf8'), ORIGINAL.replace('x * 1', 'x * 60'));
+    assert.equal((await cli(['--root', root, 'undo'], env)).code, 0);
+    // apply: the reviewed diff, and nothing once the file changed under it
+    server.reply = editingModel;
+    assert.equal((await cli(['--root', root, 'edit', 'app/rates.py', 'rate per minute'], env)).code, 0);
+    writeFileSync(join(root, 'app/rates.py'), `${ORIGINAL}# touched\n`);
+    const stale = await cli(['--root', root, 'apply', 'app/rates.py'], env);
+    assert.equal(stale.code, 9);
+    assert.match(
+      stale.stderr,
+      /^quarry: app\/rates\.py changed since the diff was shown .*run `quarry edit` again$/m,
+    );
+    writeFileSync(join(root, 'app/rates.py'), ORIGINAL);
+    const applied = await cli(['--root', root, 'apply'], env);
+    assert.equal(applied.code, 0, applied.stderr);
+    assert.equal(readFileSync(join(root, 'app/rates.py'), 'utf8'), ORIGINAL.replace('x * 1', 'x * 60'));
+    const again = await cli(['--root', root, 'apply'], env);
+    assert.equal(again.code, 2, 'written once: nothing waits any more');
+    assert.equal((await cli(['--root', root, 'undo'], env)).code, 0);
+    assert.equal(readFileSync(join(root, 'app/rates.py'), 'utf8'), ORIGINAL);
+  });
+
+  it('--dry-run prints the prompt with no model at all', async () => {
+    const before = server.requests.length;
+    const r = await cli(['--root', root, 'edit', 'app/rates.py', 'rate per minute', '--dry-run'], {
+      QUARRY_MODEL: '',
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(
+      r.stdout,
+      /--- system ---[\s\S]*editing one file[\s\S]*Edit app\/rates\.py: rate per minute/,
+    );
+    assert.match(r.stdout, /prompt tokens .*no model called/);
+    assert.equal(server.requests.length, before);
   });
 
   it('leaves the file untouched when the model answers without the markers', async () => {

@@ -5,8 +5,10 @@ import {
   existsSync,
   lstatSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   realpathSync,
+  rmSync,
   statSync,
 } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
@@ -15,7 +17,8 @@ import { assembleContext, toMessages } from '../context/assemble.ts';
 import { QuarryError } from '../errors.ts';
 import { type LlmProvider, openLlm } from '../llm/provider.ts';
 import { outputBudget } from '../llm/tokens.ts';
-import type { LocalProject as Project } from '../project/types.ts';
+import type { ChatMessage } from '../llm/types.ts';
+import type { AssembledContext, LocalProject as Project } from '../project/types.ts';
 import { writeAtomic } from '../workspace/atomic.ts';
 import { indexPaths } from '../workspace/root.ts';
 
@@ -87,6 +90,32 @@ export function extractFile(output: string): string {
   return text;
 }
 
+/** The prompt for an edit: the file whole, then related code within the budget (its own chunks stay out). */
+export async function editPrompt(
+  project: Project,
+  file: string,
+  instruction: string,
+  options: { model?: string; window?: number; budget?: number } = {},
+): Promise<{ rel: string; before: Buffer; text: string; ctx: AssembledContext; messages: ChatMessage[] }> {
+  if (!instruction.trim()) throw new QuarryError('BAD_INPUT', 'the instruction is empty: say what to change');
+  const { abs, rel } = resolveInRoot(project.root, file);
+  const before = readFileSync(abs);
+  if (before.includes(0)) throw new QuarryError('BAD_INPUT', `${rel} is binary: quarry edits text files`);
+  const text = before.toString('utf8');
+  const ctx = await assembleContext(project, instruction, {
+    target: { path: rel, text },
+    exclude: [rel],
+    ...(options.model ? { model: options.model } : {}),
+    ...(options.window ? { window: options.window } : {}),
+    noMap: true,
+    system: EDIT_SYSTEM_PROMPT,
+    ...(options.budget ? { budget: options.budget } : {}),
+  });
+  const messages = toMessages(ctx);
+  messages[1]!.content = `${messages[1]!.content.replace(/\nQuestion: [\s\S]*$/, '')}\nEdit ${rel}: ${instruction}`;
+  return { rel, before, text, ctx, messages };
+}
+
 /** Asks the model for the whole new file. The file goes in whole; its own chunks stay out of retrieval. */
 export async function proposeEdit(
   project: Project,
@@ -95,22 +124,12 @@ export async function proposeEdit(
   options: { llm?: LlmProvider; model?: string; budget?: number; signal?: AbortSignal } = {},
 ): Promise<ProposedEdit> {
   if (!instruction.trim()) throw new QuarryError('BAD_INPUT', 'the instruction is empty: say what to change');
-  const { abs, rel } = resolveInRoot(project.root, file);
-  const before = readFileSync(abs);
-  if (before.includes(0)) throw new QuarryError('BAD_INPUT', `${rel} is binary: quarry edits text files`);
-  const text = before.toString('utf8');
   const llm = options.llm ?? (await openLlm(project.config.llm, options.model));
-  const ctx = await assembleContext(project, instruction, {
-    target: { path: rel, text },
-    exclude: [rel],
+  const { rel, before, text, ctx, messages } = await editPrompt(project, file, instruction, {
     model: llm.id,
     ...(llm.contextWindow ? { window: llm.contextWindow } : {}),
-    noMap: true,
-    system: EDIT_SYSTEM_PROMPT,
     ...(options.budget ? { budget: options.budget } : {}),
   });
-  const messages = toMessages(ctx);
-  messages[1]!.content = `${messages[1]!.content.replace(/\nQuestion: [\s\S]*$/, '')}\nEdit ${rel}: ${instruction}`;
   // the whole file comes back: the answer needs at least the file's size
   const need = ctx.blocks[0]!.tokens + 256;
   const max = outputBudget(
@@ -135,6 +154,86 @@ export async function proposeEdit(
   if (text.endsWith('\n') && !after.endsWith('\n')) after += '\n';
   const diff = createTwoFilesPatch(`a/${rel}`, `b/${rel}`, text, after, '', '', { context: 3 });
   return { path: rel, before, after, diff, changed: after !== text };
+}
+
+// --- reviewed edits ----------------------------------------------------------------------------------------------
+
+/** An edit shown and not yet written: `edit --write` and `quarry apply` write exactly it, or nothing. */
+interface PendingEdit {
+  path: string;
+  instruction: string;
+  /** sha256 of the file as the diff was made against it. */
+  base: string;
+  after: string;
+  diff: string;
+  time: string;
+}
+
+function pendingPath(root: string, rel: string): string {
+  return join(historyDir(root), 'pending', `${sha(rel).slice(0, 16)}.json`);
+}
+
+/** Keeps the edit that was just shown, so that what is written later is what was reviewed. */
+export function savePending(project: Project, edit: ProposedEdit, instruction: string): void {
+  mkdirSync(join(historyDir(project.root), 'pending'), { recursive: true });
+  const pending: PendingEdit = {
+    path: edit.path,
+    instruction,
+    base: sha(edit.before),
+    after: edit.after,
+    diff: edit.diff,
+    time: new Date().toISOString(),
+  };
+  writeAtomic(pendingPath(project.root, edit.path), JSON.stringify(pending));
+}
+
+function readPending(project: Project, rel: string): PendingEdit | undefined {
+  const p = pendingPath(project.root, rel);
+  if (!existsSync(p)) return undefined;
+  try {
+    return JSON.parse(readFileSync(p, 'utf8')) as PendingEdit;
+  } catch {
+    return undefined; // torn or damaged: as if none were kept
+  }
+}
+
+/**
+ * The edit last shown for `file` (with this instruction, when one is given) as it would be written: refused when the
+ * file changed since the diff was made (the diff no longer applies); undefined when none was shown.
+ */
+export function reviewedEdit(project: Project, file: string, instruction?: string): ProposedEdit | undefined {
+  const { abs, rel } = resolveInRoot(project.root, file);
+  const pending = readPending(project, rel);
+  if (!pending || (instruction !== undefined && pending.instruction !== instruction)) return undefined;
+  const current = readFileSync(abs);
+  if (sha(current) !== pending.base)
+    throw new QuarryError(
+      'EDIT',
+      `${rel} changed since the diff was shown (${pending.time}): nothing was written; run \`quarry edit\` again`,
+    );
+  return { path: rel, before: current, after: pending.after, diff: pending.diff, changed: true };
+}
+
+/** The files with an edit shown and not written, newest first. */
+export function pendingFiles(project: Project): Array<{ path: string; instruction: string; time: string }> {
+  const dir = join(historyDir(project.root), 'pending');
+  if (!existsSync(dir)) return [];
+  const out: PendingEdit[] = [];
+  for (const name of readdirSync(dir)) {
+    try {
+      out.push(JSON.parse(readFileSync(join(dir, name), 'utf8')) as PendingEdit);
+    } catch {
+      // torn or damaged: not offered
+    }
+  }
+  return out
+    .sort((a, b) => b.time.localeCompare(a.time))
+    .map(({ path, instruction, time }) => ({ path, instruction, time }));
+}
+
+/** Forgets the edit shown for a file (once written, or superseded). */
+export function dropPending(project: Project, rel: string): void {
+  rmSync(pendingPath(project.root, rel), { force: true });
 }
 
 // --- snapshots -------------------------------------------------------------------------------------------------
@@ -224,6 +323,7 @@ export function applyEdit(
   writeAtomic(join(dir, 'files', snapshot.id), current);
   appendLog(project.root, snapshot);
   writeAtomic(abs, edit.after);
+  dropPending(project, rel);
   return { snapshot, dirty };
 }
 

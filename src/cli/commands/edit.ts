@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { QuarryError } from '../../errors.ts';
 import type { CliContext } from '../context.ts';
 import { colorDiff } from '../format.ts';
 import { projectPath, withLocalProject } from '../open.ts';
@@ -12,19 +13,33 @@ interface EditOptions {
   budget?: number;
   write?: boolean;
   force?: boolean;
+  dryRun?: boolean;
 }
 
 export function registerEditCommands(program: Command, cli: CliContext): void {
   program
     .command('edit')
-    .description('edit one file with the model: prints a diff; --write applies it (with a snapshot for undo)')
+    .description(
+      'edit one file with the model: prints a diff (`quarry apply` writes it); --write writes it now',
+    )
     .argument('<file>', 'the file to edit (absolute, from here, or from the project root)')
     .argument('<instruction...>', 'what to change')
     .option('--model <provider:name>', 'the model')
     .option('--budget <tokens>', 'tokens of related context', positiveInt)
-    .option('--write', 'replace the file (atomically, after saving a snapshot)')
+    .option(
+      '--write',
+      'replace the file (atomically, after saving a snapshot); after a review of the same edit, writes that diff',
+    )
     .option('--force', 'write even when the file has uncommitted changes')
+    .option('--dry-run', 'print the prompt and its token count; call no model')
     .action((file: string, words: string[], opts: EditOptions) => runEdit(cli, file, words, opts));
+
+  program
+    .command('apply')
+    .description('write the edit `quarry edit` last showed (for <file>, or the newest), exactly as shown')
+    .argument('[file]', 'the file whose shown edit to write')
+    .option('--force', 'write even when the file has uncommitted changes')
+    .action((file: string | undefined, opts: { force?: boolean }) => runApply(cli, file, opts));
 
   program
     .command('undo')
@@ -47,27 +62,83 @@ export async function runEdit(
   opts: EditOptions,
 ): Promise<void> {
   const { io } = cli;
-  const { applyEdit, proposeEdit } = await lazyEdit();
+  const edits = await lazyEdit();
   await withLocalProject(cli.globals(), async (project) => {
     const instruction = words.join(' ');
-    const edit = await proposeEdit(project, projectPath(project, file), instruction, {
-      ...(opts.model ? { model: opts.model } : {}),
-      ...(opts.budget ? { budget: opts.budget } : {}),
-    });
+    const rel = projectPath(project, file);
     const c = cli.colors(io.stdout);
+    if (opts.dryRun) {
+      const { ctx, messages } = await edits.editPrompt(project, rel, instruction, {
+        ...(opts.model ? { model: opts.model } : {}),
+        ...(opts.budget ? { budget: opts.budget } : {}),
+      });
+      io.stdout.write(
+        `${c.dim('--- system ---')}\n${messages[0]?.content}\n${c.dim('--- user ---')}\n${messages[1]?.content}\n`,
+      );
+      io.stdout.write(
+        c.dim(`--- ${ctx.tokens.prompt} prompt tokens (budget ${ctx.budget.hard}); no model called ---\n`),
+      );
+      return;
+    }
+    // --write after a review writes what was reviewed, never a second answer of the model
+    const reviewed = opts.write ? edits.reviewedEdit(project, rel, instruction) : undefined;
+    const edit =
+      reviewed ??
+      (await edits.proposeEdit(project, rel, instruction, {
+        ...(opts.model ? { model: opts.model } : {}),
+        ...(opts.budget ? { budget: opts.budget } : {}),
+      }));
     if (!edit.changed) {
       io.stdout.write(`${edit.path}: the model changed nothing\n`);
       return;
     }
     io.stdout.write(colorDiff(edit.diff, c));
     if (!opts.write) {
-      io.stdout.write(c.dim(`(not written: run again with --write to apply)\n`));
+      edits.savePending(project, edit, instruction);
+      io.stdout.write(
+        c.dim(
+          `(not written: \`quarry apply ${edit.path}\` writes exactly this diff; --write asks again and writes)\n`,
+        ),
+      );
       return;
     }
-    const { snapshot, dirty } = applyEdit(project, edit, instruction, { force: opts.force });
-    io.stdout.write(
-      `wrote ${edit.path}; snapshot ${snapshot.id}${dirty ? ' (it keeps your uncommitted changes)' : ''} — \`quarry undo\` restores it\n`,
+    reportWritten(
+      cli,
+      edit.path,
+      edits.applyEdit(project, edit, instruction, { force: opts.force }),
+      Boolean(reviewed),
     );
+  });
+}
+
+function reportWritten(
+  cli: CliContext,
+  path: string,
+  result: { snapshot: { id: string }; dirty: boolean },
+  reviewed: boolean,
+): void {
+  cli.io.stdout.write(
+    `wrote ${path}${reviewed ? ' (the diff reviewed before)' : ''}; snapshot ${result.snapshot.id}${result.dirty ? ' (it keeps your uncommitted changes)' : ''} — \`quarry undo\` restores it\n`,
+  );
+}
+
+/** `quarry apply [file]`: writes the edit last shown (for the file, or the newest), exactly as it was shown. */
+export async function runApply(
+  cli: CliContext,
+  file: string | undefined,
+  opts: { force?: boolean },
+): Promise<void> {
+  const edits = await lazyEdit();
+  await withLocalProject(cli.globals(), async (project) => {
+    const rel = file ? projectPath(project, file) : edits.pendingFiles(project)[0]?.path;
+    const edit = rel ? edits.reviewedEdit(project, rel) : undefined;
+    if (!rel || !edit)
+      throw new QuarryError(
+        'BAD_INPUT',
+        `no edit waits to be written${file ? ` for ${rel}` : ''}: run \`quarry edit <file> "<instruction>"\` first`,
+      );
+    const instruction = edits.pendingFiles(project).find((p) => p.path === rel)?.instruction ?? '';
+    reportWritten(cli, edit.path, edits.applyEdit(project, edit, instruction, { force: opts.force }), true);
   });
 }
 
