@@ -54,6 +54,9 @@ function wholeFile(
   return { path, startLine: 1, endLine: Math.max(1, lines.length), text: lines.join('\n'), reason };
 }
 
+/** Tokens of the prompt's headings ("Context:", the map's heading, the joins between the parts). */
+const HEADING_TOKENS = 24;
+
 /** The budget for code context: what the model's window leaves after the answer and a margin, capped. */
 export function contextBudget(
   project: Project,
@@ -105,7 +108,11 @@ export async function assembleContext(
   // the map's reserved slice: never more than an eighth of the budget; `/all` sends every file and needs no map
   const reserve =
     options.noMap || options.all ? 0 : Math.min(project.config.context.mapTokens, Math.floor(total / 8));
-  const hard = total - reserve;
+  // the budget is the whole prompt's: the system prompt, the question and the headings come off it first, so the
+  // count reported never exceeds it (it once said 32,099 prompt tokens within a 32,000-token budget)
+  const system = options.system ?? project.config.context.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;
+  const overhead = countTokens(system) + countTokens(`Question: ${question}`) + HEADING_TOKENS;
+  const hard = Math.max(0, total - reserve - overhead);
   const soft = Math.floor(hard * project.config.context.softRatio);
   const blocks: ContextBlock[] = [];
   const skipped: AssembledContext['skipped'] = [];
@@ -136,7 +143,7 @@ export async function assembleContext(
     if (tokens > hard)
       throw new QuarryError(
         'TOO_BIG',
-        `${options.target.path} is ${tokens} tokens, more than the budget of ${hard}: raise --budget or use a model with a larger window`,
+        `${options.target.path} is ${tokens} tokens, more than the ${hard} the budget of ${total} leaves for code: raise --budget or use a model with a larger window`,
       );
     blocks.push({ ...b, tokens });
     used += tokens;
@@ -157,18 +164,18 @@ export async function assembleContext(
         `no indexed file matches "${mask}": try a mask such as "src/**" or "*.py"`,
       );
     const pending: Array<Omit<ContextBlock, 'n' | 'tokens'>> = [];
-    let total = used;
+    let needed = used;
     const texts = await project.readLines(chosen.map((f) => f.path));
     for (const f of chosen) {
       const b = wholeFile(texts.get(f.path), f.path, 'all');
       if (!b) continue;
-      total += countTokens(renderBlock({ ...b, n: 0 }));
+      needed += countTokens(renderBlock({ ...b, n: 0 }));
       pending.push(b);
     }
-    if (total > hard)
+    if (needed > hard)
       throw new QuarryError(
         'TOO_BIG',
-        `${pending.length} files${mask ? ` matching "${mask}"` : ''} take ${total} tokens, more than the budget of ${hard}: narrow the mask (for example "src/**/*.ts") or raise --budget`,
+        `${pending.length} files${mask ? ` matching "${mask}"` : ''} take ${needed} tokens, more than the ${hard} the budget of ${total} leaves for code: narrow the mask (for example "src/**/*.ts") or raise --budget`,
       );
     for (const b of pending) add(b);
     return finish(
@@ -269,6 +276,8 @@ function packChunks(
       0,
     );
   let used = 0;
+  let full = false;
+  const cutPaths = new Set<string>();
   for (const r of search.results) {
     if (taken.has(r.path)) continue;
     let lines = fileLines.get(r.path);
@@ -280,11 +289,23 @@ function packChunks(
     const start = Math.max(1, r.startLine - pad);
     const end = Math.min(lines.length, r.endLine + pad);
     const before = ranges.get(r.path) ?? [];
-    const merged = mergeRanges([...before, [start, end]]);
-    const delta = costOf(r.path, merged, lines) - (before.length ? costOf(r.path, before, lines) : 0);
-    if (used + delta > room) {
-      skipped.push({ path: `${r.path}:${r.startLine}-${r.endLine}`, tokens: delta });
-      continue;
+    const base = before.length ? costOf(r.path, before, lines) : 0;
+    const deltaOf = (a: number, b: number) => {
+      const merged = mergeRanges([...before, [a, b]]);
+      return { merged, delta: costOf(r.path, merged, lines) - base };
+    };
+    let { merged, delta } = deltaOf(start, end);
+    if (full || used + delta > room) {
+      // strict rank order: a chunk that does not fit whole is cut to the lines around its best line that do, and
+      // after a cut the budget is spent; a lower-ranked chunk (a test, a benchmark) never takes the room instead
+      const cut = full ? null : cutToFit(r.line, start, end, (a, b) => deltaOf(a, b).delta <= room - used);
+      full = true;
+      if (!cut) {
+        skipped.push({ path: `${r.path}:${r.startLine}-${r.endLine}`, tokens: delta });
+        continue;
+      }
+      ({ merged, delta } = deltaOf(cut[0], cut[1]));
+      cutPaths.add(r.path);
     }
     ranges.set(r.path, merged);
     used += delta;
@@ -299,9 +320,40 @@ function packChunks(
         endLine: b,
         text: lines.slice(a - 1, b).join('\n'),
       };
-      blocks.push({ ...block, reason: 'retrieved', tokens: countTokens(renderBlock(block)) });
+      blocks.push({
+        ...block,
+        reason: 'retrieved',
+        tokens: countTokens(renderBlock(block)),
+        ...(cutPaths.has(path) ? { truncated: true } : {}),
+      });
     }
   }
+}
+
+/** Fewest lines a cut chunk keeps: less than this tells the model nothing, and the next chunk may fit whole. */
+const MIN_CUT_LINES = 7;
+
+/**
+ * The widest range around `line` within [start, end] that `fits`, at least MIN_CUT_LINES long; null when none does.
+ * Binary search on the half-width (a wider range never costs less).
+ */
+export function cutToFit(
+  line: number,
+  start: number,
+  end: number,
+  fits: (a: number, b: number) => boolean,
+): [number, number] | null {
+  const at = Math.min(end, Math.max(start, line));
+  const range = (h: number): [number, number] => [Math.max(start, at - h), Math.min(end, at + h)];
+  let lo = Math.floor((MIN_CUT_LINES - 1) / 2);
+  let hi = Math.max(at - start, end - at);
+  if (lo > hi || !fits(...range(lo))) return null;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (fits(...range(mid))) lo = mid;
+    else hi = mid - 1;
+  }
+  return range(lo);
 }
 
 /** Sorted, with ranges that overlap or touch joined. */
@@ -346,12 +398,23 @@ async function finish(
         const r = redactSecrets(b.text);
         if (r.found.size) b.text = r.text;
       }
-  const parts: string[] = [];
-  if (map?.text) parts.push(`Repository map (files and their most-used definitions):\n${map.text}`);
-  if (s.blocks.length) parts.push(`Context:\n${s.blocks.map(renderBlock).join('\n')}`);
-  else parts.push('Context: (nothing in the index matched the question)');
-  parts.push(`Question: ${question}`);
-  const user = parts.join('\n');
+  const render = () => {
+    const parts: string[] = [];
+    if (map?.text) parts.push(`Repository map (files and their most-used definitions):\n${map.text}`);
+    if (s.blocks.length) parts.push(`Context:\n${s.blocks.map(renderBlock).join('\n')}`);
+    else parts.push('Context: (nothing in the index matched the question)');
+    parts.push(`Question: ${question}`);
+    return parts.join('\n');
+  };
+  let user = render();
+  let prompt = countTokens(system) + countTokens(user);
+  // the promise holds to the token: whatever the estimate missed comes off the lowest-ranked retrieved block
+  while (prompt > s.total && s.blocks.at(-1)?.reason === 'retrieved') {
+    const b = s.blocks.pop()!;
+    s.skipped.push({ path: `${b.path}:${b.startLine}-${b.endLine}`, tokens: b.tokens });
+    user = render();
+    prompt = countTokens(system) + countTokens(user);
+  }
   return {
     question,
     packing: s.packing,
@@ -362,7 +425,7 @@ async function finish(
     tokens: {
       blocks: s.blocks.reduce((t, b) => t + b.tokens, 0),
       map: map?.tokens ?? 0,
-      prompt: countTokens(system) + countTokens(user),
+      prompt,
     },
     system,
     user,
