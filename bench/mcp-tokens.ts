@@ -35,18 +35,30 @@ const calls: Array<[string, string, Record<string, unknown>]> = [
   ['index_status', 'index_status', {}],
   ['repo_map 1k', 'repo_map', { budget: 1000 }],
 ];
-const rows: Array<{ call: string; tokens: number; chars: number }> = [];
+// what goes over the wire per answer: the text, and structured content when the client asks for it (--structured,
+// as quarry's own remote client does; every client got it before 2026-11-24)
+const structured = process.argv.includes('--structured');
+const rows: Array<{ call: string; tokens: number; chars: number; wire: number }> = [];
+calls.push(['grep literal', 'grep', { pattern: 'handleHMRUpdate', fixed: true }]);
 for (const [label, name, args] of calls) {
   if (!tools.has(name)) continue;
-  const r = (await client.callTool({ name, arguments: args })) as { content: Array<{ text?: string }> };
+  const r = (await client.callTool({
+    name,
+    arguments: args,
+    ...(structured ? { _meta: { 'quarry/structured': true } } : {}),
+  })) as { content: Array<{ text?: string }>; structuredContent?: unknown };
   const text = r.content.map((c) => c.text ?? '').join('');
-  rows.push({ call: label, tokens: countTokens(text), chars: text.length });
+  const wire = text.length + (r.structuredContent ? JSON.stringify(r.structuredContent).length : 0);
+  rows.push({ call: label, tokens: countTokens(text), chars: text.length, wire });
 }
-if (process.argv.includes('--json')) console.log(JSON.stringify(rows));
-else
+const list = JSON.stringify((await client.listTools()).tools);
+if (process.argv.includes('--json')) console.log(JSON.stringify({ rows, toolsList: list.length }));
+else {
   for (const r of rows)
     console.log(
-      `${r.call.padEnd(22)} ${String(r.tokens).padStart(6)} tokens ${String(r.chars).padStart(7)} chars`,
+      `${r.call.padEnd(22)} ${String(r.tokens).padStart(6)} tokens ${String(r.chars).padStart(7)} chars of text ${String(r.wire).padStart(7)} chars in all`,
     );
+  console.log(`tools/list: ${list.length} chars, ${countTokens(list)} tokens`);
+}
 await client.close();
 await mcp.close();

@@ -17,6 +17,8 @@ const ENV = { ...process.env, QUARRY_EMBED: 'none', NO_COLOR: '1' } as Record<st
 type Text = { content: Array<{ type: string; text: string }>; isError?: boolean };
 const textOf = (r: unknown) => (r as Text).content.map((c) => c.text).join('');
 // the structured content of a tool's answer (the text is compact, for the model)
+/** Asks for the answer's facts as structured content, as quarry's own remote client does. */
+const STRUCTURED = { 'quarry/structured': true };
 // biome-ignore lint/suspicious/noExplicitAny: tests read fields of the answer
 const dataOf = (r: unknown): any => (r as { structuredContent: unknown }).structuredContent;
 
@@ -72,11 +74,15 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
 
   it('indexes on start; search_code, get_context, find_symbol, list_symbols and index_status answer', async () => {
     await until(async () => {
-      const s = dataOf(await client.callTool({ name: 'index_status', arguments: {} }));
+      const s = dataOf(await client.callTool({ name: 'index_status', arguments: {}, _meta: STRUCTURED }));
       return s.files > 0 && s.reindexing === null ? s : undefined;
     }, 'the initial index');
     const search = dataOf(
-      await client.callTool({ name: 'search_code', arguments: { query: 'Registry register', top_k: 3 } }),
+      await client.callTool({
+        name: 'search_code',
+        arguments: { query: 'Registry register', top_k: 3 },
+        _meta: STRUCTURED,
+      }),
     );
     assert.ok(search.results.length >= 1 && search.results.length <= 3, JSON.stringify(search));
     assert.equal(search.results[0].path, 'lib.rs');
@@ -96,12 +102,18 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
     assert.match(ctx, /Question: how does the registry register a name/);
 
     const sym = dataOf(
-      await client.callTool({ name: 'find_symbol', arguments: { name: 'Registry.register' } }),
+      await client.callTool({
+        name: 'find_symbol',
+        arguments: { name: 'Registry.register' },
+        _meta: STRUCTURED,
+      }),
     );
     assert.equal(sym.definitions[0].path.endsWith('lib.rs'), true);
     assert.equal(sym.definitions[0].container, 'Registry');
 
-    const list = dataOf(await client.callTool({ name: 'list_symbols', arguments: { path: 'lib.rs' } }));
+    const list = dataOf(
+      await client.callTool({ name: 'list_symbols', arguments: { path: 'lib.rs' }, _meta: STRUCTURED }),
+    );
     assert.ok(list.symbols.some((s: { name: string }) => s.name === 'checksum'));
     const missing = (await client.callTool({ name: 'list_symbols', arguments: { path: 'nope.rs' } })) as Text;
     assert.equal(missing.isError, true);
@@ -137,11 +149,16 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
       await client.callTool({
         name: 'search_code',
         arguments: { query: 'Registry register', top_k: 2, repo: '*' },
+        _meta: STRUCTURED,
       }),
     );
     assert.equal(every.results[0].path, 'lib.rs', JSON.stringify(every));
-    const map = await client.callTool({ name: 'repo_map', arguments: { budget: 300 } });
+    const map = await client.callTool({ name: 'repo_map', arguments: { budget: 300 }, _meta: STRUCTURED });
     assert.ok(dataOf(map).files.length >= 1);
+    // an agent that does not ask gets the text alone: the facts once, not twice
+    const plain = await client.callTool({ name: 'repo_map', arguments: { budget: 300 } });
+    assert.equal((plain as { structuredContent?: unknown }).structuredContent, undefined);
+    assert.equal(textOf(plain), textOf(map));
     assert.match(textOf(map), /^\S+\.\w+\n\s+\d+: /m);
   });
 
@@ -151,11 +168,19 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
     await indexLexically(other);
     try {
       const r = dataOf(
-        await client.callTool({ name: 'search_code', arguments: { query: 'kestrel_lantern', root: other } }),
+        await client.callTool({
+          name: 'search_code',
+          arguments: { query: 'kestrel_lantern', root: other },
+          _meta: STRUCTURED,
+        }),
       );
       assert.equal(r.results[0].path, 'only_here.py');
       const here = dataOf(
-        await client.callTool({ name: 'search_code', arguments: { query: 'kestrel_lantern' } }),
+        await client.callTool({
+          name: 'search_code',
+          arguments: { query: 'kestrel_lantern' },
+          _meta: STRUCTURED,
+        }),
       );
       assert.ok(!here.results.some((x: { path: string }) => x.path === 'only_here.py'));
       const rel = (await client.callTool({
@@ -187,15 +212,19 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
 
   it('a second reindex while one runs reports the running one', async () => {
     await until(async () => {
-      const s = dataOf(await client.callTool({ name: 'index_status', arguments: {} }));
+      const s = dataOf(await client.callTool({ name: 'index_status', arguments: {}, _meta: STRUCTURED }));
       return s.reindexing === null ? s : undefined;
     }, 'the initial index to finish');
     // another writer holds the index: the first re-index waits for it, so it is running when the second comes
     const lock = await acquireWriterLock(indexPaths(root).lock, { waitMs: 30_000 });
     let first: { status: string; startedAt: string };
     try {
-      first = dataOf(await client.callTool({ name: 'reindex', arguments: { wait: false } }));
-      const second = dataOf(await client.callTool({ name: 'reindex', arguments: { wait: true } }));
+      first = dataOf(
+        await client.callTool({ name: 'reindex', arguments: { wait: false }, _meta: STRUCTURED }),
+      );
+      const second = dataOf(
+        await client.callTool({ name: 'reindex', arguments: { wait: true }, _meta: STRUCTURED }),
+      );
       assert.equal(first.status, 'started');
       assert.equal(second.status, 'already running');
       assert.equal(second.startedAt, first.startedAt);
@@ -203,7 +232,7 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
       lock.release();
     }
     const done = await until(async () => {
-      const s = dataOf(await client.callTool({ name: 'index_status', arguments: {} }));
+      const s = dataOf(await client.callTool({ name: 'index_status', arguments: {}, _meta: STRUCTURED }));
       return s.reindexing === null ? s : undefined;
     }, 'the re-index to finish once the lock is free');
     assert.ok(done.files > 0);
@@ -213,7 +242,11 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
     writeFileSync(join(root, 'fresh_module.py'), 'def zanzibar_quokka():\n    return "fresh"\n');
     const found = await until(async () => {
       const r = dataOf(
-        await client.callTool({ name: 'search_code', arguments: { query: 'zanzibar_quokka' } }),
+        await client.callTool({
+          name: 'search_code',
+          arguments: { query: 'zanzibar_quokka' },
+          _meta: STRUCTURED,
+        }),
       );
       return r.results.find((x: { path: string }) => x.path === 'fresh_module.py');
     }, 'the saved file in search results');
@@ -251,7 +284,7 @@ describe('quarry mcp --http', () => {
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     const { tools } = await client.listTools();
     assert.equal(tools.length, 10);
-    const s = dataOf(await client.callTool({ name: 'index_status', arguments: {} }));
+    const s = dataOf(await client.callTool({ name: 'index_status', arguments: {}, _meta: STRUCTURED }));
     assert.ok('files' in s);
     await client.close();
   });

@@ -100,6 +100,8 @@ describe('SqliteStore specifics', () => {
     db.close();
     const migrated = openSqliteStore(path);
     assert.equal(await migrated.getMeta('schema_version'), String(SCHEMA_VERSION));
+    // its file is not yet in the new trigram index: grep reads every file rather than trust an empty index
+    assert.equal(await migrated.exact.candidates([['abc']]), undefined);
     const f = await migrated.getFile('a.ts');
     assert.equal(f?.size, -1, 'a stat that never matches, so the next index run re-reads the file');
     assert.deepEqual(

@@ -184,9 +184,11 @@ describe('a team index: two repositories in one PostgreSQL, served with per-repo
     );
     try {
       const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0]!.text;
+      /** Asks for the answer's facts as structured content, as quarry's own remote client does. */
+      const STRUCTURED = { 'quarry/structured': true };
       // biome-ignore lint/suspicious/noExplicitAny: tests read fields of the answer
       const dataOf = (r: unknown): any => (r as { structuredContent: unknown }).structuredContent;
-      const repos = dataOf(await client.callTool({ name: 'list_repos', arguments: {} }));
+      const repos = dataOf(await client.callTool({ name: 'list_repos', arguments: {}, _meta: STRUCTURED }));
       assert.deepEqual(
         repos.repos.map((r: { name: string }) => r.name),
         ['acme/a'],

@@ -46,12 +46,15 @@ export function defineTool<S extends z.ZodRawShape>(tool: McpTool<S>): McpTool {
   return tool as unknown as McpTool;
 }
 
-export function toResult(answer: Answer | string): ToolResult {
+export function toResult(answer: Answer | string, structured = false): ToolResult {
   const a = typeof answer === 'string' ? { text: answer } : answer;
   let out = a.text;
   if (out.length > MAX_OUTPUT)
     out = `${out.slice(0, MAX_OUTPUT)}\n… [cut at ${MAX_OUTPUT} characters of ${out.length}: ask for fewer results (top_k, limit) or page with offset]`;
-  return { content: [{ type: 'text', text: out }], ...(a.data ? { structuredContent: a.data } : {}) };
+  return {
+    content: [{ type: 'text', text: out }],
+    ...(structured && a.data ? { structuredContent: a.data } : {}),
+  };
 }
 
 export function failure(raw: unknown): ToolResult {
@@ -61,9 +64,9 @@ export function failure(raw: unknown): ToolResult {
 }
 
 /** A tool call's answer as an MCP result: errors become an error result, never a thrown protocol error. */
-export async function run(fn: () => Promise<Answer | string>): Promise<ToolResult> {
+export async function run(fn: () => Promise<Answer | string>, structured = false): Promise<ToolResult> {
   try {
-    return toResult(await fn());
+    return toResult(await fn(), structured);
   } catch (err) {
     return failure(err);
   }
@@ -97,10 +100,7 @@ export const READ_ONLY = {
   openWorldHint: false,
 };
 
-export const repoArg = z
-  .string()
-  .optional()
-  .describe('Which repository, when the server holds several (see list_repos); default: its own');
+export const repoArg = z.string().optional().describe("A repository (list_repos); default: the server's own");
 
 /** `root` in a tool's schema; its description depends on the server, so `withRootArg` gives it one per server. */
 export const rootArg = z.string().optional();
@@ -110,11 +110,7 @@ export function withRootArg(shape: z.ZodRawShape, allowRoot: boolean | undefined
   if (!('root' in shape)) return shape;
   return {
     ...shape,
-    root: rootArg.describe(
-      allowRoot
-        ? 'Another indexed project on this machine, by absolute path (default: the one this server was started in)'
-        : 'Not available on this server',
-    ),
+    root: rootArg.describe(allowRoot ? 'Another indexed project, by absolute path' : 'Not available here'),
   };
 }
 

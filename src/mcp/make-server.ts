@@ -1,5 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { ProjectSet } from '../host/set.ts';
+import { STRUCTURED_META } from '../project/types.ts';
 import { projectsByRoot, run, type ToolContext, withRootArg } from './common.ts';
 import { TOOLS } from './tools/index.ts';
 
@@ -30,7 +31,7 @@ export function createMcpServer(set: ProjectSet, options: McpServerOptions = {})
     server.registerTool(
       name,
       { title, description, inputSchema: withRootArg(inputSchema, options.allowRoot), annotations },
-      (args) => run(() => handler(args, ctx)),
+      (args, extra) => run(() => handler(args, ctx), extra._meta?.[STRUCTURED_META] === true),
     );
   return server;
 }

@@ -14,7 +14,14 @@ import { countTokens } from '../llm/tokens.ts';
 import type { GrepMatch, GrepQuery, GrepResponse } from '../search/grep.ts';
 import type { SearchResponse, SearchResult } from '../search/search.ts';
 import type { RefHit, RepoInfo, SymbolHit } from '../store/types.ts';
-import type { FileSlice, IndexStatus, Outline, Project, ProjectSearchOptions } from './types.ts';
+import {
+  type FileSlice,
+  type IndexStatus,
+  type Outline,
+  type Project,
+  type ProjectSearchOptions,
+  STRUCTURED_META,
+} from './types.ts';
 
 export interface McpRemoteOptions {
   /** The server's streamable HTTP endpoint (`http://host:port/mcp`). */
@@ -147,6 +154,8 @@ class McpConnection {
       res = (await this.client.callTool({
         name: tool,
         arguments: { ...args, ...(this.repo && this.takesRepo(tool) ? { repo: this.repo } : {}) },
+        // a quarry server adds the facts as structured content for us (others ignore the key)
+        _meta: { [STRUCTURED_META]: true },
       })) as ToolResult;
     } catch (err) {
       throw connectionError(err, `calling ${tool}`, shown);

@@ -199,3 +199,10 @@ export interface LocalProject extends Project, IndexedProject {
   /** The embedder for queries (opened on first use, in this thread); undefined when there is none. */
   queryEmbedder(): Promise<Embedder | undefined>;
 }
+
+/**
+ * The `_meta` key a client sets on an MCP tool call to also get the answer's facts as `structuredContent` (quarry's
+ * own `--remote …/mcp` client does). Others get the text alone: the same facts twice cost an agent twice the tokens
+ * (search_code: 6,657 characters for 2,524 of text), and no tool declares an output schema that would require it.
+ */
+export const STRUCTURED_META = 'quarry/structured';

@@ -132,7 +132,7 @@ export function analyzeQuery(raw: string): AnalyzedQuery {
  */
 export function codeFragment(raw: string): string | null {
   const text = raw.trim();
-  if (text.length < 4 || text.length > 200 || text.includes('\n')) return null;
+  if (text.length < 4 || text.length > 200 || /[\u0000-\u001f]/.test(text)) return null;
   if ((text.match(/ /g)?.length ?? 0) > 3) return null;
   if (!/[A-Za-z_$]/.test(text)) return null;
   // punctuation that prose does not put between identifiers: a call, a member, a path, an index, a comparison

@@ -303,8 +303,9 @@ async function codeHits(
   filter: SearchFilter | undefined,
   note: (chunk: StoredChunk, strength: number) => void,
 ): Promise<void> {
-  const paths = (await store.exact!.candidates([[code]])).filter((p) => passesFilter(p, filter));
-  if (!paths.length || paths.length > EXACT_CODE_FILES) return;
+  // no evidence while the trigram index is incomplete (an index from before it existed, not yet re-read)
+  const paths = (await store.exact!.candidates([[code]]))?.filter((p) => passesFilter(p, filter));
+  if (!paths?.length || paths.length > EXACT_CODE_FILES) return;
   const hits: StoredChunk[] = [];
   for (const list of (await store.getFilesChunks(paths)).values())
     for (const c of list) if (c.text.includes(code)) hits.push(c);

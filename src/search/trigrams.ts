@@ -11,16 +11,26 @@ export const MIN_LITERAL = 3;
 
 /** The literals a fixed string or a regular expression (JavaScript / RE2 syntax) needs in every match. */
 export function planTrigrams(pattern: string, options: { fixed?: boolean } = {}): TrigramPlan {
-  if (options.fixed) return pattern.length >= MIN_LITERAL && !pattern.includes('\n') ? [[pattern]] : null;
+  if (options.fixed) {
+    const pieces = usable([pattern]);
+    return pieces.length ? [pieces] : null;
+  }
   const branches = splitTopLevel(pattern);
   if (!branches) return null;
   const plan: string[][] = [];
   for (const b of branches) {
-    const group = requiredLiterals(b);
-    if (!group?.length) return null; // one branch the index cannot narrow: every file may match
+    const group = usable(requiredLiterals(b) ?? []);
+    if (!group.length) return null; // one branch the index cannot narrow: every file may match
     plan.push(group);
   }
   return plan;
+}
+
+/** Literals split at control characters (a NUL or a line break is nothing a line of text holds), 3+ long. */
+function usable(literals: string[]): string[] {
+  return literals
+    .flatMap((l) => l.split(/[\u0000-\u0008\u000a-\u001f]/))
+    .filter((l) => l.length >= MIN_LITERAL);
 }
 
 /** The pattern's top-level alternatives, or null when it cannot be read (an unbalanced group or class). */

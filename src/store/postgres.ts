@@ -1481,7 +1481,15 @@ export class PostgresStore implements Store {
   }
 
   /** Files whose trigrams hold every trigram of one group's literals (the GIN index answers `@>`). */
-  private async trigramCandidates(plan: string[][]): Promise<string[]> {
+  private async trigramCandidates(plan: string[][]): Promise<string[] | undefined> {
+    const [c] = await this.q(
+      `SELECT count(*) FILTER (WHERE f.method != 'skipped') AS files, count(t.trigrams) AS indexed
+       FROM quarry_files f LEFT JOIN quarry_file_text t ON t.file_id = f.id WHERE f.repo = $1`,
+      [this.repoId],
+      'looking up trigrams',
+    );
+    // files indexed before the trigram column existed fill it as they are re-read: until then, read every file
+    if (Number(c?.indexed ?? 0) < Number(c?.files ?? 0)) return undefined;
     const groups = plan.map((g) => [...new Set(g.flatMap((lit) => trigramsOf(lit)))]);
     const rows = await this.q(
       `SELECT f.path FROM quarry_file_text t JOIN quarry_files f ON f.id = t.file_id

@@ -578,7 +578,14 @@ export class SqliteStore implements Store {
   }
 
   /** Files whose text holds a plan's literals (FTS5 trigram phrases match substrings, without regard to case). */
-  private trigramCandidates(plan: string[][]): string[] {
+  private trigramCandidates(plan: string[][]): string[] | undefined {
+    const count = (sql: string) => Number(this.db.prepare(sql).pluck().get());
+    // every file with text has its row (an index from before the table existed fills as its files are re-read)
+    if (
+      count('SELECT count(*) FROM text_fts_docsize') <
+      count(`SELECT count(*) FROM files WHERE method != 'skipped'`)
+    )
+      return undefined;
     return this.db
       .prepare(
         `SELECT f.path FROM text_fts t JOIN files f ON f.id = t.rowid WHERE text_fts MATCH ? ORDER BY f.path`,

@@ -318,8 +318,9 @@ export interface ExactIndex {
   /**
    * Paths of the files whose text contains, without regard to case, every literal of at least one group of `plan`
    * (an OR of AND-groups; literals of 3+ characters): a superset of the files that a pattern with this plan matches.
+   * Undefined while the index is not complete (files indexed before it existed, not yet re-read): read every file.
    */
-  candidates(plan: string[][]): Promise<string[]>;
+  candidates(plan: string[][]): Promise<string[] | undefined>;
 }
 
 /** The text of indexed files, kept by stores that serve repositories from machines with no checkout of them. */

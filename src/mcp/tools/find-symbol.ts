@@ -2,10 +2,10 @@ import { z } from 'zod';
 import { type Answer, defineTool, READ_ONLY, repoArg, rootArg, type ToolContext } from '../common.ts';
 
 const inputSchema = {
-  name: z.string().min(1).describe('The symbol, e.g. parseConfig or Indexer.run'),
-  references: z.boolean().default(true).describe('Also list where the name is used'),
-  offset: z.number().int().min(0).default(0).describe('First reference file to return'),
-  limit: z.number().int().min(1).max(200).default(50).describe('Reference files per call'),
+  name: z.string().min(1),
+  references: z.boolean().default(true),
+  offset: z.number().int().min(0).default(0),
+  limit: z.number().int().min(1).max(200).default(50),
   repo: repoArg,
   root: rootArg,
 };
@@ -69,8 +69,8 @@ export const findSymbolTool = defineTool({
   name: 'find_symbol',
   title: 'Find a symbol',
   description:
-    'Where a function, class, method or variable is defined, and where its name is used (identifier occurrences with line numbers). Accepts qualified names like Indexer.run. References are paginated: pass offset to see more.',
+    'Where a name (parseConfig, Indexer.run) is defined, and the files and lines that use it (paged with offset).',
   inputSchema,
-  annotations: { title: 'Find a symbol', ...READ_ONLY },
+  annotations: READ_ONLY,
   handler: findSymbol,
 });

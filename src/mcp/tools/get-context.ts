@@ -3,16 +3,14 @@ import { SEARCH_MODES } from '../../search/search.ts';
 import { type Answer, defineTool, READ_ONLY, repoArg, rootArg, type ToolContext } from '../common.ts';
 
 const inputSchema = {
-  question: z.string().min(1).describe('The question or task'),
-  budget: z.number().int().min(500).max(200_000).default(8000).describe('Token budget for the context'),
-  packing: z.enum(['chunks', 'files']).optional().describe('chunks (default) or whole files'),
+  question: z.string().min(1),
+  budget: z.number().int().min(500).max(200_000).default(8000),
+  packing: z.enum(['chunks', 'files']).optional(),
   mode: z.enum(SEARCH_MODES).optional(),
   all: z
     .string()
     .optional()
-    .describe(
-      'Send every indexed file matching this mask (e.g. "src/**/*.ts") instead of retrieving; refused if over budget',
-    ),
+    .describe('Every indexed file matching this mask ("src/**/*.ts"), or refused if over budget'),
   repo: repoArg,
   root: rootArg,
 };
@@ -51,8 +49,8 @@ export const getContextTool = defineTool({
   name: 'get_context',
   title: 'Get context for a question',
   description:
-    'Assemble the code context that answers a question, within a token budget: files the question names, then the most relevant code (whole files or chunks with surrounding lines), a repository map, each block labelled [n] path:start-end for citation. The same prompt `quarry ask --dry-run` prints; use it when you need to read the relevant code itself.',
+    'The code that answers a question, within a token budget, in labelled blocks [n] path:start-end to cite.',
   inputSchema,
-  annotations: { title: 'Get context for a question', ...READ_ONLY },
+  annotations: READ_ONLY,
   handler: getContext,
 });

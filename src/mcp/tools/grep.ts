@@ -7,15 +7,15 @@ import { type Answer, defineTool, READ_ONLY, repoArg, rootArg, type ToolContext 
 const MAX_COLUMNS = 300;
 
 const inputSchema = {
-  pattern: z.string().min(1).max(1000).describe('RE2 regular expression (or text, with fixed)'),
-  fixed: z.boolean().default(false).describe('Match the pattern as literal text'),
+  pattern: z.string().min(1).max(1000),
+  fixed: z.boolean().default(false).describe('The pattern is text'),
   ignore_case: z.boolean().default(false),
-  word: z.boolean().default(false).describe('Only whole-word matches'),
-  glob: z.array(z.string()).optional().describe('Only files matching these globs; "!glob" excludes'),
-  type: z.array(z.string()).optional().describe('Only these languages, e.g. ["python", "ts"]'),
-  path: z.array(z.string()).optional().describe('Only files under these path prefixes'),
-  context: z.number().int().min(0).max(5).default(0).describe('Lines of context around each match'),
-  limit: z.number().int().min(1).max(500).default(50).describe('Matching lines to return'),
+  word: z.boolean().default(false),
+  glob: z.array(z.string()).optional().describe('Globs; "!glob" excludes'),
+  type: z.array(z.string()).optional().describe('Languages: python, ts, …'),
+  path: z.array(z.string()).optional(),
+  context: z.number().int().min(0).max(5).default(0),
+  limit: z.number().int().min(1).max(500).default(50),
   repo: repoArg,
   root: rootArg,
 };
@@ -70,8 +70,8 @@ export const grepMcpTool = defineTool({
   name: 'grep',
   title: 'Grep the code',
   description:
-    'Exact or regex search (ripgrep semantics, RE2 syntax) over the indexed files. Returns path:line:column:text per matching line. Use for exact identifiers, strings or code fragments; search_code for questions.',
+    "Exact or regex search (RE2, ripgrep's options) over the indexed files: path:line:column:text per matching line.",
   inputSchema,
-  annotations: { title: 'Grep the code', ...READ_ONLY },
+  annotations: READ_ONLY,
   handler: grepTool,
 });

@@ -19,9 +19,8 @@ export async function indexStatus(
 export const indexStatusTool = defineTool({
   name: 'index_status',
   title: 'Index status',
-  description:
-    'How complete and fresh the index is: files and chunks indexed, files changed on disk but not yet indexed, embedding progress (phase 1: a vector per file, phase 2: per chunk), the last sync, and whether a re-index is running.',
+  description: 'How complete and fresh the index is: files, pending changes, embedding progress, last sync.',
   inputSchema,
-  annotations: { title: 'Index status', ...READ_ONLY },
+  annotations: READ_ONLY,
   handler: indexStatus,
 });

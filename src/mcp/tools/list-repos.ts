@@ -13,9 +13,8 @@ export async function listRepos(_args: Record<string, never>, { set }: ToolConte
 export const listReposTool = defineTool({
   name: 'list_repos',
   title: 'List repositories',
-  description:
-    'The repositories this server holds (name, files, chunks, last indexed, branch and commit). Pass a name as `repo` to the other tools.',
+  description: 'The repositories this server holds; pass a name as repo to the other tools.',
   inputSchema: {},
-  annotations: { title: 'List repositories', ...READ_ONLY },
+  annotations: READ_ONLY,
   handler: listRepos,
 });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { type Answer, defineTool, READ_ONLY, repoArg, rootArg, type ToolContext } from '../common.ts';
 
 const inputSchema = {
-  path: z.string().min(1).describe('A path from the repository root, e.g. src/api.ts'),
+  path: z.string().min(1).describe('From the repository root'),
   repo: repoArg,
   root: rootArg,
 };
@@ -33,9 +33,8 @@ export async function listSymbols(
 export const listSymbolsTool = defineTool({
   name: 'list_symbols',
   title: 'List the symbols of a file',
-  description:
-    "The definitions in one file (functions, classes, methods, types, with line ranges and enclosing symbol), and its top-level variables and constants. Use it to see a file's outline before reading it.",
+  description: "A file's outline: its definitions with line ranges, then its top-level variables.",
   inputSchema,
-  annotations: { title: 'List the symbols of a file', ...READ_ONLY },
+  annotations: READ_ONLY,
   handler: listSymbols,
 });

@@ -10,9 +10,9 @@ import {
 } from '../common.ts';
 
 const inputSchema = {
-  path: z.string().min(1).describe('A path from the repository root, e.g. src/api.ts'),
-  start: z.number().int().min(1).default(1).describe('First line (1-based)'),
-  end: z.number().int().min(1).optional().describe('Last line (default: start + 1999)'),
+  path: z.string().min(1).describe('From the repository root'),
+  start: z.number().int().min(1).default(1),
+  end: z.number().int().min(1).optional(),
   repo: repoArg,
   root: rootArg,
 };
@@ -48,9 +48,8 @@ export async function readFile(
 export const readFileTool = defineTool({
   name: 'read_file',
   title: 'Read an indexed file',
-  description:
-    'Lines of a file as the index holds it, numbered, from start to end (at most 2,000 lines per call). Only indexed files can be read.',
+  description: 'Numbered lines of an indexed file, start to end (at most 2,000 per call).',
   inputSchema,
-  annotations: { title: 'Read an indexed file', ...READ_ONLY },
+  annotations: READ_ONLY,
   handler: readFile,
 });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { QuarryError } from '../../errors.ts';
 import { type Answer, defineTool, type ToolContext } from '../common.ts';
 
-const inputSchema = { wait: z.boolean().default(true).describe('Wait for the lexical update to finish') };
+const inputSchema = { wait: z.boolean().default(true) };
 
 /** reindex: an incremental re-index of the live checkout, or the one already running. */
 export async function reindex(
@@ -33,11 +33,9 @@ export async function reindex(
 export const reindexTool = defineTool({
   name: 'reindex',
   title: 'Re-index',
-  description:
-    'Bring the index up to date with the files on disk (incremental: only changed files are read). If a re-index is already running, reports that one instead of starting another. Usually unnecessary: the index follows file saves by itself.',
+  description: 'Re-read changed files now (the index follows the files by itself; one re-index at a time).',
   inputSchema,
   annotations: {
-    title: 'Re-index',
     readOnlyHint: false,
     destructiveHint: false,
     idempotentHint: true,

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { type Answer, defineTool, READ_ONLY, repoArg, rootArg, type ToolContext } from '../common.ts';
 
 const inputSchema = {
-  budget: z.number().int().min(200).max(20_000).default(2000).describe('Tokens the map may use'),
-  focus: z.array(z.string()).optional().describe('Paths the ranking leans toward, e.g. ["src/server.ts"]'),
+  budget: z.number().int().min(200).max(20_000).default(2000),
+  focus: z.array(z.string()).optional().describe('Paths to lean toward'),
   repo: repoArg,
   root: rootArg,
 };
@@ -27,9 +27,8 @@ export async function repoMap(
 export const repoMapTool = defineTool({
   name: 'repo_map',
   title: 'Map of the repository',
-  description:
-    "An overview of the repository within a token budget: its most referenced files, each with its key definitions (signatures, line numbers), ranked by PageRank over who uses whose names (Aider's repository map). Use it first in an unfamiliar repository; focus leans the ranking toward files you are working on.",
+  description: 'The most referenced files and their key definitions, within a token budget (focus leans it).',
   inputSchema,
-  annotations: { title: 'Map of the repository', ...READ_ONLY },
+  annotations: READ_ONLY,
   handler: repoMap,
 });

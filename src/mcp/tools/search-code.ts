@@ -4,18 +4,12 @@ import { resultJson } from '../../search/search.ts';
 import { type Answer, defineTool, numbered, READ_ONLY, rootArg, type ToolContext } from '../common.ts';
 
 const inputSchema = {
-  query: z.string().min(1).describe('What to look for: a question, identifiers, an error message'),
-  top_k: z.number().int().min(1).max(50).default(10).describe('Chunks to return (1-50)'),
-  mode: z
-    .enum(['hybrid', 'lexical', 'dense'])
-    .optional()
-    .describe('Retrieval mode; default hybrid when vectors exist'),
-  path: z.array(z.string()).optional().describe('Only files under these path prefixes, e.g. ["src/server"]'),
-  language: z.array(z.string()).optional().describe('Only these languages, e.g. ["typescript", "python"]'),
-  repo: z
-    .string()
-    .optional()
-    .describe('Which repository (see list_repos); "*" searches every one; default: the server\'s own'),
+  query: z.string().min(1).describe('A question, identifiers or an error message'),
+  top_k: z.number().int().min(1).max(50).default(10),
+  mode: z.enum(['hybrid', 'lexical', 'dense']).optional(),
+  path: z.array(z.string()).optional().describe('Only under these path prefixes'),
+  language: z.array(z.string()).optional(),
+  repo: z.string().optional().describe('A repository (list_repos), or "*" for all'),
   root: rootArg,
 };
 
@@ -54,8 +48,8 @@ export const searchCodeTool = defineTool({
   name: 'search_code',
   title: 'Search the code',
   description:
-    'Search this repository for code relevant to a question or identifier (hybrid: keywords, file and symbol names, and meaning). Returns chunks with path, line range, enclosing symbol, score and a short snippet. Use it to find where something is implemented before reading files; ask in plain words or with identifiers.',
+    'Find code relevant to a question, identifiers or an error message (keywords, names and meaning). Returns ranked chunks: path:lines, symbol, score, numbered snippet.',
   inputSchema,
-  annotations: { title: 'Search the code', ...READ_ONLY },
+  annotations: READ_ONLY,
   handler: searchCode,
 });
