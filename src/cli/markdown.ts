@@ -1,6 +1,7 @@
 import chalk from 'chalk';
 import { Marked } from 'marked';
 import { markedTerminal } from 'marked-terminal';
+import stringWidth from 'string-width';
 
 const renderers = new Map<number, Marked>();
 
@@ -20,11 +21,15 @@ export function renderMarkdown(markdown: string, options: { color: boolean; widt
   return options.color ? out.replace(/\[(\d+)\]/g, (m) => chalk.magenta(m)) : out;
 }
 
-/** Rows a text takes on a terminal `columns` wide, the cursor left after its last character. */
-function rowsOf(text: string, columns: number): number {
+/**
+ * Rows a text takes on a terminal `columns` wide, the cursor left after its last character. Widths are the
+ * terminal's (string-width: a CJK character or an emoji takes two columns, colour codes none); counting UTF-16 units
+ * left a long CJK line's raw copy on screen after the redraw.
+ */
+export function rowsOf(text: string, columns: number): number {
   let rows = 0;
   for (const line of text.split('\n')) {
-    const width = line.replace(/\t/g, '        ').length;
+    const width = stringWidth(line.replace(/\t/g, '        '));
     rows += Math.max(1, Math.ceil(width / columns));
   }
   return rows;

@@ -1,4 +1,5 @@
 import type pc from 'picocolors';
+import stringWidth from 'string-width';
 
 type Colors = ReturnType<typeof pc.createColors>;
 
@@ -37,7 +38,10 @@ export class Progress {
       const width = 24;
       const filled = Math.round(pct * width);
       const bar = this.c.cyan('█'.repeat(filled)) + this.c.dim('░'.repeat(width - filled));
-      this.stream.write(`\r\x1b[2K${label} ${bar} ${stats}`);
+      // one row, or the next redraw clears only the last of them: the label gives way first
+      const columns = (this.stream as { columns?: number }).columns || 80;
+      const room = columns - 1 - stringWidth(` ${bar} ${stats}`);
+      this.stream.write(`\r\x1b[2K${fitWidth(label, room)} ${bar} ${stats}`);
       this.drawn = true;
     } else {
       const now = Date.now();
@@ -76,4 +80,16 @@ export function formatBytes(n: number): string {
     i++;
   }
   return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+}
+
+/** Text cut to `columns` terminal columns (string-width), with an ellipsis when cut. */
+export function fitWidth(text: string, columns: number): string {
+  if (stringWidth(text) <= columns) return text;
+  if (columns <= 1) return '';
+  let out = '';
+  for (const ch of text) {
+    if (stringWidth(`${out}${ch}…`) > columns) break;
+    out += ch;
+  }
+  return `${out}…`;
 }
