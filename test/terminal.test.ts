@@ -24,7 +24,11 @@ describe('terminal widths', () => {
 
   it('redraws a streamed CJK paragraph over exactly the rows it took', () => {
     let out = '';
-    const stream = { isTTY: true, columns: 40, rows: 24, write: (s: string) => ((out += s), true) };
+    const write = (s: string) => {
+      out += s;
+      return true;
+    };
+    const stream = { isTTY: true, columns: 40, rows: 24, write };
     const md = new StreamingMarkdown(stream as never, { color: false });
     const para = '这是一个很长的中文段落，用来检查重绘时行数的计算是否正确。'.repeat(2);
     md.push(`${para}\n\n`);
