@@ -38,7 +38,12 @@ describe('search by grep conventions', () => {
     assert.match(abs.stdout, /src\/nested\/area\.ts/);
     const fromBelow = runCli(['search', '--path', 'nested', 'radius'], { cwd: join(root, 'src') });
     assert.equal(fromBelow.code, 0, fromBelow.stderr);
-    assert.match(fromBelow.stdout, /src\/nested\/area\.ts/);
+    // printed from where the user stands (an editor opened in src/ follows it); --json stays root-relative
+    assert.match(fromBelow.stdout, /^1\. nested\/area\.ts:/m);
+    const vim = runCli(['search', '--vimgrep', '--path', 'nested', 'radius'], { cwd: join(root, 'src') });
+    assert.match(vim.stdout, /^nested\/area\.ts:\d+:\d+:/);
+    const json = runCli(['search', '--json', '--path', 'nested', 'radius'], { cwd: join(root, 'src') });
+    assert.equal(JSON.parse(json.stdout).results[0].path, 'src/nested/area.ts');
     const outside = runCli(['search', '--path', '/etc', 'radius'], { cwd: root });
     assert.equal(outside.code, 2);
     assert.match(outside.stderr, /\/etc is outside the project/);

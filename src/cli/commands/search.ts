@@ -5,7 +5,7 @@ import { analyzeQuery } from '../../search/query.ts';
 import { resultJson, SEARCH_MODES, type SearchMode } from '../../search/search.ts';
 import type { CliContext } from '../context.ts';
 import { highlightTerms } from '../format.ts';
-import { openAnyProject, projectPath, repoList, warmServerProject } from '../open.ts';
+import { openAnyProject, projectPath, repoList, shownPath, warmServerProject } from '../open.ts';
 import { collect, nonNegativeInt, positiveInt } from '../options.ts';
 
 interface SearchOptions {
@@ -130,10 +130,13 @@ async function printSearch(
     return;
   }
   const c = cli.colors(io.stdout);
+  // text and --vimgrep name files as an editor standing here opens them; --json stays root-relative
+  const shown = async (r: { repo?: string; path: string }) =>
+    r.repo ? `${r.repo}:${r.path}` : shownPath(await set.get(undefined), r.path);
   if (opts.vimgrep) {
     for (const r of res.results) {
       const text = r.snippet.split('\n')[r.line - r.snippetLine] ?? '';
-      io.stdout.write(`${r.repo ? `${r.repo}:` : ''}${r.path}:${r.line}:${r.column}:${text}\n`);
+      io.stdout.write(`${await shown(r)}:${r.line}:${r.column}:${text}\n`);
     }
     return;
   }
@@ -141,7 +144,7 @@ async function printSearch(
     if (!res.files.length) io.stderr.write(`${c.dim('no matches')}\n`);
     for (const f of res.files)
       io.stdout.write(
-        `${c.dim(f.score.toFixed(3))}  ${f.repo ? c.magenta(`${f.repo}:`) : ''}${c.cyan(f.path)}\n`,
+        `${c.dim(f.score.toFixed(3))}  ${f.repo ? `${c.magenta(`${f.repo}:`)}${c.cyan(f.path)}` : c.cyan(await shown(f))}\n`,
       );
     return;
   }
@@ -162,8 +165,9 @@ async function printResults(cli: CliContext, set: ProjectSet, res: SearchRespons
   const mark = (line: string) => highlightTerms(line, terms, (m) => c.bold(c.red(m)));
   for (const [i, r] of res.results.entries()) {
     const sym = r.symbol ? ` ${c.green(r.symbol)}${r.kind ? c.dim(` (${r.kind})`) : ''}` : '';
+    const path = r.repo ? r.path : shownPath(await set.get(undefined), r.path);
     io.stdout.write(
-      `${c.dim(`${i + 1}.`)} ${r.repo ? c.magenta(`${r.repo}:`) : ''}${c.cyan(r.path)}${c.dim(':')}${c.yellow(`${r.startLine}-${r.endLine}`)}${sym} ${c.dim(r.score.toFixed(3))}\n`,
+      `${c.dim(`${i + 1}.`)} ${r.repo ? c.magenta(`${r.repo}:`) : ''}${c.cyan(path)}${c.dim(':')}${c.yellow(`${r.startLine}-${r.endLine}`)}${sym} ${c.dim(r.score.toFixed(3))}\n`,
     );
     let first = r.snippetLine;
     let lines = r.snippet.split('\n');
