@@ -104,6 +104,45 @@ describe('a team index: two repositories in one PostgreSQL, served with per-repo
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   };
 
+  it('refuses to index another folder under a taken key, names both, and replaces only with --replace', () => {
+    // regression: indexing another project under acme/b printed "(… 465 deleted)", exit 0, and served its files
+    const other = makeTree({ 'secret/notes.py': 'def other_project():\n    return 1\n' });
+    trees.push(other);
+    const refused = runCli(['index', other, '--store', store, '--repo', 'acme/b', '--no-embed', '--quiet']);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(
+      refused.stderr,
+      /^quarry: \S+#acme\/b holds .+ on .+, not this folder \(.+\): pass --repo NAME .* or --replace/m,
+    );
+    assert.equal(refused.stderr.trim().split('\n').length, 1);
+    const search = runCli(['search', '--json', '--store', store, '--repo', 'acme/b', 'total_due'], { cwd });
+    assert.equal(search.code, 0, search.stderr);
+    assert.ok(
+      JSON.parse(search.stdout).results.some((r: { path: string }) => r.path === 'billing/invoice.py'),
+    );
+    // the same folder again: an update, not a collision
+    const again = runCli(['index', rootB, '--store', store, '--repo', 'acme/b', '--no-embed', '--quiet']);
+    assert.equal(again.code, 0, again.stderr);
+    // --replace on purpose, into a key of its own here so that the other tests keep acme/b
+    assert.equal(
+      runCli(['index', other, '--store', store, '--repo', 'acme/c', '--no-embed', '--quiet']).code,
+      0,
+    );
+    const replaced = runCli([
+      'index',
+      rootB,
+      '--store',
+      store,
+      '--repo',
+      'acme/c',
+      '--no-embed',
+      '--quiet',
+      '--replace',
+    ]);
+    assert.equal(replaced.code, 0, replaced.stderr);
+    assert.equal(runCli(['repos', 'rm', 'acme/c', '--store', store], { cwd }).code, 0);
+  });
+
   it('lists both repositories in the store, with their size and checkout', () => {
     const r = runCli(['repos', '--json', '--store', store], { cwd });
     assert.equal(r.code, 0, r.stderr);

@@ -5,7 +5,7 @@ import { cacheFor } from '../embed/shared-cache.ts';
 import type { Embedder } from '../embed/types.ts';
 import { QuarryError } from '../errors.ts';
 import type { FileUpdate, Store } from '../store/types.ts';
-import { gitHead, isDirectory } from '../workspace/root.ts';
+import { gitHead, gitRemote, isDirectory } from '../workspace/root.ts';
 import { statPaths, type WalkEntry, type WalkSkip, walk } from '../workspace/walk.ts';
 import { type EmbedReport, embedPending } from './embedding.ts';
 import { createFilePool } from './pool.ts';
@@ -68,6 +68,53 @@ export interface IndexOptions {
    * index when it is gone or now ignored. No walk of the tree.
    */
   paths?: string[];
+  /**
+   * Index this folder under the store's key even when the key holds another source (another remote, or another
+   * folder and machine): its files replace that source's. Without it such a run is refused.
+   */
+  replace?: boolean;
+}
+
+/** Where an index comes from, as recorded in its `source` meta value. */
+interface Source {
+  root: string;
+  host: string;
+  git?: { branch: string | null; commit: string | null } | null;
+  /** The origin remote, normalised; absent in records of quarry before 2026-11-24. */
+  remote?: string | null;
+}
+
+function sourceName(s: Source): string {
+  return s.remote ?? `${s.root} on ${s.host}`;
+}
+
+/** The same repository: the same remote (any clone, any branch), or with no remote the same folder on one machine. */
+function sameSource(before: Source, now: Source): boolean {
+  if (!('remote' in before)) return true; // recorded before remotes were: nothing to compare, the record is updated
+  if (before.remote || now.remote) return before.remote === now.remote;
+  return before.root === now.root && before.host === now.host;
+}
+
+/**
+ * A key of a store that holds many repositories belongs to what first indexed it: another source is refused (exit
+ * 2) before a file of the key is touched. (Indexing a folder under a taken key once replaced the key's files with its
+ * own, exit 0, and a token scoped to the key was then served the other folder's files.)
+ */
+async function checkSource(store: Store, now: Source, replace: boolean | undefined): Promise<void> {
+  if (!store.repositories || replace) return;
+  const raw = await store.getMeta('source');
+  if (!raw) return;
+  let before: Source;
+  try {
+    before = JSON.parse(raw) as Source;
+  } catch {
+    return;
+  }
+  if (sameSource(before, now)) return;
+  throw new QuarryError(
+    'BAD_INPUT',
+    `${store.location} holds ${sourceName(before)}, not this folder (${sourceName(now)}): pass --repo NAME for a key of its own, or --replace to put this folder's files in its place`,
+  );
 }
 
 const COMMIT_FILES = 256;
@@ -95,6 +142,8 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
   };
   const report = emptyReport(root, warnings);
   try {
+    const source: Source = { root, host: hostname(), git: gitHead(root), remote: gitRemote(root) };
+    await checkSource(store, source, options.replace);
     options.onProgress?.({ phase: 'walk', total: 0, done: 0, upToDate: 0, filesPerSec: 0 });
     const known: KnownFiles = new Map((await store.listFiles()).map((f) => [f.path, f]));
     const { walked, gone, files } = findFiles(options, known, warn);
@@ -109,7 +158,7 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
     const upToDate = report.files - tasks.length;
     await store.setMeta('run', JSON.stringify({ startedAt: Date.now(), pending: tasks.length }));
     // where this index comes from: `quarry repos` shows it, and a team server knows whether it has the checkout
-    await store.setMeta('source', JSON.stringify({ root, host: hostname(), git: gitHead(root) }));
+    await store.setMeta('source', JSON.stringify(source));
 
     const progress = lexicalProgress(options.onProgress, tasks.length, upToDate);
     if (tasks.length) await indexFiles(options, tasks, report, warn, progress);

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
@@ -74,4 +75,33 @@ export function gitHead(root: string): { branch: string | null; commit: string |
   } catch {
     return null;
   }
+}
+
+/**
+ * The checkout's `origin` remote, as a comparable name: `git@github.com:Owner/repo.git` and
+ * `https://user@github.com/Owner/repo` are both `github.com/Owner/repo`. Null without git or an origin.
+ */
+export function gitRemote(root: string): string | null {
+  try {
+    const url = execFileSync('git', ['-C', root, 'config', '--get', 'remote.origin.url'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 2000,
+    }).trim();
+    return url ? normalizeRemote(url) : null;
+  } catch {
+    return null;
+  }
+}
+
+export function normalizeRemote(url: string): string {
+  let u = url
+    .trim()
+    .replace(/\/+$/, '')
+    .replace(/\.git$/, '');
+  const scp = /^(?:[^@/]+@)?([^:/]+):(?!\/)(.+)$/.exec(u); // git@host:owner/name
+  if (scp && !/^[a-z][a-z0-9+.-]*:\/\//i.test(u)) u = `${scp[1]}/${scp[2]}`;
+  else u = u.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '').replace(/^[^@/]+@/, '');
+  const slash = u.indexOf('/');
+  return slash < 0 ? u.toLowerCase() : u.slice(0, slash).toLowerCase().replace(/:\d+$/, '') + u.slice(slash);
 }

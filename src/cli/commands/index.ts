@@ -11,6 +11,7 @@ type IndexReport = Awaited<ReturnType<typeof indexProject>>;
 
 interface IndexOptions {
   wait?: boolean;
+  replace?: boolean;
   workers?: number;
   maxFileSize?: number;
   includeSecrets?: boolean;
@@ -26,6 +27,10 @@ export function registerIndex(program: Command, cli: CliContext): void {
     .description('index a folder (default: the current project), or bring its index up to date')
     .argument('[dir]', 'folder to index')
     .option('--wait', 'wait for another running `quarry index` instead of exiting')
+    .option(
+      '--replace',
+      "index this folder under a --repo key that holds another source (its files replace the key's)",
+    )
     .option('--workers <n>', 'parse workers (0 = in the main thread)', nonNegativeInt)
     .option('--max-file-size <bytes>', 'skip files larger than this (default 1048576)', positiveInt)
     .option('--include-secrets', 'also index files that look like secrets (.env, keys, credentials)')
@@ -71,6 +76,7 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
         progress.update('distilling the static table', done, total, 0, undefined, ''),
       signal: controller.signal,
       lockWaitMs: opts.wait ? 24 * 3600 * 1000 : 0,
+      ...(opts.replace ? { replace: true } : {}),
       ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
       onWarning: (m) => {
         progress.end();
