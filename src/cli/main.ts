@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError, Option } from 'commander';
-import { driverOfUrl } from '../config/config.ts';
+import { checkRepoName, driverOfUrl } from '../config/config.ts';
 import { isQuarryError, knownError, QuarryError } from '../errors.ts';
 import { registerAsk } from './commands/ask.ts';
 import { registerChat } from './commands/chat.ts';
@@ -98,6 +98,7 @@ function buildProgram(io: Io): Command {
       }
       if (store && remote)
         throw new QuarryError('BAD_INPUT', '--store and --remote both name where the index is: pass one');
+      for (const name of repo ?? []) checkRepoName(name); // one rule, before anything opens (`--all-repos` is "every")
       if (repo?.length === 1) process.env.QUARRY_REPO = repo[0];
     });
 }

@@ -59,12 +59,45 @@ function readToml(file: string): UserConfig {
 export function driverOfUrl(url: string): StoreDriver | undefined {
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1]?.toLowerCase();
   if (!scheme) return undefined;
-  if (scheme === 'postgres' || scheme === 'postgresql') return 'postgres';
-  if (scheme === 'chroma' || scheme === 'chroma+http' || scheme === 'chroma+https') return 'chroma';
+  if (scheme === 'postgres' || scheme === 'postgresql') return checkServerUrl(url, 'postgres');
+  if (scheme === 'chroma' || scheme === 'chroma+http' || scheme === 'chroma+https')
+    return checkServerUrl(url, 'chroma');
   if (scheme === 'sqlite' || scheme === 'file') return 'sqlite';
   throw new QuarryError(
     'BAD_CONFIG',
     `unknown store URL scheme "${scheme}://": use postgres://…, chroma://host:port or a SQLite file path`,
+  );
+}
+
+/** A server store's URL that cannot be parsed (a port of 99999) is bad input, said before anything connects. */
+function checkServerUrl<D extends StoreDriver>(url: string, driver: D): D {
+  let port = '';
+  try {
+    port = new URL(url.replace(/^[a-z][a-z0-9+.-]*:/i, 'http:')).port;
+  } catch {
+    throw new QuarryError(
+      'BAD_INPUT',
+      `the store URL cannot be read: check its host and port (like ${driver === 'postgres' ? 'postgres://user@host:5432/db' : 'chroma://host:8000'})`,
+    );
+  }
+  if (port && (Number(port) < 1 || Number(port) > 65535))
+    throw new QuarryError('BAD_INPUT', `the store URL's port ${port} is not a port (1-65535)`);
+  return driver;
+}
+
+/**
+ * The one rule for repository names: parts of letters, digits, `.`, `_` and `-`, each starting with a letter or a
+ * digit, separated by `/` (`owner/name`), at most 100 characters. So `*` (every repository, in a request) can never
+ * be a name, and neither can `..`, a space or an empty string.
+ */
+const REPO_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/;
+
+export function checkRepoName(name: string): string {
+  if (name.length <= 100 && REPO_NAME.test(name)) return name;
+  const shown = name.length > 40 ? `${name.slice(0, 40)}…` : name;
+  throw new QuarryError(
+    'BAD_INPUT',
+    `"${shown}" is not a repository name: use letters, digits, '.', '_' and '-', in parts separated by '/' (owner/name), at most 100 characters`,
   );
 }
 

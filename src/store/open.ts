@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
-import { driverOfUrl, type QuarryConfig, type StoreDriver } from '../config/config.ts';
+import { checkRepoName, driverOfUrl, type QuarryConfig, type StoreDriver } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
 import { ensureIndexDir, indexPaths } from '../workspace/root.ts';
 import { acquireWriterLock } from './lock.ts';
@@ -19,6 +19,17 @@ export type StoreTarget =
   /** A server URL, and the repository's key in the store it shares with others. */
   | { driver: Exclude<StoreDriver, 'sqlite'>; url: string; repo: string };
 
+/** A folder's or a remote's name as a valid repository name (`my project` → `my-project`). */
+function nameOf(raw: string): string {
+  const name = raw
+    .split('/')
+    .map((part) => part.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, ''))
+    .filter(Boolean)
+    .join('/')
+    .slice(0, 100);
+  return name || 'default';
+}
+
 /** The repository key a project gets by default: `owner/name` of its `origin` remote, else the folder's name. */
 export function defaultRepoKey(root: string): string {
   try {
@@ -28,11 +39,11 @@ export function defaultRepoKey(root: string): string {
       timeout: 2000,
     }).trim();
     const m = /[:/]([^/:]+\/[^/]+?)(?:\.git)?\/?$/.exec(url);
-    if (m) return m[1]!;
+    if (m) return nameOf(m[1]!);
   } catch {
     // not a git checkout, or no origin
   }
-  return basename(resolve(root)) || 'default';
+  return nameOf(basename(resolve(root)));
 }
 
 /**
@@ -138,7 +149,7 @@ export function storeTarget(config: QuarryConfig, root: string): StoreTarget {
       'BAD_CONFIG',
       `store.driver is "${driver}" but no store URL is set: pass --store ${driver === 'postgres' ? 'postgres://user@host:5432/db' : 'chroma://host:8000'} or set [store] url`,
     );
-  return { driver, url, repo: repo?.trim() || defaultRepoKey(root) };
+  return { driver, url, repo: repo === undefined ? defaultRepoKey(root) : checkRepoName(repo) };
 }
 
 /**

@@ -1,0 +1,58 @@
+// One rule for repository names, and store URLs that cannot be read are bad input (regression: `*`, `../etc`,
+// `a b`, 300 characters were accepted as names, `''` fell back silently to the folder's name, and a port of 99999
+// was exit 6 "Invalid URL").
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { checkRepoName } from '../src/config/config.ts';
+import { defaultRepoKey } from '../src/store/open.ts';
+import { makeTree, removeTree, runCli } from './helpers.ts';
+
+describe('repository names and store URLs', () => {
+  let root: string;
+  before(() => {
+    root = makeTree({ 'a.py': 'x = 1\n' });
+  });
+  after(() => removeTree(root));
+
+  it('accepts owner/name shapes and refuses the rest in one line, exit 2, before connecting', () => {
+    for (const ok of ['acme/api', 'honojs/hono', 'a', 'my.repo_2-x', 'group/sub/project'])
+      assert.equal(checkRepoName(ok), ok);
+    for (const bad of [
+      '*',
+      '../etc',
+      'a b',
+      'x'.repeat(300),
+      '',
+      '/lead',
+      'trail/',
+      'a//b',
+      '.hidden',
+      'a/../b',
+    ]) {
+      assert.throws(() => checkRepoName(bad), /is not a repository name/, JSON.stringify(bad));
+      // port 1: nothing listens there, and nothing is tried, the name is refused first
+      const r = runCli(['--store', 'postgres://127.0.0.1:1/x', '--repo', bad, 'status'], { cwd: root });
+      assert.equal(r.code, 2, `${JSON.stringify(bad)}: ${r.stderr}`);
+      assert.equal(r.stderr.trim().split('\n').length, 1);
+      assert.match(r.stderr, /^quarry: ".*" is not a repository name: use letters/);
+    }
+  });
+
+  it('makes a valid default name of any folder', () => {
+    const odd = makeTree({ 'b.py': 'y = 2\n' }, 'my project (copy) ');
+    try {
+      const key = defaultRepoKey(odd);
+      assert.equal(checkRepoName(key), key);
+      assert.doesNotMatch(key, /\s/);
+    } finally {
+      removeTree(odd);
+    }
+  });
+
+  it('says a store URL with an impossible port is bad input, without echoing it', () => {
+    const r = runCli(['--store', 'postgres://bob:hunter2@127.0.0.1:99999/x', 'status'], { cwd: root });
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /^quarry: the store URL cannot be read: check its host and port/);
+    assert.doesNotMatch(r.stderr, /hunter2/);
+  });
+});
