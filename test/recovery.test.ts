@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, statSync, truncateSync, utimesSync, writeFileS
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { acquireWriterLock } from '../src/store/lock.ts';
-import { copyPolyglot, makeTree, removeTree, runCli } from './helpers.ts';
+import { copyPolyglot, makeTree, removeTree, runCli, runCliAsync } from './helpers.ts';
 
 describe('a corrupt index', () => {
   const trees: string[] = [];
@@ -72,6 +72,19 @@ describe('the writer lock across hosts (regression: a lock written by another ho
     utimesSync(lock, old, old);
     const reclaimed = runCli(['index', '--quiet'], { cwd: root, env: { QUARRY_EMBED: 'none' } });
     assert.equal(reclaimed.code, 0, reclaimed.stderr);
+  });
+
+  it('index --wait reports its wait apart from its work (regression: the wait was counted in "indexed in")', async () => {
+    const root = copyPolyglot(trees);
+    const lock = await acquireWriterLock(join(root, '.quarry', 'index.lock'));
+    const run = runCliAsync(['index', '--wait', '--no-embed'], { cwd: root, env: { QUARRY_EMBED: 'none' } });
+    await new Promise((r) => setTimeout(r, 2_500));
+    lock.release();
+    const r = await run;
+    assert.equal(r.code, 0, r.stderr);
+    const m = /indexed \S+ in \S+ \(after waiting ([\d.]+)s for another quarry\)/.exec(r.stdout);
+    assert.ok(m, r.stdout);
+    assert.ok(Number(m[1]) >= 2, `waited ${m[1]} s`);
   });
 
   it('the holder keeps its lock fresh', async () => {

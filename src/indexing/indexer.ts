@@ -42,7 +42,10 @@ export interface IndexReport {
   warnings: string[];
   /** Chunks written by this run (unchanged files write none; the index's total is `store.stats().chunks`). */
   chunksWritten: number;
+  /** The run's own work, from the writer lock on (waiting for another writer is `waitedMs`). */
   durationMs: number;
+  /** Time spent waiting for another writer (`--wait`). */
+  waitedMs?: number;
   /** True when the run was stopped (signal) before it finished; the index is consistent and resumes. */
   interrupted: boolean;
   /** The embedding phases, when an embedder was given. */
@@ -133,8 +136,10 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
   const { root, store } = options;
   if (!isDirectory(root))
     throw new QuarryError('BAD_INPUT', `${root} is not a directory: pass a folder to index`);
-  const started = performance.now();
+  const asked = performance.now();
   const lock = await store.acquireWriter({ waitMs: options.lockWaitMs ?? 0 });
+  const started = performance.now();
+  const waitedMs = started - asked;
   const warnings: string[] = [];
   const warn = (m: string) => {
     warnings.push(m);
@@ -176,6 +181,7 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
     }
     progress.emit('done');
     report.durationMs = performance.now() - started;
+    if (waitedMs >= 1000) report.waitedMs = waitedMs;
     return report;
   } finally {
     await lock.release();
