@@ -104,7 +104,7 @@ describe('a team index: two repositories in one PostgreSQL, served with per-repo
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   };
 
-  it('refuses to index another folder under a taken key, names both, and replaces only with --replace', () => {
+  it('refuses to index another folder under a taken key, names both, and replaces only with --replace', async () => {
     // regression: indexing another project under acme/b printed "(… 465 deleted)", exit 0, and served its files
     const other = makeTree({ 'secret/notes.py': 'def other_project():\n    return 1\n' });
     trees.push(other);
@@ -140,6 +140,24 @@ describe('a team index: two repositories in one PostgreSQL, served with per-repo
       '--replace',
     ]);
     assert.equal(replaced.code, 0, replaced.stderr);
+    // repos rm takes the key's writer lock (regression: it removed the rows under a running indexer, which died on a
+    // foreign key): refused while an indexer holds it, done once it is free
+    const writer = await openProject({
+      root: rootB,
+      env: { QUARRY_STORE_URL: store, QUARRY_REPO: 'acme/c' },
+    });
+    const lock = await writer.store.acquireWriter();
+    try {
+      const busy = runCli(['repos', 'rm', 'acme/c', '--store', store], { cwd });
+      assert.equal(busy.code, 4, busy.stderr);
+      assert.match(
+        busy.stderr,
+        /^quarry: another quarry is indexing repository "acme\/c": wait for it, or run with --wait$/m,
+      );
+    } finally {
+      await lock.release();
+      await writer.close();
+    }
     assert.equal(runCli(['repos', 'rm', 'acme/c', '--store', store], { cwd }).code, 0);
   });
 

@@ -166,6 +166,11 @@ export function trigramsOf(text: string): string[] {
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;
 
+/** A stable 31-bit advisory lock key per repository name (its writer lock). */
+function repoLockKey(name: string): number {
+  return createHash('sha1').update(`quarry:${name}`).digest().readInt32BE(0);
+}
+
 /** Advisory lock keys: the schema (migrations, new vector tables), and one per repository's writer. */
 const LOCK_SPACE = 0x5175; // "Qu"
 const SCHEMA_LOCK = 1;
@@ -436,7 +441,10 @@ export class PostgresStore implements Store {
     };
     this.content = { read: (paths) => this.readTexts(paths) };
     this.exact = { candidates: (plan) => this.trigramCandidates(plan) };
-    this.repositories = { list: () => this.listRepos(), remove: (name) => this.removeRepo(name) };
+    this.repositories = {
+      list: () => this.listRepos(),
+      remove: (name, options) => this.removeRepo(name, options),
+    };
     this.vectors = {
       embedder: async () => {
         const t = await this.vectorTables();
@@ -555,8 +563,7 @@ export class PostgresStore implements Store {
   }
 
   private lockKey(): number {
-    // a stable 31-bit key per repository name
-    return createHash('sha1').update(`quarry:${this.repoName}`).digest().readInt32BE(0);
+    return repoLockKey(this.repoName);
   }
 
   async acquireWriter(options: { waitMs?: number } = {}): Promise<WriterLock> {
@@ -1529,20 +1536,41 @@ export class PostgresStore implements Store {
     return rows.map((r) => repoInfo(r));
   }
 
-  private async removeRepo(name: string): Promise<boolean> {
-    return this.tx('removing the repository', async (c) => {
-      const found = await c.query(`SELECT id FROM quarry_repos WHERE name = $1`, [name]);
-      if (!found.rows.length) return false;
-      const id = Number(found.rows[0].id);
-      // the postings carry no foreign key (they are written in bulk); everything else cascades from the repository
-      await c.query(`DELETE FROM quarry_postings WHERE repo = $1`, [id]);
-      for (const t of (await c.query(`SELECT key FROM quarry_embedders`)).rows) {
-        await c.query(`DELETE FROM quarry_vec_chunks_${t.key} WHERE repo = $1`, [id]);
-        await c.query(`DELETE FROM quarry_vec_files_${t.key} WHERE repo = $1`, [id]);
-      }
-      await c.query(`DELETE FROM quarry_repos WHERE id = $1`, [id]);
-      return true;
-    });
+  private async removeRepo(name: string, options: { waitMs?: number } = {}): Promise<boolean> {
+    const deadline = Date.now() + (options.waitMs ?? 0);
+    for (;;) {
+      const removed = await this.tx('removing the repository', async (c) => {
+        // the repository's writer lock, for this transaction: a running `quarry index` of it keeps it (its rows
+        // removed under it, the indexer died on a foreign key), and no indexer starts while the rows go
+        const lock = await c.query(`SELECT pg_try_advisory_xact_lock($1, $2) AS ok`, [
+          LOCK_SPACE,
+          repoLockKey(name),
+        ]);
+        if (!lock.rows[0].ok) return 'locked' as const;
+        return this.dropRepoRows(c, name);
+      });
+      if (removed !== 'locked') return removed;
+      if (Date.now() >= deadline)
+        throw new QuarryError(
+          'LOCKED',
+          `another quarry is indexing repository "${name}": wait for it, or run with --wait`,
+        );
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  private async dropRepoRows(c: pg.PoolClient, name: string): Promise<boolean> {
+    const found = await c.query(`SELECT id FROM quarry_repos WHERE name = $1`, [name]);
+    if (!found.rows.length) return false;
+    const id = Number(found.rows[0].id);
+    // the postings carry no foreign key (they are written in bulk); everything else cascades from the repository
+    await c.query(`DELETE FROM quarry_postings WHERE repo = $1`, [id]);
+    for (const t of (await c.query(`SELECT key FROM quarry_embedders`)).rows) {
+      await c.query(`DELETE FROM quarry_vec_chunks_${t.key} WHERE repo = $1`, [id]);
+      await c.query(`DELETE FROM quarry_vec_files_${t.key} WHERE repo = $1`, [id]);
+    }
+    await c.query(`DELETE FROM quarry_repos WHERE id = $1`, [id]);
+    return true;
   }
 
   async close(): Promise<void> {

@@ -347,8 +347,11 @@ export interface RepoInfo {
 /** Stores that hold many repositories: list them, remove one with all of its rows. */
 export interface RepositoryRegistry {
   list(): Promise<RepoInfo[]>;
-  /** Removes a repository and every row of it; false when there is none of that name. */
-  remove(name: string): Promise<boolean>;
+  /**
+   * Removes a repository and every row of it, under its writer lock (LOCKED while it is being indexed, after
+   * `waitMs`); false when there is none of that name.
+   */
+  remove(name: string, options?: { waitMs?: number }): Promise<boolean>;
 }
 
 /**

@@ -19,7 +19,8 @@ export function registerRepos(program: Command, cli: CliContext): void {
     .command('rm')
     .description('remove a repository and every row of it from the shared store')
     .argument('<name>', 'the repository, as `quarry repos` lists it')
-    .action((name: string) => runReposRm(cli, name));
+    .option('--wait', 'wait for a running `quarry index` of it instead of exiting (exit 4)')
+    .action((name: string, opts: { wait?: boolean }) => runReposRm(cli, name, opts));
 }
 
 export async function runRepos(cli: CliContext, opts: { json?: boolean }): Promise<void> {
@@ -43,7 +44,11 @@ export async function runRepos(cli: CliContext, opts: { json?: boolean }): Promi
   }
 }
 
-export async function runReposRm(cli: CliContext, name: string): Promise<void> {
+export async function runReposRm(
+  cli: CliContext,
+  name: string,
+  opts: { wait?: boolean } = {},
+): Promise<void> {
   if (remoteOf(cli.globals()))
     throw new QuarryError(
       'BAD_INPUT',
@@ -58,7 +63,7 @@ export async function runReposRm(cli: CliContext, name: string): Promise<void> {
       'this index holds one repository: delete its .quarry/ folder to remove it, or pass --store postgres://…',
     );
   try {
-    if (!(await registry.remove(name)))
+    if (!(await registry.remove(name, opts.wait ? { waitMs: 24 * 3600 * 1000 } : {})))
       throw new QuarryError(
         'NOT_FOUND',
         `no repository "${name}" in ${registry.location}: see \`quarry repos\``,
