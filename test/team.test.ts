@@ -177,6 +177,18 @@ describe('a team index: two repositories in one PostgreSQL, served with per-repo
       ],
     );
     assert.equal(repos[1]!.source.root, rootB);
+    // from inside a checkout that has no index in this store (regression: exit 3), and searching all of them
+    const checkout = makeTree({ '.git/HEAD': 'ref: refs/heads/main\n', 'x.py': 'x = 1\n' });
+    trees.push(checkout);
+    const inside = runCli(['repos', '--json', '--store', store], { cwd: checkout });
+    assert.equal(inside.code, 0, inside.stderr);
+    assert.deepEqual(
+      JSON.parse(inside.stdout).repos.map((x: { name: string }) => x.name),
+      ['acme/a', 'acme/b'],
+    );
+    const all = runCli(['search', '--all-repos', '--store', store, '--json', 'total_due'], { cwd: checkout });
+    assert.equal(all.code, 0, all.stderr);
+    assert.ok(JSON.parse(all.stdout).results.some((x: { path: string }) => x.path === 'billing/invoice.py'));
     assert.equal(
       JSON.parse(runCli(['token', 'list', '--json', '--tokens', tokensFile]).stdout).tokens.length,
       2,

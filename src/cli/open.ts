@@ -93,7 +93,12 @@ export async function repoList(g: Globals): Promise<RepoInfo[]> {
     return remoteRepos(remote);
   }
   const here = g.root ?? findProjectRoot(process.cwd());
-  if (here) {
+  // a shared store lists its repositories from anywhere: a checkout with no index of its own in that store included
+  // (it once failed there, exit 3, trying to open the checkout's own key)
+  const { openRegistry } = await import('../store/open.ts');
+  const { resolveConfig } = await import('../config/config.ts');
+  const registry = await openRegistry(resolveConfig({ root: here ?? process.cwd() }), here ?? process.cwd());
+  if (!registry && here) {
     const project = await openProject({ root: here });
     try {
       return await project.repos();
@@ -101,9 +106,6 @@ export async function repoList(g: Globals): Promise<RepoInfo[]> {
       await project.close();
     }
   }
-  const { openRegistry } = await import('../store/open.ts');
-  const { resolveConfig } = await import('../config/config.ts');
-  const registry = await openRegistry(resolveConfig({ root: process.cwd() }), process.cwd());
   if (!registry)
     throw new QuarryError(
       'NO_ROOT',
