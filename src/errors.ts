@@ -68,3 +68,15 @@ export function knownError(err: unknown): unknown {
     });
   return err;
 }
+
+/**
+ * An error as a client of a server may read it (HTTP, MCP): where the server's store lives (user, host, port,
+ * database) stays in the server's log, never in a response.
+ */
+export function publicMessage(err: unknown): string {
+  if (!isQuarryError(err)) return `internal error: ${(err as Error).message}`;
+  return err.message.replace(
+    /\b(?:postgres(?:ql)?|chroma(?:\+https?)?):\/\/[^\s)#]+(?:#\S+)?/gi,
+    "the server's store",
+  );
+}

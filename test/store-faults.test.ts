@@ -204,6 +204,43 @@ describe('PostgreSQL: bad input and faults', () => {
 
     await servesPanelAndAgents(root, env);
   });
+
+  it('with its store down, serve answers 503 in its own words, with no store URL, and the client says so', async () => {
+    // regression: 500 with user@host:port/db in the body, and the remote CLI then said "cannot reach quarry"
+    const root = copyPolyglot(trees);
+    const env = { QUARRY_STORE_URL: server.url, QUARRY_REPO: freshRepo(), QUARRY_EMBED: 'none' };
+    assert.equal(runCli(['index', root, '--quiet'], { env }).code, 0);
+    const port = await freePort();
+    const serve = spawnCli(['serve', '--root', root, '--port', String(port), '--no-watch'], { env });
+    const base = `http://127.0.0.1:${port}`;
+    try {
+      let up = false;
+      for (let i = 0; i < 200 && !up; i++) {
+        up = await fetch(`${base}/api/status`).then(
+          (r) => r.ok,
+          () => false,
+        );
+        if (!up) await sleep(100);
+      }
+      assert.ok(up, 'serve started');
+      await server.stop();
+      const res = await fetch(`${base}/api/search?q=parse%20config&mode=lexical`);
+      const body = (await res.json()) as { error: string };
+      assert.equal(res.status, 503, body.error);
+      assert.match(body.error, /the server's store/);
+      assert.doesNotMatch(body.error, /127\.0\.0\.1|quarry@|postgres:\/\//);
+      const cli = runCli(['--remote', base, 'search', 'parse config', '--mode', 'lexical'], { cwd: root });
+      assert.equal(cli.code, 6, cli.stderr);
+      assert.doesNotMatch(cli.stderr, /cannot reach quarry/);
+      assert.match(
+        cli.stderr,
+        /^quarry: http:\/\/127\.0\.0\.1:\d+\/? is up, but the store it reads is not \(/m,
+      );
+    } finally {
+      serve.kill('SIGTERM');
+      await server.restart();
+    }
+  });
 });
 
 /** `quarry serve`'s API and `quarry mcp` over stdio, both on the store `env` names, answer a search. */

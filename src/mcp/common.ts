@@ -2,7 +2,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { isQuarryError, knownError, QuarryError } from '../errors.ts';
+import { knownError, publicMessage, QuarryError } from '../errors.ts';
 import { type ProjectSet, redacting } from '../host/set.ts';
 import { openProject } from '../project/local.ts';
 import type { Project } from '../project/types.ts';
@@ -58,9 +58,8 @@ export function toResult(answer: Answer | string, structured = false): ToolResul
 }
 
 export function failure(raw: unknown): ToolResult {
-  const err = knownError(raw);
-  const message = isQuarryError(err) ? err.message : `internal error: ${(err as Error).message}`;
-  return { content: [{ type: 'text', text: message }], isError: true };
+  // where a store lives is the server's business: an agent gets what happened, not the URL
+  return { content: [{ type: 'text', text: publicMessage(knownError(raw)) }], isError: true };
 }
 
 /** A tool call's answer as an MCP result: errors become an error result, never a thrown protocol error. */

@@ -30,6 +30,7 @@ const STATUS_CODES: Record<number, QuarryErrorCode> = {
   409: 'LOCKED',
   413: 'TOO_BIG',
   502: 'LLM',
+  503: 'IO',
 };
 
 /** A client of another quarry's HTTP API: what `quarry serve` offers, one request per call, no state between. */
@@ -103,7 +104,12 @@ export class RemoteClient {
     }
     if (!res.ok) {
       const message = (body as { error?: string }).error ?? `HTTP ${res.status}`;
-      throw new QuarryError(STATUS_CODES[res.status] ?? 'REMOTE', `${this.shown}: ${message}`);
+      throw new QuarryError(
+        STATUS_CODES[res.status] ?? 'REMOTE',
+        res.status === 503
+          ? `${this.shown} is up, but the store it reads is not (${message}): try again once it is back`
+          : `${this.shown}: ${message}`,
+      );
     }
     return body as T;
   }

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { MiddlewareHandler } from 'hono/types';
-import { isQuarryError, knownError } from '../errors.ts';
+import { isQuarryError, knownError, publicMessage } from '../errors.ts';
 import { checkHost, checkRequest, type GuardOptions } from '../host/guard.ts';
 import { type ProjectSet, scopedSet } from '../host/set.ts';
 import { mayRead } from '../host/tokens.ts';
@@ -63,11 +63,8 @@ export function createApp(
   const app = new Hono<Env>();
   app.onError((raw, c) => {
     const err = knownError(raw) as Error;
-    if (!isQuarryError(err)) log(String(err.stack ?? err));
-    return c.json(
-      { error: isQuarryError(err) ? err.message : `internal error: ${err.message}` },
-      httpStatus(err) as 500,
-    );
+    if (!isQuarryError(err) || err.code === 'IO') log(String(err.stack ?? err));
+    return c.json({ error: publicMessage(err) }, httpStatus(err) as 500);
   });
   app.use('*', hostCheck(gate));
   app.use('*', limitBody());

@@ -43,6 +43,8 @@ export function httpStatus(err: unknown): number {
     case 'LLM':
     case 'REMOTE':
       return 502;
+    case 'IO':
+      return 503; // the server is up; what it reads (its store) is not
     default:
       return 500;
   }

@@ -217,7 +217,9 @@ export function pgError(err: unknown, url: string, doing: string): QuarryError {
     code === '57P01' ||
     code === '57P02' ||
     code === '57P03' ||
-    /terminat|Connection terminated/i.test(msg)
+    code === 'EPIPE' ||
+    // the pg client's own words for a connection that broke under it (the server killed mid-index)
+    /terminat|Connection terminated|connection error and is not queryable|not queryable/i.test(msg)
   )
     return fix(
       `the PostgreSQL server at ${where} went away while ${doing}: start it again and re-run; what was committed stays, the next run resumes`,
