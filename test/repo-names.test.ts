@@ -2,10 +2,11 @@
 // `a b`, 300 characters were accepted as names, `''` fell back silently to the folder's name, and a port of 99999
 // was exit 6 "Invalid URL").
 import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { checkRepoName } from '../src/config/config.ts';
 import { defaultRepoKey } from '../src/store/open.ts';
-import { makeTree, removeTree, runCli } from './helpers.ts';
+import { makeTree, removeTree, runCli, runCliAsync } from './helpers.ts';
 
 describe('repository names and store URLs', () => {
   let root: string;
@@ -54,5 +55,32 @@ describe('repository names and store URLs', () => {
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /^quarry: the store URL cannot be read: check its host and port/);
     assert.doesNotMatch(r.stderr, /hunter2/);
+  });
+});
+
+describe('a remote that does not answer', () => {
+  it('is said in one line after QUARRY_REMOTE_TIMEOUT seconds (regression: a frozen server held the client 60 s)', async () => {
+    // accepts connections and never answers
+    const frozen = createServer(() => {});
+    await new Promise<void>((r) => frozen.listen(0, '127.0.0.1', () => r()));
+    const port = (frozen.address() as { port: number }).port;
+    try {
+      const started = Date.now();
+      const r = await runCliAsync(['--remote', `http://127.0.0.1:${port}`, 'search', 'x'], {
+        env: { QUARRY_REMOTE_TIMEOUT: '1' },
+      });
+      assert.equal(r.code, 11, r.stderr);
+      assert.match(
+        r.stderr,
+        /^quarry: quarry at http:\/\/127\.0\.0\.1:\d+\/ did not answer within 1 s: try again, or check the server\n$/,
+      );
+      assert.ok(Date.now() - started < 30_000);
+      const bad = await runCliAsync(['--remote', `http://127.0.0.1:${port}`, 'search', 'x'], {
+        env: { QUARRY_REMOTE_TIMEOUT: 'soon' },
+      });
+      assert.equal(bad.code, 2, bad.stderr);
+    } finally {
+      frozen.close();
+    }
   });
 });

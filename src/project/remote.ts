@@ -33,6 +33,19 @@ const STATUS_CODES: Record<number, QuarryErrorCode> = {
   503: 'IO',
 };
 
+/**
+ * How long a call waits for the server: `QUARRY_REMOTE_TIMEOUT` seconds, default 60 (a context for a large budget on
+ * a busy server takes a while; a frozen one is said in one line once it passes).
+ */
+export function remoteTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.QUARRY_REMOTE_TIMEOUT;
+  if (raw === undefined || raw === '') return 60_000;
+  const s = Number(raw);
+  if (!Number.isFinite(s) || s <= 0 || s > 3600)
+    throw new QuarryError('BAD_CONFIG', `QUARRY_REMOTE_TIMEOUT must be seconds from 1 to 3600, not "${raw}"`);
+  return s * 1000;
+}
+
 /** A client of another quarry's HTTP API: what `quarry serve` offers, one request per call, no state between. */
 export class RemoteClient {
   readonly base: URL;
@@ -40,7 +53,7 @@ export class RemoteClient {
   private readonly token: string | undefined;
   private readonly timeoutMs: number;
 
-  constructor(url: string, token?: string, timeoutMs = 60_000, env: NodeJS.ProcessEnv = process.env) {
+  constructor(url: string, token?: string, timeoutMs?: number, env: NodeJS.ProcessEnv = process.env) {
     let u: URL;
     try {
       u = new URL(url);
@@ -55,7 +68,7 @@ export class RemoteClient {
     if (!u.pathname.endsWith('/')) u.pathname += '/';
     this.base = u;
     this.shown = u.toString();
-    this.timeoutMs = timeoutMs;
+    this.timeoutMs = timeoutMs ?? remoteTimeoutMs(env);
   }
 
   /** Calls `api/<path>`; a non-2xx answer becomes a QuarryError with the server's one-line message. */
