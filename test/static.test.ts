@@ -8,6 +8,7 @@ import { openEmbedder } from '../src/embed/open.ts';
 import {
   createStaticEmbedder,
   distillStaticTable,
+  openStaticEmbedder,
   readStaticTable,
   type StaticTable,
   splitCodeWords,
@@ -92,5 +93,26 @@ describe('the static tier: distilled from the installed weights', { skip: !weigh
     );
     const cos = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);
     assert.ok(cos(q!, near!) > cos(q!, far!), `${cos(q!, near!)} vs ${cos(q!, far!)}`);
+  });
+});
+
+describe('the shipped code table (embed.static_table = "code-v1")', () => {
+  it('loads by name with its pinned sha256, and ranks code by what it does', async () => {
+    const e = await openStaticEmbedder('', '', { table: 'code-v1' });
+    assert.equal(e.id, 'static:code-v1-256/words@a7dfed5f');
+    const [q] = await e.embed(['parse the configuration file'], 'query');
+    const [near, far] = await e.embed(
+      [
+        'def load_config(path):\n    with open(path) as f:\n        return toml.parse(f.read())',
+        'def draw_circle(canvas, radius):\n    canvas.arc(0, 0, radius)',
+      ],
+      'document',
+    );
+    const cos = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);
+    assert.ok(cos(q!, near!) > cos(q!, far!), `${cos(q!, near!)} vs ${cos(q!, far!)}`);
+    await assert.rejects(
+      openStaticEmbedder('', '', { table: 'code-v9' }),
+      /no such file \(a path, or code-v1\)/,
+    );
   });
 });

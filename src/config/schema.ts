@@ -80,11 +80,14 @@ export const ConfigSchema = z.object({
       documentPrefix: z.string().optional(),
       /** A folder holding `model.onnx` (or the Transformers.js `onnx/` layout), or the .onnx file itself. */
       modelDir: z.string().optional(),
-      /** `static` provider: a token table file (train/train_static.py writes one) used instead of the distilled one. */
+      /**
+       * `static` provider: the token table instead of the one distilled from MiniLM: `code-v1` (shipped, trained for
+       * code) or a table file (train/train_static.py writes one).
+       */
       staticTable: z
         .string()
         .describe(
-          'static provider: a token table (.bin) used instead of the one distilled from all-MiniLM-L6-v2',
+          'static provider: "code-v1" (the shipped table trained for code) or a token table file (.bin), instead of the one distilled from all-MiniLM-L6-v2',
         )
         .optional(),
       /** Download the default weights on first use when none are installed. Default true. */

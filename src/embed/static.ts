@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { QuarryError } from '../errors.ts';
 import { createLocalEmbedder } from './local.ts';
@@ -255,6 +256,22 @@ export function createStaticEmbedder(table: StaticTable, name?: string): Embedde
 }
 
 /**
+ * Tables that ship in the package (`embed.static_table = "code-v1"`), their sha256 pinned. code-v1: the distilled
+ * MiniLM table trained contrastively on (commit message or docstring → code) pairs mined from 69 public histories
+ * (train/train_static.py; docs/retrieval.md has its figures), float16, 15.6 MB.
+ */
+export const SHIPPED_TABLES: Record<string, { file: string; sha256: string }> = {
+  'code-v1': {
+    file: 'code-v1.bin',
+    sha256: 'a7dfed5f6014461a25870b40a723aa7437eb2a2f01061ea5b9b79aafaf3bfa04',
+  },
+};
+
+function shippedTableDir(): string {
+  return join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'models', 'static');
+}
+
+/**
  * The static embedder for these transformer weights: the table from the cache, or distilled now and kept there
  * (`onDistill` reports the one-time step). `table` (the `embed.static_table` setting) names a table file to use
  * instead, such as one trained for code (train/train_static.py); its id carries the file's hash, so that an index
@@ -271,13 +288,21 @@ export async function openStaticEmbedder(
   } = {},
 ): Promise<Embedder> {
   if (options.table) {
-    if (!existsSync(options.table))
-      throw new QuarryError('BAD_CONFIG', `embed.static_table = "${options.table}": no such file`);
-    const table = readStaticTable(options.table);
-    const hash = createHash('sha256').update(readFileSync(options.table)).digest('hex');
+    const shipped = SHIPPED_TABLES[options.table];
+    const file = shipped ? join(shippedTableDir(), shipped.file) : options.table;
+    if (!existsSync(file))
+      throw new QuarryError(
+        'BAD_CONFIG',
+        `embed.static_table = "${options.table}": no such file (a path, or ${Object.keys(SHIPPED_TABLES).join(', ')})`,
+      );
+    const bytes = readFileSync(file);
+    const hash = createHash('sha256').update(bytes).digest('hex');
+    if (shipped && hash !== shipped.sha256)
+      throw new QuarryError('IO', `${file} is damaged (its sha256 is not the shipped one): reinstall quarry`);
+    const table = readStaticTable(file);
     return createStaticEmbedder(
       table,
-      `static:${basename(options.table).replace(/\.bin$/, '')}-${table.dims}/words@${hash.slice(0, 8)}`,
+      `static:${basename(file).replace(/\.bin$/, '')}-${table.dims}/words@${hash.slice(0, 8)}`,
     );
   }
   const path = staticTablePath(sourceSha256, options.env);
