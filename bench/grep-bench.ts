@@ -155,6 +155,24 @@ const rg = haveRg ? timeRg(literals, true) : undefined;
 const rgr = haveRg ? timeRg(regexes, false) : undefined;
 const cli = existsSync(cliJs) ? timeCli(literals.slice(0, Number(values['cli-queries']))) : [];
 
+// the MCP tool `grep`, as an agent calls it (an in-memory transport: the tool's own work, not a network)
+const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+const { InMemoryTransport } = await import('@modelcontextprotocol/sdk/inMemory.js');
+const { createMcpServer } = await import('../src/mcp/server.ts');
+const { openedSet } = await import('../src/host/set.ts');
+const mcpServer = createMcpServer(openedSet([project]));
+const [ta, tb] = InMemoryTransport.createLinkedPair();
+await mcpServer.connect(ta);
+const client = new Client({ name: 'grep-bench', version: '1' });
+await client.connect(tb);
+const mcp: number[] = [];
+for (const pattern of literals) {
+  const t = performance.now();
+  await client.callTool({ name: 'grep', arguments: { pattern, fixed: true } });
+  mcp.push(performance.now() - t);
+}
+await client.close();
+
 const dbBytes = statSync(join(corpus, '.quarry', 'index.db')).size;
 console.log(
   `corpus: ${files.length} indexed files, index ${(dbBytes / 2 ** 20).toFixed(0)} MiB; ${availableParallelism()} cores`,
@@ -166,6 +184,7 @@ const row = (name: string, t: number[]) =>
   console.log(`${name.padEnd(34)} p50 ${ms(pct(t, 50)).padStart(10)}  p95 ${ms(pct(t, 95)).padStart(10)}`);
 row('quarry grep -F, in process', q.times);
 row('quarry grep regex, in process', qr.times);
+row('MCP tool grep (fixed), in process', mcp);
 if (cli.length) row('quarry grep -F, whole process', cli);
 if (rg && rgr) {
   row('ripgrep -F', rg.times);

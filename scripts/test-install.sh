@@ -26,6 +26,12 @@ env -u ONNXRUNTIME_NODE_INSTALL -u npm_config_onnxruntime_node_install \
   echo "test-install: npm install -g of the packed tarball failed" >&2
   exit 1
 }
+# nothing of quarry's making in npm's warnings (it set npm_config_nodedir, which npm 11 warns about)
+if grep -q 'Unknown env config' "$tmp/install.log"; then
+  grep 'Unknown env config' "$tmp/install.log" >&2
+  echo "test-install: the install printed npm config warnings" >&2
+  exit 1
+fi
 quarry="$tmp/prefix/bin/quarry"
 export HOME="$tmp/home" XDG_CACHE_HOME="$tmp/home/.cache" XDG_CONFIG_HOME="$tmp/home/.config"
 unset QUARRY_MODEL QUARRY_SHARED_CACHE
