@@ -154,6 +154,13 @@ export async function grep(
     indexed: Boolean(fromIndex),
     truncated: false,
   };
+  // a line that lacks every group's literals cannot match: a JavaScript substring test spares the call into RE2
+  // (which converts the line to UTF-8 each time) for nearly every line of a candidate file
+  // (ASCII literals only: lower-casing is exact on them, where a Greek capital sigma lower-cases by its context)
+  const needles =
+    plan && plan.flat().every((l) => /^[\x20-\x7e]*$/.test(l))
+      ? plan.map((g) => g.map((l) => l.toLowerCase()))
+      : null;
   const BATCH = 64;
   for (let i = 0; i < paths.length && !out.truncated; i += BATCH) {
     const batch = paths.slice(i, i + BATCH);
@@ -162,7 +169,7 @@ export async function grep(
       const lines = texts.get(path);
       if (!lines) continue;
       out.scanned++;
-      const found = matchLines(path, lines, pattern, q);
+      const found = matchLines(path, lines, pattern, q, needles);
       if (!found.length) continue;
       out.files++;
       const room = limit - out.matches.length;
@@ -178,11 +185,21 @@ export async function grep(
 }
 
 /** The matching lines of one file, with their context. */
-function matchLines(path: string, lines: string[], pattern: LinePattern, q: GrepQuery): GrepMatch[] {
+function matchLines(
+  path: string,
+  lines: string[],
+  pattern: LinePattern,
+  q: GrepQuery,
+  needles: string[][] | null,
+): GrepMatch[] {
   const out: GrepMatch[] = [];
   const ctx = q.context ?? 0;
   for (let n = 0; n < lines.length; n++) {
     const line = lines[n] as string;
+    if (needles) {
+      const lower = line.toLowerCase();
+      if (!needles.some((g) => g.every((l) => lower.includes(l)))) continue;
+    }
     const ranges = pattern.ranges(line);
     if (!ranges.length) continue;
     const first = ranges[0] as [number, number];
