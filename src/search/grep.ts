@@ -157,10 +157,9 @@ export async function grep(
   // a line that lacks every group's literals cannot match: a JavaScript substring test spares the call into RE2
   // (which converts the line to UTF-8 each time) for nearly every line of a candidate file
   // (ASCII literals only: lower-casing is exact on them, where a Greek capital sigma lower-cases by its context)
-  const needles =
-    plan && plan.flat().every((l) => /^[\x20-\x7e]*$/.test(l))
-      ? plan.map((g) => g.map((l) => l.toLowerCase()))
-      : null;
+  const needles = plan?.flat().every((l) => /^[\x20-\x7e]*$/.test(l))
+    ? plan!.map((g) => g.map((l) => l.toLowerCase()))
+    : null;
   const BATCH = 64;
   for (let i = 0; i < paths.length && !out.truncated; i += BATCH) {
     const batch = paths.slice(i, i + BATCH);
