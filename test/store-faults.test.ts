@@ -323,6 +323,23 @@ describe('Chroma: bad input, foreign collections, and hybrid search equal to SQL
     await servesPanelAndAgents(root, env);
   });
 
+  it('keeps each key apart: --repo selects that key alone, and a second key leaves the first intact', async () => {
+    // regression: one SQLite side per checkout, so --repo other searched this checkout's lexical rows, and indexing
+    // under a second key orphaned the first key's collections
+    const root = copyPolyglot(trees);
+    const [k1, k2] = [freshRepo(), freshRepo()];
+    const at = (repo: string) => ({ QUARRY_STORE_URL: server.url, QUARRY_REPO: repo, QUARRY_EMBED: 'none' });
+    assert.equal(runCli(['index', root, '--quiet'], { env: at(k1) }).code, 0);
+    const never = runCli(['search', 'config', '--root', root], { env: at(k2) });
+    assert.equal(never.code, 3, `a key never indexed here has no index here: ${never.stdout}${never.stderr}`);
+    assert.equal(runCli(['index', root, '--quiet'], { env: at(k2) }).code, 0);
+    for (const k of [k1, k2]) {
+      const r = runCli(['search', 'parse config', '--json', '--root', root], { env: at(k) });
+      assert.equal(r.code, 0, `${k}: ${r.stderr}`);
+      assert.equal(JSON.parse(r.stdout).results[0].path, 'config_loader.py');
+    }
+  });
+
   it('embeds into Chroma, ranks like sqlite-vec, and refuses a collection another embedder or program made', async () => {
     const root = copyPolyglot(trees);
     const local = copyPolyglot(trees);

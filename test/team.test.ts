@@ -159,6 +159,16 @@ describe('a team index: two repositories in one PostgreSQL, served with per-repo
       await writer.close();
     }
     assert.equal(runCli(['repos', 'rm', 'acme/c', '--store', store], { cwd }).code, 0);
+    // reset of a key in the shared store: its rows go, under the same lock (reset once took the lock, then rm's
+    // own try for it would have failed)
+    assert.equal(
+      runCli(['index', other, '--store', store, '--repo', 'acme/d', '--no-embed', '--quiet']).code,
+      0,
+    );
+    const reset = runCli(['--root', other, '--store', store, '--repo', 'acme/d', 'reset', '--yes']);
+    assert.equal(reset.code, 0, reset.stderr);
+    const left = JSON.parse(runCli(['repos', '--json', '--store', store], { cwd }).stdout).repos;
+    assert.ok(!left.some((r: { name: string }) => r.name === 'acme/d'), JSON.stringify(left));
   });
 
   it('lists both repositories in the store, with their size and checkout', () => {

@@ -114,18 +114,14 @@ export async function resetIndex(config: QuarryConfig, root: string): Promise<bo
       throw err;
     }
     try {
-      const lock = await store.acquireWriter();
-      try {
-        await store.repositories?.remove(target.repo);
-      } finally {
-        lock.release();
-      }
+      // remove takes the repository's writer lock itself (LOCKED while an indexer holds it)
+      await store.repositories?.remove(target.repo);
     } finally {
       await store.close();
     }
     return true;
   }
-  const base = traits.file ?? join(indexPaths(root).dir, 'chroma.db');
+  const base = traits.file ?? chromaSqlitePath(root, 'repo' in target ? target.repo : '');
   if (!existsSync(base)) return false;
   const lock = await acquireWriterLock(join(dirname(base), 'index.lock'));
   try {
@@ -181,12 +177,22 @@ export async function openStore(
         url: target.url,
         repo: target.repo,
         // its own file: the SQLite driver's phase marks speak of sqlite-vec's vectors, these of Chroma's
-        sqlitePath: join(indexPaths(root).dir, 'chroma.db'),
+        sqlitePath: chromaSqlitePath(root, target.repo),
         create: options.create ?? false,
         root,
       });
     }
   }
+}
+
+/**
+ * The SQLite side of a Chroma index, one file per key: `chroma.db` for the checkout's own key, `chroma@owner+name.db`
+ * for another (`--repo`). One shared file let `--repo other` search this checkout's lexical rows beside the other
+ * key's vectors, and indexing under a second key orphaned the first key's collections.
+ */
+function chromaSqlitePath(root: string, repo: string): string {
+  const own = repo === defaultRepoKey(root);
+  return join(indexPaths(root).dir, own ? 'chroma.db' : `chroma@${repo.replace(/\//g, '+')}.db`);
 }
 
 /**
