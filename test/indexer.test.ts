@@ -183,3 +183,53 @@ describe('indexing', () => {
     assert.equal(r.added, 17);
   });
 });
+
+describe('embedding into the cache as it goes (regression: a crash mid-batch re-embedded 494 texts, 60 from the cache)', () => {
+  it('a crash in the middle of a batch loses one slice of it: the next run finds the rest in the cache', async () => {
+    const { embedPending } = await import('../src/indexing/embedding.ts');
+    // 8 files of 40 functions each, every function a chunk of its own: one batch of files, hundreds of texts
+    const fn = (f: number, i: number) =>
+      `def handler_${f}_${i}(request):\n${Array.from({ length: 12 }, (_, k) => `    step_${k} = request.get("${f}-${i}-${k}")`).join('\n')}\n    return step_0\n`;
+    const files = Object.fromEntries(
+      Array.from({ length: 8 }, (_, f) => [
+        `app${f}.py`,
+        Array.from({ length: 40 }, (_, i) => fn(f, i)).join('\n\n'),
+      ]),
+    );
+    const root = makeTree(files);
+    try {
+      const store = openSqliteStore(join(root, 'index.db'));
+      await indexRepository({ root, config: testConfig(), store, workers: 0 });
+      let calls = 0;
+      let texts = 0;
+      // a deterministic embedder: the vector of a text is its hash spread over 8 numbers; it dies on its third call
+      const embedder = {
+        id: 'test:hash-8',
+        dimension: 8,
+        maxTokens: 256,
+        countTokens: (t: string) => Math.min(256, t.length),
+        async close() {},
+        async embed(batch: string[]) {
+          if (++calls === 3) throw new Error('killed');
+          texts += batch.length;
+          return batch.map((t) => {
+            const v = new Float32Array(8);
+            for (let i = 0; i < t.length; i++) v[i % 8]! += t.charCodeAt(i) / 1000;
+            const n = Math.hypot(...v) || 1;
+            return v.map((x) => x / n);
+          });
+        },
+      };
+      await assert.rejects(embedPending(store, embedder, { batchFiles: 16 }), /killed/);
+      // the coarse vectors (one call) and one slice of 64 chunk texts were done before the crash
+      assert.ok(texts >= 64 + 8, `${texts} texts embedded before the crash`);
+      calls = 10; // alive again
+      const resumed = await embedPending(store, embedder, { batchFiles: 16 });
+      assert.ok(resumed.fromCache >= 64, `${resumed.fromCache} from the cache, ${resumed.embedded} embedded`);
+      assert.equal(resumed.fromCache + resumed.embedded, 160, 'every chunk of the batch has its vector');
+      await store.close();
+    } finally {
+      removeTree(root);
+    }
+  });
+});

@@ -64,6 +64,9 @@ export function chunksToEmbed<T>(path: string, chunks: T[]): T[] {
   return chunks.filter((_, ordinal) => chunkGetsVector(path, ordinal));
 }
 
+/** Texts embedded between two writes to the embedding cache. */
+const CACHE_SLICE = 64;
+
 const textHash = (text: string) => createHash('sha1').update(text).digest('hex');
 
 /**
@@ -99,16 +102,19 @@ export async function embedPending(
       ? await cache.get(embedder.id, [...new Set(hashes)])
       : new Map<string, Float32Array>();
     const missing = [...new Set(hashes.filter((h) => !cached.has(h)))];
-    if (missing.length) {
-      const byHash = new Map(hashes.map((h, i) => [h, texts[i]!]));
+    const byHash = new Map(hashes.map((h, i) => [h, texts[i]!]));
+    // into the cache a slice at a time: a batch of files can hold hundreds of texts (minutes of a transformer on
+    // a CPU), and a crash mid-batch then loses one slice; the next run finds the rest in the cache
+    for (let i = 0; i < missing.length; i += CACHE_SLICE) {
+      const slice = missing.slice(i, i + CACHE_SLICE);
       const fresh = await embedder.embed(
-        missing.map((h) => byHash.get(h)!),
+        slice.map((h) => byHash.get(h)!),
         'document',
       );
-      const entries = missing.map((hash, i) => ({ hash, vector: fresh[i]! }));
+      const entries = slice.map((hash, j) => ({ hash, vector: fresh[j]! }));
       await cache?.put(embedder.id, entries);
       for (const e of entries) cached.set(e.hash, e.vector);
-      report.embedded += missing.length;
+      report.embedded += slice.length;
     }
     report.fromCache += hashes.length - missing.length;
     return hashes.map((h) => cached.get(h)!);
