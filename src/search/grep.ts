@@ -61,6 +61,38 @@ export interface GrepResponse {
   truncated: boolean;
 }
 
+/** One printed row of a grep answer: a matching line, a context line, or a gap between groups that do not touch. */
+export type GrepRow =
+  | { kind: 'match'; match: GrepMatch }
+  | { kind: 'context'; path: string; line: GrepLine }
+  | { kind: 'gap' };
+
+/**
+ * The rows ripgrep prints for these matches, in order: each context line once (context shared by neighbouring
+ * matches is not repeated, and a following match prints itself rather than as context), a gap where a group does not
+ * touch the one before it. Every face that prints text (the CLI, the MCP tool) walks these.
+ */
+export function grepRows(matches: GrepMatch[]): GrepRow[] {
+  const rows: GrepRow[] = [];
+  const matched = new Set(matches.map((m) => `${m.line}:${m.path}`));
+  let last: { path: string; line: number } | undefined;
+  for (const m of matches) {
+    const fresh = (l: number) => !last || last.path !== m.path || l > last.line;
+    const first = m.before[0]?.line ?? m.line;
+    if (last && (last.path !== m.path || first > last.line + 1)) rows.push({ kind: 'gap' });
+    for (const b of m.before) if (fresh(b.line)) rows.push({ kind: 'context', path: m.path, line: b });
+    if (fresh(m.line)) rows.push({ kind: 'match', match: m });
+    last = { path: m.path, line: m.line };
+    for (const a of m.after) {
+      if (a.line <= last.line) continue;
+      if (matched.has(`${a.line}:${m.path}`)) break; // the next match prints itself
+      rows.push({ kind: 'context', path: m.path, line: a });
+      last = { path: m.path, line: a.line };
+    }
+  }
+  return rows;
+}
+
 /** Where a grep reads from: the index's trigram candidates, the indexed paths, and the files' lines. */
 export interface GrepSource {
   /** Files that may match the plan (a superset), or undefined when the store keeps no trigram index. */

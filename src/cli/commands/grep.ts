@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { redacting, searchFilter } from '../../host/set.ts';
-import type { GrepMatch, GrepResponse } from '../../search/grep.ts';
+import { type GrepMatch, type GrepResponse, grepRows } from '../../search/grep.ts';
 import type { CliContext } from '../context.ts';
 import { projectPath, shownPath, withProject } from '../open.ts';
 import { collect, nonNegativeInt, positiveInt } from '../options.ts';
@@ -109,24 +109,14 @@ function printGrep(cli: CliContext, res: GrepResponse, opts: GrepOptions, show: 
       for (const [s] of m.ranges) io.stdout.write(`${show(m.path)}:${m.line}:${s + 1}:${m.text}\n`);
     return;
   }
-  const matched = new Set(res.matches.map((m) => `${m.line}:${m.path}`));
-  let last: { path: string; line: number } | undefined;
-  for (const m of res.matches) {
-    const path = c.magenta(show(m.path));
-    const first = m.before[0]?.line ?? m.line;
-    if (opts.context && last && (last.path !== m.path || first > last.line + 1)) io.stdout.write('--\n');
-    for (const b of m.before)
-      if (!last || last.path !== m.path || b.line > last.line)
-        io.stdout.write(`${path}-${c.green(String(b.line))}-${b.text}\n`);
-    if (!last || last.path !== m.path || m.line > last.line)
-      io.stdout.write(`${path}:${c.green(String(m.line))}:${mark(m)}\n`);
-    last = { path: m.path, line: m.line };
-    for (const a of m.after) {
-      if (a.line <= last.line) continue;
-      // a following match prints itself: context stops where the next match starts
-      if (matched.has(`${a.line}:${m.path}`)) break;
-      io.stdout.write(`${path}-${c.green(String(a.line))}-${a.text}\n`);
-      last = { path: m.path, line: a.line };
-    }
+  for (const row of grepRows(res.matches)) {
+    if (row.kind === 'gap') {
+      if (opts.context) io.stdout.write('--\n');
+    } else if (row.kind === 'context')
+      io.stdout.write(`${c.magenta(show(row.path))}-${c.green(String(row.line.line))}-${row.line.text}\n`);
+    else
+      io.stdout.write(
+        `${c.magenta(show(row.match.path))}:${c.green(String(row.match.line))}:${mark(row.match)}\n`,
+      );
   }
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { searchFilter } from '../../host/set.ts';
-import type { GrepResponse } from '../../search/grep.ts';
+import { type GrepResponse, grepRows } from '../../search/grep.ts';
 import { type Answer, defineTool, READ_ONLY, repoArg, rootArg, type ToolContext } from '../common.ts';
 
 /** Longest line an answer shows (minified code has lines of 100 kB). */
@@ -47,18 +47,10 @@ export function grepText(res: GrepResponse, limit: number): string {
   if (!res.matches.length)
     return `no line matches ${JSON.stringify(res.pattern)} (${res.scanned} files read)`;
   const lines: string[] = [];
-  const matched = new Set(res.matches.map((m) => `${m.line}:${m.path}`));
-  let last: { path: string; line: number } | undefined;
-  for (const m of res.matches) {
-    const fresh = (l: number) => !last || last.path !== m.path || l > last.line;
-    for (const b of m.before) if (fresh(b.line)) lines.push(`${m.path}-${b.line}-${b.text}`);
-    if (fresh(m.line)) lines.push(`${m.path}:${m.line}:${m.column}:${m.text}`);
-    last = { path: m.path, line: m.line };
-    for (const a of m.after) {
-      if (matched.has(`${a.line}:${m.path}`)) break; // the next match prints itself
-      lines.push(`${m.path}-${a.line}-${a.text}`);
-      last = { path: m.path, line: a.line };
-    }
+  for (const row of grepRows(res.matches)) {
+    if (row.kind === 'context') lines.push(`${row.path}-${row.line.line}-${row.line.text}`);
+    else if (row.kind === 'match')
+      lines.push(`${row.match.path}:${row.match.line}:${row.match.column}:${row.match.text}`);
   }
   lines.push(
     `${res.matches.length} matching line${res.matches.length === 1 ? '' : 's'} in ${res.files} file${res.files === 1 ? '' : 's'}${res.truncated ? `; more exist: narrow the pattern or raise limit (now ${limit})` : ''}`,
