@@ -147,7 +147,13 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
   };
   const report = emptyReport(root, warnings);
   try {
-    const source: Source = { root, host: hostname(), git: gitHead(root), remote: gitRemote(root) };
+    // the remote identifies a key of a shared store; a local index needs no git process on every (watcher) run
+    const source: Source = {
+      root,
+      host: hostname(),
+      git: gitHead(root),
+      ...(store.repositories ? { remote: gitRemote(root) } : {}),
+    };
     await checkSource(store, source, options.replace);
     options.onProgress?.({ phase: 'walk', total: 0, done: 0, upToDate: 0, filesPerSec: 0 });
     const known: KnownFiles = new Map((await store.listFiles()).map((f) => [f.path, f]));

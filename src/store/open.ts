@@ -1,9 +1,8 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { checkRepoName, driverOfUrl, type QuarryConfig, type StoreDriver } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
-import { ensureIndexDir, indexPaths } from '../workspace/root.ts';
+import { ensureIndexDir, gitRemote, indexPaths } from '../workspace/root.ts';
 import { acquireWriterLock } from './lock.ts';
 import type { RepositoryRegistry, Store } from './types.ts';
 
@@ -32,17 +31,9 @@ function nameOf(raw: string): string {
 
 /** The repository key a project gets by default: `owner/name` of its `origin` remote, else the folder's name. */
 export function defaultRepoKey(root: string): string {
-  try {
-    const url = execFileSync('git', ['-C', root, 'config', '--get', 'remote.origin.url'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-      timeout: 2000,
-    }).trim();
-    const m = /[:/]([^/:]+\/[^/]+?)(?:\.git)?\/?$/.exec(url);
-    if (m) return nameOf(m[1]!);
-  } catch {
-    // not a git checkout, or no origin
-  }
+  // the origin remote as `host/owner/name` (gitRemote normalises every URL form): its last two parts
+  const parts = gitRemote(root)?.split('/') ?? [];
+  if (parts.length >= 3) return nameOf(parts.slice(-2).join('/'));
   return nameOf(basename(resolve(root)));
 }
 
@@ -121,7 +112,7 @@ export async function resetIndex(config: QuarryConfig, root: string): Promise<bo
     }
     return true;
   }
-  const base = traits.file ?? chromaSqlitePath(root, 'repo' in target ? target.repo : '');
+  const base = traits.file ?? chromaSqlitePath(config, root, 'repo' in target ? target.repo : '');
   if (!existsSync(base)) return false;
   const lock = await acquireWriterLock(join(dirname(base), 'index.lock'));
   try {
@@ -177,7 +168,7 @@ export async function openStore(
         url: target.url,
         repo: target.repo,
         // its own file: the SQLite driver's phase marks speak of sqlite-vec's vectors, these of Chroma's
-        sqlitePath: chromaSqlitePath(root, target.repo),
+        sqlitePath: chromaSqlitePath(config, root, target.repo),
         create: options.create ?? false,
         root,
       });
@@ -190,8 +181,9 @@ export async function openStore(
  * for another (`--repo`). One shared file let `--repo other` search this checkout's lexical rows beside the other
  * key's vectors, and indexing under a second key orphaned the first key's collections.
  */
-function chromaSqlitePath(root: string, repo: string): string {
-  const own = repo === defaultRepoKey(root);
+function chromaSqlitePath(config: QuarryConfig, root: string, repo: string): string {
+  // a key not given is the default one: asking git again would cost every command a process
+  const own = config.store.repo === undefined || repo === defaultRepoKey(root);
   return join(indexPaths(root).dir, own ? 'chroma.db' : `chroma@${repo.replace(/\//g, '+')}.db`);
 }
 
