@@ -405,6 +405,8 @@ export class PostgresStore implements Store {
   private readonly url: string;
   private readonly repoName: string;
   private repoId = 0;
+  /** Every file with text has its trigrams (asked until true; every write keeps it true). */
+  private trigramsComplete = false;
   /** Postings written by this connection: after a bulk load the planner needs fresh statistics. */
   private written = 0;
   /** The vector tables of the repository's embedder, once known. */
@@ -1491,14 +1493,18 @@ export class PostgresStore implements Store {
 
   /** Files whose trigrams hold every trigram of one group's literals (the GIN index answers `@>`). */
   private async trigramCandidates(plan: string[][]): Promise<string[] | undefined> {
-    const [c] = await this.q(
-      `SELECT count(*) FILTER (WHERE f.method != 'skipped') AS files, count(t.trigrams) AS indexed
-       FROM quarry_files f LEFT JOIN quarry_file_text t ON t.file_id = f.id WHERE f.repo = $1`,
-      [this.repoId],
-      'looking up trigrams',
-    );
     // files indexed before the trigram column existed fill it as they are re-read: until then, read every file
-    if (Number(c?.indexed ?? 0) < Number(c?.files ?? 0)) return undefined;
+    // (once complete it stays so: every write keeps it, so the count is asked until then only)
+    if (!this.trigramsComplete) {
+      const [c] = await this.q(
+        `SELECT count(*) FILTER (WHERE f.method != 'skipped') AS files, count(t.trigrams) AS indexed
+         FROM quarry_files f LEFT JOIN quarry_file_text t ON t.file_id = f.id WHERE f.repo = $1`,
+        [this.repoId],
+        'looking up trigrams',
+      );
+      if (Number(c?.indexed ?? 0) < Number(c?.files ?? 0)) return undefined;
+      this.trigramsComplete = true;
+    }
     const groups = plan.map((g) => [...new Set(g.flatMap((lit) => trigramsOf(lit)))]);
     const rows = await this.q(
       `SELECT f.path FROM quarry_file_text t JOIN quarry_files f ON f.id = t.file_id

@@ -238,6 +238,7 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly stmts: ReturnType<SqliteStore['prepare']>;
   private wrote = false;
+  private trigramsComplete = false;
   private chunkVectorCount: { n: number; at: number } | undefined;
   /** Above this many chunk vectors, dense scans run on a reader worker, in parallel with lexical search. */
   private readonly parallelScanMin: number;
@@ -579,13 +580,14 @@ export class SqliteStore implements Store {
 
   /** Files whose text holds a plan's literals (FTS5 trigram phrases match substrings, without regard to case). */
   private trigramCandidates(plan: string[][]): string[] | undefined {
-    const count = (sql: string) => Number(this.db.prepare(sql).pluck().get());
-    // every file with text has its row (an index from before the table existed fills as its files are re-read)
-    if (
-      count('SELECT count(*) FROM text_fts_docsize') <
-      count(`SELECT count(*) FROM files WHERE method != 'skipped'`)
-    )
-      return undefined;
+    // every file with text has its row (an index from before the table existed fills as its files are re-read);
+    // once complete it stays so (every write keeps it), so the counts are asked until then only
+    if (!this.trigramsComplete) {
+      const count = (sql: string) => Number(this.db.prepare(sql).pluck().get());
+      const files = count(`SELECT count(*) FROM files WHERE method != 'skipped'`);
+      if (count('SELECT count(*) FROM text_fts_docsize') < files) return undefined;
+      this.trigramsComplete = true;
+    }
     return this.db
       .prepare(
         `SELECT f.path FROM text_fts t JOIN files f ON f.id = t.rowid WHERE text_fts MATCH ? ORDER BY f.path`,
