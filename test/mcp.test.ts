@@ -61,6 +61,7 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
       'index_status',
       'list_repos',
       'list_symbols',
+      'nearest_vectors',
       'read_file',
       'reindex',
       'repo_map',
@@ -283,7 +284,7 @@ describe('quarry mcp --http', () => {
     const client = new Client({ name: 'quarry-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     const { tools } = await client.listTools();
-    assert.equal(tools.length, 10);
+    assert.equal(tools.length, 11);
     const s = dataOf(await client.callTool({ name: 'index_status', arguments: {}, _meta: STRUCTURED }));
     assert.ok('files' in s);
     await client.close();

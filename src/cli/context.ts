@@ -15,6 +15,8 @@ export interface Globals {
   repo?: string[];
   verbose?: boolean;
   color?: boolean | string;
+  /** `--no-overlay`: with --remote or --repo, search the shared index as it is, not this checkout's changes over it. */
+  overlay?: boolean;
 }
 
 /** What every command's face gets: where to write, colours for a stream, the global options, the exit code. */

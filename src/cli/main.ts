@@ -72,6 +72,10 @@ function buildProgram(io: Io): Command {
       '--remote <url>',
       'ask another quarry (the URL `quarry serve` printed; token as ?token= or QUARRY_TOKEN; env QUARRY_REMOTE)',
     )
+    .option(
+      '--no-overlay',
+      "with --remote or --repo: search the shared index as it was built, not this checkout's changes over it (env QUARRY_OVERLAY=off)",
+    )
     .addOption(
       new Option('--color <when>', 'colour: always, never or auto (a terminal)').choices([
         'always',

@@ -65,7 +65,7 @@ export async function openAnyProject(g: Globals): Promise<Project> {
   const remote = remoteOf(g);
   if (remote) {
     const { openRemoteProject } = await import('../project/remote.ts');
-    return openRemoteProject({ url: remote, ...(repos[0] ? { repo: repos[0] } : {}) });
+    return withOverlay(g, await openRemoteProject({ url: remote, ...(repos[0] ? { repo: repos[0] } : {}) }));
   }
   if (repos[0]) {
     // a named repository: through this checkout's settings when there is one (a store that keeps file text serves
@@ -80,9 +80,45 @@ export async function openAnyProject(g: Globals): Promise<Project> {
         `a SQLite index holds one repository: pass --store postgres://… to open "${repos[0]}"`,
       );
     }
-    return project;
+    return withOverlay(g, project);
   }
   return openProject({ ...(g.root ? { root: g.root } : {}) });
+}
+
+/**
+ * A shared index (`--remote`, `--repo`) opened in a git checkout with changes since the commit it was built at:
+ * this checkout's changes over it (a local overlay, docs/team.md). The shared index as it is with `--no-overlay`,
+ * `QUARRY_OVERLAY=off`, outside a checkout, or when the overlay cannot be made (a note says why).
+ */
+export async function withOverlay(g: Globals, base: Project): Promise<Project> {
+  const here = overlayRoot(g);
+  if (!here) return base;
+  const note = (m: string) => process.stderr.write(`quarry: ${m}\n`);
+  const { openOverlay } = await import('../project/overlay.ts');
+  try {
+    return (
+      (await openOverlay(base, {
+        root: here,
+        onNotice: g.verbose
+          ? note
+          : (m) => {
+              if (!m.startsWith('overlay: ')) note(m);
+            },
+      })) ?? base
+    );
+  } catch (err) {
+    note(
+      `no overlay of this checkout's changes (${(err as Error).message}); searching the shared index as it is`,
+    );
+    return base;
+  }
+}
+
+/** The checkout a shared index is overlaid with: a git working tree here, unless `--no-overlay` or QUARRY_OVERLAY=off. */
+export function overlayRoot(g: Globals): string | undefined {
+  if (g.overlay === false || /^(off|0|false|no)$/i.test(process.env.QUARRY_OVERLAY ?? '')) return undefined;
+  const here = g.root ? resolve(g.root) : findProjectRoot(process.cwd());
+  return here && existsSync(join(here, '.git')) ? here : undefined;
 }
 
 /** The repositories next to this one: the remote's, this checkout's store's, or the configured store's. */

@@ -173,7 +173,7 @@ export interface ServedSetOptions {
   /** Where settings come from when there is no checkout. */
   cwd?: string;
   /** Relay another quarry (its HTTP API) instead of a store. */
-  remote?: { url: string; token?: string };
+  remote?: { url: string; token?: string; overlayRoot?: string };
 }
 
 /** Opens each repository once, on first use; a failed open is forgotten, so the next request tries again. */
@@ -201,8 +201,22 @@ export async function openServedSet(options: ServedSetOptions): Promise<ProjectS
   const cwd = options.cwd ?? process.cwd();
 
   if (options.remote) {
-    const { url, token } = options.remote;
-    const opened = openOnce((repo) => openRemoteProject({ url, repo, ...(token ? { token } : {}) }));
+    const { url, token, overlayRoot } = options.remote;
+    const opened = openOnce(async (repo) => {
+      const base = await openRemoteProject({ url, repo, ...(token ? { token } : {}) });
+      if (!overlayRoot) return base;
+      // this checkout's changes over the repository it is a checkout of (the others' commits are not here)
+      const { openOverlay } = await import('../project/overlay.ts');
+      const log = (m: string) => process.stderr.write(`quarry: ${m}\n`);
+      return (
+        (await openOverlay(base, { root: overlayRoot, onNotice: log }).catch((err: Error) => {
+          log(
+            `no overlay of this checkout's changes (${err.message}); relaying ${repo ?? 'the default repository'} as it is`,
+          );
+          return undefined;
+        })) ?? base
+      );
+    });
     // the remote answers now or the server does not start: a wrong URL or token is a start-up error
     const names = (await remoteRepos(url, token)).map((r) => r.name);
     return withSearch({

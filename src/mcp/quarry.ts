@@ -9,7 +9,7 @@ export interface McpOptions {
   /** Start a new index when the folder holds no project. Default false: such a folder is refused. */
   init?: boolean;
   watch?: boolean;
-  remote?: { url: string; token?: string };
+  remote?: { url: string; token?: string; overlayRoot?: string };
 }
 
 export interface QuarryMcp {

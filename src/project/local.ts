@@ -18,7 +18,7 @@ import {
   type SearchFilter,
   type Store,
 } from '../store/types.ts';
-import type { IndexStatus, LocalProject } from './types.ts';
+import type { IndexStatus, LocalProject, NearestHit, NearestQuery, NearestResponse } from './types.ts';
 
 export type { IndexStatus, LocalProject, Project } from './types.ts';
 
@@ -41,6 +41,8 @@ export interface OpenProjectOptions {
    * `root` is then only where settings are read from, and file text comes from the store.
    */
   repo?: string;
+  /** Puts something in front of the opened store (a local overlay's vectors in front of a shared index's). */
+  wrapStore?: (store: Store) => Store;
 }
 
 function splitLines(text: string): string[] {
@@ -80,7 +82,8 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
       'BAD_INPUT',
       `a SQLite index holds one repository: pass --store postgres://… to open "${options.repo}"`,
     );
-  const store = await openStore(config, root, { create: options.create ?? false });
+  const opened = await openStore(config, root, { create: options.create ?? false });
+  const store = options.wrapStore ? options.wrapStore(opened) : opened;
   const name = 'repo' in target ? target.repo : basename(root);
   // a store-only repository (served, not checked out here) is read from the store alone
   const diskRoot = options.repo ? null : root;
@@ -147,6 +150,7 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
     },
     repoMap: async (o) => (await import('../context/repomap.ts')).buildRepoMap(store, o),
     status: () => indexStatus(project),
+    nearest: (q) => nearestIn(store, q),
     async repos() {
       if (store.repositories) return store.repositories.list();
       // one listing of the files for both the status and the size
@@ -178,6 +182,30 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
     },
   };
   return project;
+}
+
+/** The stored vectors nearest a query vector of the index's own embedder (none for another). */
+export async function nearestIn(store: Store, q: NearestQuery): Promise<NearestResponse> {
+  const embedder = (await store.vectors?.embedder()) ?? null;
+  if (!store.vectors || !embedder || embedder.id !== q.embedder || q.vector.length !== embedder.dimension)
+    return { embedder, hits: [] };
+  const vector = Float32Array.from(q.vector);
+  const hits: NearestHit[] =
+    q.level === 'chunks'
+      ? (await store.vectors.searchChunks(vector, q.limit, q.filter)).map((h) => ({
+          path: h.path,
+          startLine: h.startLine,
+          endLine: h.endLine,
+          score: h.score,
+        }))
+      : (await store.vectors.searchFiles(vector, q.limit, q.filter)).map((h) => ({
+          path: h.path,
+          startLine: 0,
+          endLine: 0,
+          score: h.score,
+          refined: h.refined,
+        }));
+  return { embedder, hits };
 }
 
 /** A path as the index knows it: relative, POSIX, inside the root (BAD_INPUT otherwise). */

@@ -17,6 +17,8 @@ import type { RefHit, RepoInfo, SymbolHit } from '../store/types.ts';
 import {
   type FileSlice,
   type IndexStatus,
+  type NearestQuery,
+  type NearestResponse,
   type Outline,
   type Project,
   type ProjectSearchOptions,
@@ -73,6 +75,7 @@ export async function openMcpProject(options: McpRemoteOptions): Promise<Project
     definitions: (name) => remoteDefinitions(server, name),
     references: (name) => remoteReferences(server, name),
     grep: (q) => remoteGrep(server, q),
+    nearest: (q) => remoteNearest(server, q),
     outline: (path) => remoteOutline(server, path),
     readFile: (path, range) => remoteReadFile(server, path, range),
     repoMap: async () => {
@@ -401,6 +404,25 @@ async function remoteGrep(server: McpConnection, q: GrepQuery): Promise<GrepResp
     indexed: true,
     truncated: /more exist/.test(reply.text),
   };
+}
+
+/** Another quarry's `nearest_vectors` tool (its structured content: the hits with their cosine similarity). */
+async function remoteNearest(server: McpConnection, q: NearestQuery): Promise<NearestResponse> {
+  const f = q.filter ?? {};
+  const reply = await server.call('nearest_vectors', {
+    embedder: q.embedder,
+    vector: q.vector,
+    level: q.level,
+    limit: q.limit,
+    ...(f.paths?.length ? { paths: f.paths } : {}),
+    ...(f.pathPrefixes?.length ? { path_prefixes: f.pathPrefixes } : {}),
+    ...(f.languages?.length ? { languages: f.languages } : {}),
+    ...(f.excludePaths?.length ? { exclude_paths: f.excludePaths } : {}),
+  });
+  const out = json<NearestResponse>(reply);
+  if (!out || !Array.isArray(out.hits))
+    throw new QuarryError('REMOTE', `${server.shown}: nearest_vectors answered without its hits`);
+  return out;
 }
 
 async function remoteReferences(server: McpConnection, name: string): Promise<RefHit[]> {

@@ -6,7 +6,15 @@ import { QuarryError, type QuarryErrorCode } from '../errors.ts';
 import type { GrepQuery, GrepResponse } from '../search/grep.ts';
 import type { SearchResponse } from '../search/search.ts';
 import type { RefHit, RepoInfo, SymbolHit } from '../store/types.ts';
-import type { FileSlice, IndexStatus, Outline, Project, ProjectSearchOptions } from './types.ts';
+import type {
+  FileSlice,
+  IndexStatus,
+  NearestQuery,
+  NearestResponse,
+  Outline,
+  Project,
+  ProjectSearchOptions,
+} from './types.ts';
 
 export interface RemoteOptions {
   /** `http://host:7411/` (the URL `quarry serve` prints, `?token=` included or not). */
@@ -176,6 +184,7 @@ export async function openRemoteProject(options: RemoteOptions): Promise<Project
       }),
     route: (question: string) => client.call<RouteResult>('route', { body: { repo, question } }),
     grep: (query: GrepQuery) => client.call<GrepResponse>('grep', { body: { ...query, repo } }),
+    nearest: (query: NearestQuery) => client.call<NearestResponse>('nearest', { body: { ...query, repo } }),
     definitions: async (name: string) =>
       (await client.call<{ definitions: SymbolHit[] }>('definitions', { query: { ...q, name } })).definitions,
     references: async (name: string) =>

@@ -141,6 +141,36 @@ export interface IndexStatus extends StoreStats {
   skippedFiles: number;
   /** Vectors: which embedder, and how far phase 1 (a vector per file) and phase 2 (per chunk) have come. */
   embedding: EmbeddingStatus;
+  /** A local overlay on a shared index: what it overlays, the commit that index was built at, the files that differ. */
+  overlay?: { base: string; commit: string; changed: number };
+}
+
+/** The stored vectors nearest a query vector (a local overlay asks the shared index for them). */
+export interface NearestQuery {
+  /** The query's vector, from `embedder` (the index answers nothing for another). */
+  vector: number[];
+  embedder: string;
+  /** Chunks by their own vectors, or files by their coarse vector. */
+  level: 'chunks' | 'files';
+  limit: number;
+  filter?: SearchFilter;
+}
+
+export interface NearestHit {
+  path: string;
+  /** The chunk's lines (0 for a file). */
+  startLine: number;
+  endLine: number;
+  /** Cosine similarity. */
+  score: number;
+  /** Files: every chunk of the file has its vector. */
+  refined?: boolean;
+}
+
+export interface NearestResponse {
+  /** The embedder of the stored vectors (null: none); no hits when it is not the query's. */
+  embedder: { id: string; dimension: number } | null;
+  hits: NearestHit[];
 }
 
 /**
@@ -174,6 +204,11 @@ export interface Project {
   status(): Promise<IndexStatus>;
   /** The repositories next to this one in its store (just this one for a store that holds one). */
   repos(): Promise<RepoInfo[]>;
+  /**
+   * The stored vectors nearest a vector, with their cosine similarity: what a local overlay merges with its own.
+   * Every quarry has it (here, HTTP, MCP); a foreign MCP server does not.
+   */
+  nearest?(query: NearestQuery): Promise<NearestResponse>;
   close(): Promise<void>;
 }
 

@@ -76,13 +76,19 @@ export interface SearchResult {
   chunkId: number;
   /** The repository, when results come from several. */
   repo?: string;
+  /**
+   * With a local overlay on a shared index: `local` for a file that differs from the commit the shared index was
+   * built at (read from this working tree), `shared` for one as the shared index holds it.
+   */
+  side?: 'local' | 'shared';
 }
 
 /** A result as the JSON contract prints it (`quarry search --json`, the HTTP API, MCP `search_code`). */
 export function resultJson(r: SearchResult) {
-  const { repo, path, startLine, endLine, symbol, kind, score, snippet, snippetLine, line, column } = r;
+  const { repo, side, path, startLine, endLine, symbol, kind, score, snippet, snippetLine, line, column } = r;
   return {
     ...(repo ? { repo } : {}),
+    ...(side ? { side } : {}),
     path,
     startLine,
     endLine,
@@ -100,6 +106,8 @@ export interface FileResult {
   path: string;
   score: number;
   repo?: string;
+  /** As `SearchResult.side`. */
+  side?: 'local' | 'shared';
 }
 
 export interface SearchResponse {

@@ -25,7 +25,7 @@ export interface ServeOptions {
   /** Start a new index when the folder holds no project. Default false: a folder that is no project is refused. */
   init?: boolean;
   /** Relay another quarry (its HTTP API) instead of serving a store. */
-  remote?: { url: string; token?: string };
+  remote?: { url: string; token?: string; overlayRoot?: string };
   log?: (m: string) => void;
 }
 

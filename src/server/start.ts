@@ -98,7 +98,7 @@ export interface SetOptions {
   cwd: string;
   watch?: boolean;
   init?: boolean;
-  remote?: { url: string; token?: string };
+  remote?: { url: string; token?: string; overlayRoot?: string };
   onStatus: (s: SyncStatus) => void;
   log: (m: string) => void;
 }

@@ -105,3 +105,31 @@ export function normalizeRemote(url: string): string {
   const slash = u.indexOf('/');
   return slash < 0 ? u.toLowerCase() : u.slice(0, slash).toLowerCase().replace(/:\d+$/, '') + u.slice(slash);
 }
+
+/**
+ * The files of a checkout that differ from `commit`: tracked files whose working-tree content differs from it
+ * (staged or not, deleted included; a rename is its two paths) and untracked files git does not ignore. Undefined
+ * when `root` is not a git checkout or does not have the commit (`git fetch` brings it).
+ */
+export function gitChangesSince(root: string, commit: string): string[] | undefined {
+  if (!/^[0-9a-f]{7,64}$/i.test(commit)) return undefined;
+  const run = (args: string[]) =>
+    execFileSync('git', ['-C', root, ...args], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      maxBuffer: 256 * 1024 * 1024,
+      timeout: 60_000,
+    });
+  try {
+    run(['cat-file', '-e', `${commit}^{commit}`]);
+  } catch {
+    return undefined;
+  }
+  try {
+    const tracked = run(['diff', '--name-only', '--no-renames', '-z', commit, '--']);
+    const untracked = run(['ls-files', '--others', '--exclude-standard', '-z']);
+    return [...new Set(`${tracked}${untracked}`.split('\0').filter(Boolean))].sort();
+  } catch {
+    return undefined;
+  }
+}

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../context.ts';
-import { remoteOf } from '../open.ts';
+import { overlayRoot, remoteOf } from '../open.ts';
 import { INIT_HELP, portNumber, untilSignal } from '../options.ts';
+import { relay } from './serve.ts';
 
 interface McpOptions {
   http?: boolean;
@@ -26,7 +27,7 @@ export function registerMcp(program: Command, cli: CliContext): void {
 export async function runMcp(cli: CliContext, opts: McpOptions): Promise<void> {
   const root = cli.globals().root;
   const url = remoteOf(cli.globals());
-  const remote = url ? { remote: { url } } : {};
+  const remote = url ? { remote: relay(url, overlayRoot(cli.globals())) } : {};
   const { serveMcpHttp, serveMcpStdio } = await import('../../mcp/server.ts');
   const common = { ...(root ? { root } : {}), watch: opts.watch, init: Boolean(opts.init), ...remote };
   if (!opts.http) {

@@ -73,7 +73,7 @@ async function firstProject(
     cli.io.stderr.write(
       `${cli.colors(cli.io.stderr).dim(`asking the running server at ${viaServer.location}`)}\n`,
     );
-  return viaServer ?? (await openAnyProject(many ? { ...g, repo: names.slice(0, 1) } : g));
+  return viaServer ?? (await openAnyProject(many ? { ...g, repo: names.slice(0, 1), overlay: false } : g));
 }
 
 export async function runSearch(cli: CliContext, words: string[], opts: SearchOptions): Promise<void> {
@@ -102,7 +102,7 @@ export async function runSearch(cli: CliContext, words: string[], opts: SearchOp
       ...(filter ? { filter } : {}),
     };
     for (const name of names)
-      if (name !== project.name) opened.push(await openAnyProject({ ...g, repo: [name] }));
+      if (name !== project.name) opened.push(await openAnyProject({ ...g, repo: [name], overlay: false }));
     const res = await set.search(words.join(' '), { ...searchOptions, repos: names });
     const found = opts.files ? res.files.length : res.results.length;
     if (!found) cli.setExitCode(1); // as grep and ripgrep: no match is not an error, and scripts can tell
@@ -144,7 +144,7 @@ async function printSearch(
     if (!res.files.length) io.stderr.write(`${c.dim('no matches')}\n`);
     for (const f of res.files)
       io.stdout.write(
-        `${c.dim(f.score.toFixed(3))}  ${f.repo ? `${c.magenta(`${f.repo}:`)}${c.cyan(f.path)}` : c.cyan(await shown(f))}\n`,
+        `${c.dim(f.score.toFixed(3))}  ${f.repo ? `${c.magenta(`${f.repo}:`)}${c.cyan(f.path)}` : c.cyan(await shown(f))}${localMark(f, c)}\n`,
       );
     return;
   }
@@ -157,6 +157,11 @@ async function printSearch(
     io.stdout.write(c.dim(`${res.results.length} results in ${res.tookMs.toFixed(1)} ms\n`));
 }
 
+/** A file this checkout changed since the shared index's commit, searched as it is here (a local overlay). */
+function localMark(r: { side?: 'local' | 'shared' }, c: ReturnType<CliContext['colors']>): string {
+  return r.side === 'local' ? ` ${c.blue('(local)')}` : '';
+}
+
 /** Each result: its place, then its snippet (or `-C n` lines around its best line) with the query words marked. */
 async function printResults(cli: CliContext, set: ProjectSet, res: SearchResponse, opts: SearchOptions) {
   const { io } = cli;
@@ -167,7 +172,7 @@ async function printResults(cli: CliContext, set: ProjectSet, res: SearchRespons
     const sym = r.symbol ? ` ${c.green(r.symbol)}${r.kind ? c.dim(` (${r.kind})`) : ''}` : '';
     const path = r.repo ? r.path : shownPath(await set.get(undefined), r.path);
     io.stdout.write(
-      `${c.dim(`${i + 1}.`)} ${r.repo ? c.magenta(`${r.repo}:`) : ''}${c.cyan(path)}${c.dim(':')}${c.yellow(`${r.startLine}-${r.endLine}`)}${sym} ${c.dim(r.score.toFixed(3))}\n`,
+      `${c.dim(`${i + 1}.`)} ${r.repo ? c.magenta(`${r.repo}:`) : ''}${c.cyan(path)}${c.dim(':')}${c.yellow(`${r.startLine}-${r.endLine}`)}${sym} ${c.dim(r.score.toFixed(3))}${localMark(r, c)}\n`,
     );
     let first = r.snippetLine;
     let lines = r.snippet.split('\n');

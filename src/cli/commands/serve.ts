@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../context.ts';
-import { remoteOf } from '../open.ts';
+import { overlayRoot, remoteOf } from '../open.ts';
 import { INIT_HELP, portNumber, untilSignal } from '../options.ts';
 
 interface ServeOptions {
@@ -40,7 +40,7 @@ export async function runServe(cli: CliContext, opts: ServeOptions): Promise<voi
   const { startServer } = await import('../../server/http.ts');
   const served = await startServer({
     ...(root ? { root } : {}),
-    ...(url ? { remote: { url } } : {}),
+    ...(url ? { remote: relay(url, overlayRoot(cli.globals())) } : {}),
     ...(opts.tokens ? { tokensFile: opts.tokens } : {}),
     port: opts.port,
     ...(opts.host ? { host: opts.host } : {}),
@@ -52,4 +52,9 @@ export async function runServe(cli: CliContext, opts: ServeOptions): Promise<voi
   io.stdout.write(`quarry panel: ${served.url}\n`);
   await untilSignal();
   await served.close();
+}
+
+/** A remote quarry relayed, with this checkout's changes over its repository when there is a checkout here. */
+export function relay(url: string, overlay: string | undefined): { url: string; overlayRoot?: string } {
+  return { url, ...(overlay ? { overlayRoot: overlay } : {}) };
 }

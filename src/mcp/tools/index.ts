@@ -5,6 +5,7 @@ import { grepMcpTool } from './grep.ts';
 import { indexStatusTool } from './index-status.ts';
 import { listReposTool } from './list-repos.ts';
 import { listSymbolsTool } from './list-symbols.ts';
+import { nearestVectorsTool } from './nearest.ts';
 import { readFileTool } from './read-file.ts';
 import { reindexTool } from './reindex.ts';
 import { repoMapTool } from './repo-map.ts';
@@ -22,4 +23,5 @@ export const TOOLS: readonly McpTool[] = [
   repoMapTool,
   indexStatusTool,
   reindexTool,
+  nearestVectorsTool,
 ];

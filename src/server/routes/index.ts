@@ -4,6 +4,7 @@ import { context } from './context.ts';
 import { file } from './file.ts';
 import { grep } from './grep.ts';
 import { mcp } from './mcp.ts';
+import { nearest } from './nearest.ts';
 import { asset, page } from './panel.ts';
 import { reindex } from './reindex.ts';
 import { repos } from './repos.ts';
@@ -20,6 +21,7 @@ export const ROUTES: Route[] = [
   { method: 'GET', path: '/api/status', handler: status },
   { method: 'GET', path: '/api/search', handler: search },
   { method: 'POST', path: '/api/grep', handler: grep },
+  { method: 'POST', path: '/api/nearest', handler: nearest },
   { method: 'POST', path: '/api/context', handler: context },
   { method: 'POST', path: '/api/route', handler: route },
   { method: 'GET', path: '/api/definitions', handler: definitions },

@@ -1,0 +1,299 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Embedder } from '../embed/types.ts';
+import { indexRepository } from '../indexing/indexer.ts';
+import type { SearchResponse } from '../search/search.ts';
+import type {
+  ChunkHit,
+  EmbeddingStatus,
+  FileHit,
+  PendingFile,
+  SearchFilter,
+  Store,
+  VectorIndex,
+} from '../store/types.ts';
+import { gitChangesSince, indexPaths } from '../workspace/root.ts';
+import { openProject } from './local.ts';
+import type { IndexStatus, LocalProject, NearestHit, Project } from './types.ts';
+
+// A local overlay on a shared index (docs/team.md). A team's index was built at one commit; a developer's working
+// tree differs from it in a few files. The overlay keeps, in `.quarry/overlay/`, a lexical index of this working tree
+// (seconds: the cheap part) and vectors for the files that differ from that commit only (the expensive part: the
+// shared index has every other file's vectors). Search runs here, over the local lexical index, and asks the shared
+// index for its nearest vectors with the differing files left out, merging them with the local ones by cosine
+// similarity. Every list that fusion ranks is then the list a full local index of this working tree would give,
+// so the results are that index's (test/overlay.test.ts): the local version of a changed file replaces the shared
+// one, a deleted file is nowhere, an added one is found, and each result says which side its file came from.
+//
+// Why the lexical side is the whole tree and not only the changed files: BM25 scores a document against the whole
+// collection's statistics (document frequencies, average lengths). A lexical index of 20 files scores on another
+// scale than the shared one of 2,000, so no merge of the two lists equals a full index; the shared index's scores
+// would also count the old versions of the changed files.
+
+export interface OverlayOptions {
+  /** The checkout (a git working tree of the shared repository). */
+  root: string;
+  /** Told why there is no overlay (the shared index is then searched as it is), and what the set-up did. */
+  onNotice?: (message: string) => void;
+  /** More differing files than this: no overlay (they are most of an index: index here instead). Default 20,000. */
+  maxChanged?: number;
+  /** Seconds between two checks of the working tree by a long-lived overlay (an MCP server, a chat). Default 2. */
+  refreshSeconds?: number;
+}
+
+export interface OverlayInfo {
+  base: string;
+  commit: string;
+  /** Files that differ from the commit (changed, added, deleted), as git names them. */
+  changed: string[];
+  /** The last set-up or refresh: the local index's run, in ms, and how many files it re-read. */
+  lastSync: { ms: number; files: number; embedded: number };
+}
+
+export interface OverlayProject extends LocalProject {
+  readonly overlay: OverlayInfo;
+  /** Brings the overlay up to date with the working tree (a git diff and a stat walk when nothing changed). */
+  sync(): Promise<void>;
+}
+
+/**
+ * Opens a local overlay of the checkout at `options.root` on `base` (a shared index: another quarry over HTTP or
+ * MCP, or a repository of a shared store), indexed and ready; undefined, with a notice saying why, when there is
+ * nothing to overlay (no local changes) or it cannot be done (the shared index's commit is unknown here, another
+ * embedder).
+ */
+export async function openOverlay(
+  base: Project,
+  options: OverlayOptions,
+): Promise<OverlayProject | undefined> {
+  const { root } = options;
+  const notice = (m: string) => options.onNotice?.(m);
+  const info = (await base.repos()).find((r) => r.name === base.name);
+  const commit = info?.git?.commit;
+  if (!commit) {
+    notice(
+      `${base.name} records no commit it was indexed at: searching it as it is, without this checkout's changes`,
+    );
+    return undefined;
+  }
+  const short = commit.slice(0, 12);
+  const changed = changesOf(root, commit);
+  if (!changed) {
+    notice(
+      `${base.name} was indexed at ${short}, which this checkout does not have: \`git fetch\` it to search your changes over the shared index; searching it as it is`,
+    );
+    return undefined;
+  }
+  if (!changed.length) return undefined;
+  const max = options.maxChanged ?? 20_000;
+  if (changed.length > max) {
+    notice(
+      `${changed.length} files differ from ${base.name}@${short}: that is most of an index, so run \`quarry index\` here; searching the shared index as it is`,
+    );
+    return undefined;
+  }
+  const baseEmbedder = (await base.status()).embedding.embedder;
+  const changedSet = new Set(changed);
+  const dir = join(indexPaths(root).dir, 'overlay');
+  mkdirSync(dir, { recursive: true });
+  const local = await openProject({
+    root,
+    create: true,
+    overrides: { store: { driver: 'sqlite', url: join(dir, 'index.db') } },
+    wrapStore: (store) =>
+      Object.create(store, {
+        // without the shared index's vectors, the overlay has none either: both sides are then lexical alike
+        vectors: {
+          value:
+            baseEmbedder && store.vectors && base.nearest
+              ? overlayVectors(store, base, baseEmbedder, changedSet)
+              : undefined,
+        },
+      }) as Store,
+  });
+  let embedder: Embedder | undefined;
+  if (baseEmbedder && local.store.vectors) {
+    embedder = await local.queryEmbedder();
+    if (embedder?.id !== baseEmbedder.id) {
+      notice(
+        `${base.name}'s vectors come from ${baseEmbedder.id}, and this machine's embedder is ${embedder?.id ?? 'not installed'}: searching the shared index as it is, without this checkout's changes (set [embed] to match, or \`quarry model install\`)`,
+      );
+      await local.close();
+      return undefined;
+    }
+  }
+  const overlay: OverlayInfo = {
+    base: base.location,
+    commit,
+    changed,
+    lastSync: { ms: 0, files: 0, embedded: 0 },
+  };
+  let lastCheck = 0;
+  let syncing: Promise<void> | undefined;
+  const runSync = async () => {
+    const now = changesOf(root, commit);
+    if (now) {
+      changedSet.clear();
+      for (const p of now) changedSet.add(p);
+      overlay.changed = now;
+    }
+    const report = await indexRepository({
+      root,
+      config: local.config,
+      store: local.store,
+      lockWaitMs: 60_000,
+      ...(embedder ? { embedder } : {}),
+    });
+    overlay.lastSync = {
+      ms: Math.round(report.durationMs),
+      files: report.added + report.updated + report.deleted,
+      embedded: report.embedding ? report.embedding.coarseFiles + report.embedding.refinedFiles : 0,
+    };
+    lastCheck = Date.now();
+  };
+  const sync = () => {
+    syncing ??= runSync().finally(() => {
+      syncing = undefined;
+    });
+    return syncing;
+  };
+  await sync();
+  notice(
+    `overlay: ${changed.length} file${changed.length === 1 ? '' : 's'} differ from ${base.name}@${short}; this working tree's versions are searched (${overlay.lastSync.ms} ms)`,
+  );
+  const fresh = async () => {
+    if (Date.now() - lastCheck >= (options.refreshSeconds ?? 2) * 1000) await sync();
+  };
+  const side = (path: string): 'local' | 'shared' => (changedSet.has(path) ? 'local' : 'shared');
+  const project: OverlayProject = Object.assign(Object.create(local) as LocalProject, {
+    name: base.name,
+    overlay,
+    sync,
+    search: async (query: string, o?: Parameters<Project['search']>[1]): Promise<SearchResponse> => {
+      await fresh();
+      const res = await local.search(query, o);
+      return {
+        ...res,
+        results: res.results.map((r) => ({ ...r, side: side(r.path) })),
+        files: res.files.map((f) => ({ ...f, side: side(f.path) })),
+      };
+    },
+    context: async (...args: Parameters<Project['context']>) => {
+      await fresh();
+      return local.context(...args);
+    },
+    status: async (): Promise<IndexStatus> => ({
+      ...(await local.status()),
+      repo: base.name,
+      overlay: { base: base.location, commit, changed: overlay.changed.length },
+    }),
+    repos: () => base.repos(),
+    close: async () => {
+      await local.close();
+      await base.close();
+    },
+  });
+  return project;
+}
+
+function changesOf(root: string, commit: string): string[] | undefined {
+  // quarry's own folder is never part of the repository, whether or not the repository ignores it
+  return gitChangesSince(root, commit)?.filter((p) => !p.startsWith('.quarry/'));
+}
+
+/**
+ * The vectors a search of the overlay sees: the shared index's for every file that is the same here (asked with the
+ * differing ones left out), this working tree's for the rest, merged by cosine similarity. Writes (the embedding of
+ * the differing files) go to the local index; its pending files are the differing ones alone.
+ */
+function overlayVectors(
+  local: Store,
+  base: Project,
+  embedder: { id: string; dimension: number },
+  changed: ReadonlySet<string>,
+): VectorIndex {
+  const own = local.vectors!;
+  const pending = async (phase: 1 | 2): Promise<PendingFile[]> =>
+    (await own.pendingFiles(phase, Number.MAX_SAFE_INTEGER)).filter((p) => changed.has(p.path));
+  const shared = (filter: SearchFilter | undefined): SearchFilter => ({
+    ...filter,
+    excludePaths: [...(filter?.excludePaths ?? []), ...changed],
+  });
+  // this side searches the differing files only (vectors of a file since reverted stay unread)
+  const mine = (filter: SearchFilter | undefined): SearchFilter | undefined => {
+    const only = filter?.paths?.length ? filter.paths.filter((p) => changed.has(p)) : [...changed];
+    return only.length ? { ...filter, paths: only } : undefined;
+  };
+  const nearest = (vector: Float32Array, level: 'chunks' | 'files', limit: number, filter?: SearchFilter) =>
+    base.nearest!({
+      vector: Array.from(vector),
+      embedder: embedder.id,
+      level,
+      limit,
+      filter: shared(filter),
+    });
+  return {
+    embedder: async () => embedder,
+    useEmbedder: (id, dimension) => own.useEmbedder(id, dimension),
+    pendingFiles: async (phase, limit) => (await pending(phase)).slice(0, limit),
+    putFileVectors: (items) => own.putFileVectors(items),
+    putChunkVectors: (items) => own.putChunkVectors(items),
+    async searchChunks(vector, limit, filter) {
+      const scope = mine(filter);
+      const [theirs, ours] = await Promise.all([
+        nearest(vector, 'chunks', limit, filter),
+        scope ? own.searchChunks(vector, limit, scope) : [],
+      ]);
+      const ids = await chunkIds(
+        local,
+        theirs.hits.map((h) => h.path),
+      );
+      const mapped: ChunkHit[] = [];
+      for (const h of theirs.hits) {
+        const c = ids.get(`${h.path}\0${h.startLine}\0${h.endLine}`);
+        // a chunk this checkout does not have (another chunking): nothing here to show for it
+        if (c) mapped.push({ ...c, score: h.score });
+      }
+      return [...mapped, ...ours].sort(byScore).slice(0, limit);
+    },
+    async searchFiles(vector, limit, filter) {
+      const scope = mine(filter);
+      const [theirs, ours] = await Promise.all([
+        nearest(vector, 'files', limit, filter),
+        scope ? own.searchFiles(vector, limit, scope) : [],
+      ]);
+      const mapped: Array<FileHit & { refined: boolean }> = theirs.hits.map((h: NearestHit) => ({
+        path: h.path,
+        score: h.score,
+        refined: h.refined ?? true,
+      }));
+      return [...mapped, ...ours].sort(byScore).slice(0, limit);
+    },
+    async status(): Promise<EmbeddingStatus> {
+      const st = await own.status();
+      const [p1, p2] = await Promise.all([pending(1), pending(2)]);
+      // every file that is the same here has the shared index's vectors
+      return { ...st, embedder, coarse: st.files - p1.length, refined: st.files - p2.length };
+    },
+  };
+}
+
+const byScore = (a: { score: number; path: string }, b: { score: number; path: string }) =>
+  b.score - a.score || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+
+/** The local chunk of each (path, first line, last line), as the overlay's own index numbers it. */
+async function chunkIds(store: Store, paths: string[]): Promise<Map<string, Omit<ChunkHit, 'score'>>> {
+  const out = new Map<string, Omit<ChunkHit, 'score'>>();
+  const byFile = await store.getFilesChunks([...new Set(paths)]);
+  for (const chunks of byFile.values())
+    for (const c of chunks)
+      out.set(`${c.path}\0${c.startLine}\0${c.endLine}`, {
+        chunkId: c.chunkId,
+        path: c.path,
+        startLine: c.startLine,
+        endLine: c.endLine,
+        symbol: c.symbol,
+        kind: c.kind,
+      });
+  return out;
+}

@@ -1,0 +1,230 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, execFileSync } from 'node:child_process';
+import { appendFileSync, cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { indexProject, openProject } from '../src/project/local.ts';
+import { type OverlayProject, openOverlay } from '../src/project/overlay.ts';
+import { openRemoteProject } from '../src/project/remote.ts';
+import type { LocalProject, Project } from '../src/project/types.ts';
+import type { SearchResponse } from '../src/search/search.ts';
+import { makeTree, REPO, removeTree, runCli, spawnCli, writeFiles } from './helpers.ts';
+import { startServer, type TestServer } from './store-servers.ts';
+
+// A local overlay on a shared index (docs/team.md): the shared index (PostgreSQL) is built at a commit; the working
+// tree then changes (files edited, deleted, added, staged); searching the shared index through the overlay must
+// give what a full local index of the working tree gives, over a direct store, HTTP and MCP alike.
+
+const REPO_KEY = 'acme/overlay';
+const CONFIG = '[embed]\nprovider = "static"\nstatic_table = "code-v1"\n';
+const QUERIES = [
+  'writer lock held by a process that is gone is reclaimed',
+  'git history recency prior for ranking files',
+  'trigram plan of literals for a regex',
+  'overlay probe that merges the nearest vectors',
+  'replace secrets in snippets before they are shown',
+  'read the TOML settings file and report the line of an error',
+  'chunk a file with tree-sitter definitions',
+  'retry a fetch when the connection resets',
+];
+
+const git = (root: string, ...args: string[]) =>
+  execFileSync('git', ['-C', root, ...args], {
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: 'q',
+      GIT_AUTHOR_EMAIL: 'q@example.com',
+      GIT_COMMITTER_NAME: 'q',
+      GIT_COMMITTER_EMAIL: 'q@example.com',
+    },
+  });
+
+/** Files and scores as a full index gives them (rounded where the engines' float arithmetic differs). */
+function shape(res: SearchResponse) {
+  return {
+    files: res.files.map((f) => `${f.path} ${f.score.toFixed(6)}`),
+    results: res.results.map((r) => `${r.path}:${r.startLine}-${r.endLine} ${r.score.toFixed(6)}`),
+  };
+}
+
+describe('a local overlay of a working tree on a shared index', () => {
+  let pgServer: TestServer;
+  let root: string;
+  let empty: string;
+  let full: LocalProject;
+  let served: ChildProcess | undefined;
+  let url = '';
+  const changed = ['src/search/grep.ts', 'src/store/lock.ts', 'src/search/history.ts'];
+
+  before(async () => {
+    pgServer = await startServer('postgres');
+    root = makeTree({ '.gitignore': '.quarry/\n', 'quarry.toml': CONFIG });
+    empty = makeTree({});
+    cpSync(join(REPO, 'src'), join(root, 'src'), { recursive: true });
+    cpSync(join(REPO, 'test', 'fixtures', 'polyglot'), join(root, 'polyglot'), { recursive: true });
+    git(root, 'init', '-q', '-b', 'main');
+    git(root, 'add', '-A');
+    git(root, 'commit', '-q', '-m', 'the shared state');
+    // the team's index, built at that commit
+    const r = runCli(['index', root, '--store', pgServer.url, '--repo', REPO_KEY, '--quiet'], {
+      env: { QUARRY_EMBED: 'static' },
+    });
+    assert.equal(r.code, 0, r.stderr);
+    // the developer's changes since: an edit, a rewrite, a deletion, an untracked file and a staged one
+    appendFileSync(
+      join(root, 'src/search/grep.ts'),
+      '\n/** The overlay probe: merges the nearest vectors of two indexes by cosine similarity. */\nexport function overlayProbe(a: number[], b: number[]): number[] {\n  return [...a, ...b].sort((x, y) => y - x);\n}\n',
+    );
+    const lock = readFileSync(join(root, 'src/store/lock.ts'), 'utf8');
+    writeFileSync(join(root, 'src/store/lock.ts'), lock.replace(/reclaimed/g, 'taken over'));
+    rmSync(join(root, 'src/search/history.ts'));
+    writeFiles(root, {
+      'src/probe/merge.ts':
+        'export function mergeNearestVectors(ours: number[], theirs: number[]) {\n  // the overlay probe: nearest vectors of both sides\n  return ours.concat(theirs);\n}\n',
+      'src/probe/staged.py':
+        'def retry_on_reset(fetch):\n    """retry a fetch when the connection resets"""\n    return fetch()\n',
+    });
+    git(root, 'add', 'src/probe/staged.py');
+    changed.push('src/probe/merge.ts', 'src/probe/staged.py');
+    // what the overlay must equal: a full local index of the working tree (.quarry/index.db)
+    full = await openProject({ root, create: true, userConfig: false });
+    await indexProject(full);
+  });
+
+  after(async () => {
+    await full?.close();
+    if (served && served.exitCode === null) {
+      const exited = new Promise((r) => served!.once('exit', r));
+      served.kill('SIGTERM');
+      await exited;
+    }
+    await pgServer?.dispose();
+    removeTree(root);
+    removeTree(empty);
+  });
+
+  async function assertEqualsFull(overlay: OverlayProject): Promise<void> {
+    assert.deepEqual([...overlay.overlay.changed].sort(), [...changed].sort());
+    for (const q of QUERIES) {
+      const [want, got] = await Promise.all([full.search(q), overlay.search(q)]);
+      assert.equal(got.mode, 'hybrid');
+      assert.deepEqual(shape(got), shape(want), q);
+      for (const r of got.results) assert.equal(r.side, changed.includes(r.path) ? 'local' : 'shared');
+      assert.ok(!got.files.some((f) => f.path === 'src/search/history.ts'), 'a deleted file is gone');
+    }
+    const added = await overlay.search('merge nearest vectors of ours and theirs');
+    assert.equal(added.files[0]?.path, 'src/probe/merge.ts');
+    assert.equal(added.results[0]?.side, 'local');
+  }
+
+  it('over the store directly (--store … --repo): results equal a full local index', async () => {
+    const base = await openProject({
+      root,
+      userConfig: false,
+      overrides: { store: { url: pgServer.url, repo: REPO_KEY } },
+    });
+    // without the overlay the shared index is stale exactly where the developer works
+    const stale = await base.search('merge nearest vectors of ours and theirs');
+    assert.ok(!stale.files.some((f) => f.path === 'src/probe/merge.ts'));
+    const overlay = await openOverlay(base, { root });
+    assert.ok(overlay, 'an overlay');
+    try {
+      await assertEqualsFull(overlay);
+      const st = await overlay.status();
+      assert.equal(st.overlay?.changed, changed.length);
+      assert.equal(st.repo, REPO_KEY);
+      // only the differing files have vectors here; the rest come from the shared index
+      const own = await openProject({
+        root,
+        userConfig: false,
+        overrides: { store: { driver: 'sqlite', url: join(root, '.quarry/overlay/index.db') } },
+      });
+      try {
+        const files = (await own.store.listFiles()).length;
+        const embedded = (await own.store.vectors!.status()).coarse;
+        assert.ok(files > 100, `the overlay's lexical index is the working tree (${files} files)`);
+        assert.equal(embedded, changed.length - 1, 'vectors for the changed files that exist, and no other');
+      } finally {
+        await own.close();
+      }
+    } finally {
+      await overlay.close();
+    }
+  });
+
+  it('over HTTP (quarry serve) and MCP (/mcp): the same results, and a later edit is seen', async () => {
+    served = spawnCli(['serve', '--no-watch', '--store', pgServer.url, '--port', '0'], { cwd: empty });
+    url = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      served!.stdout!.on('data', (d) => {
+        out += d;
+        const m = /quarry panel: (\S+)/.exec(out);
+        if (m) resolve(m[1]!);
+      });
+      served!.on('exit', (code) => reject(new Error(`serve exited ${code}`)));
+    });
+    const base = new URL(url);
+    base.search = '';
+    for (const remote of [base.toString(), new URL('mcp', base).toString()]) {
+      const project: Project = await openRemoteProject({ url: remote, repo: REPO_KEY });
+      const overlay = await openOverlay(project, { root, refreshSeconds: 0 });
+      assert.ok(overlay, `an overlay over ${remote}`);
+      try {
+        await assertEqualsFull(overlay);
+      } finally {
+        await overlay.close();
+      }
+    }
+    // a long-lived overlay (an MCP server, a chat) sees an edit made after it opened
+    const project = await openRemoteProject({ url: base.toString(), repo: REPO_KEY });
+    const overlay = await openOverlay(project, { root, refreshSeconds: 0 });
+    assert.ok(overlay);
+    try {
+      writeFiles(root, {
+        'src/probe/later.ts': 'export const zanzibarQuokka = "a word no other file has";\n',
+      });
+      const res = await overlay.search('zanzibarQuokka');
+      assert.equal(res.files[0]?.path, 'src/probe/later.ts');
+      assert.equal(res.files[0]?.side, 'local');
+    } finally {
+      rmSync(join(root, 'src/probe/later.ts'));
+      await overlay.close();
+    }
+  });
+
+  it('the CLI overlays --repo and --remote in a checkout; --no-overlay searches the shared index as built', () => {
+    const env = { QUARRY_STORE_URL: pgServer.url, QUARRY_EMBED: 'static' };
+    const on = runCli(['search', 'merge nearest vectors of ours and theirs', '--repo', REPO_KEY, '--json'], {
+      cwd: root,
+      env,
+    });
+    assert.equal(on.code, 0, on.stderr);
+    const first = JSON.parse(on.stdout).results[0];
+    assert.equal(first.path, 'src/probe/merge.ts');
+    assert.equal(first.side, 'local');
+    const text = runCli(['search', 'merge nearest vectors', '--repo', REPO_KEY, '-k', '3'], {
+      cwd: root,
+      env,
+    });
+    assert.match(text.stdout, /src\/probe\/merge\.ts:1-4 .*\(local\)/);
+    const off = runCli(
+      ['search', 'merge nearest vectors of ours and theirs', '--repo', REPO_KEY, '--no-overlay', '--json'],
+      {
+        cwd: root,
+        env,
+      },
+    );
+    assert.ok(!JSON.parse(off.stdout).results.some((r: { path: string }) => r.path === 'src/probe/merge.ts'));
+    // a checkout that does not have the shared index's commit: one line says so, and the shared index answers
+    const other = makeTree({ 'a.ts': 'export const a = 1;\n' });
+    try {
+      git(other, 'init', '-q');
+      const r = runCli(['search', 'overlay probe', '--repo', REPO_KEY], { cwd: other, env });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, /which this checkout does not have: `git fetch` it/);
+    } finally {
+      removeTree(other);
+    }
+  });
+});
