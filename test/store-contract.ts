@@ -409,8 +409,11 @@ export function storeContract(open: () => Promise<Store>): void {
       { ...update('r.ts', [['route', null]]), text: "const id = c.req.param('id');\n" },
       { ...update('p.py', [['param', null]]), text: '# C.REQ.PARAM( upper\ndef paramless(): pass\n' },
       { ...update('q.md', [['other', null]]), text: 'nothing of the kind\n' },
+      // an emoji is two UTF-16 units: a trigram window that halves it once failed PostgreSQL's whole batch
+      { ...update('e.rs', [['emoji', null]]), text: 'println!("done 🚀 ok");\n' },
     ]);
     const find = (plan: string[][]) => s.exact!.candidates(plan);
+    assert.deepEqual(await find([['🚀 ok']]), ['e.rs']);
     assert.deepEqual(await find([['c.req.param(']]), ['p.py', 'r.ts']);
     assert.deepEqual(await find([['param', 'less']]), ['p.py']);
     assert.deepEqual(await find([['nothing'], ["'id'"]]), ['q.md', 'r.ts']);

@@ -156,11 +156,16 @@ const MIGRATIONS: string[] = [
   `,
 ];
 
+const wellFormed = (s: string) =>
+  s.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+
 /** The distinct trigrams of a text, lower-cased: what `quarry_file_text.trigrams` holds and a literal is looked up by. */
 export function trigramsOf(text: string): string[] {
   const lower = text.toLowerCase();
   const out = new Set<string>();
-  for (let i = 0; i + 3 <= lower.length; i++) out.add(lower.slice(i, i + 3));
+  // by UTF-16 units, as literals are cut the same way; a window that halves a surrogate pair (an emoji) keeps a
+  // U+FFFD in that half, since PostgreSQL refuses a lone surrogate (a file with an emoji failed the whole batch)
+  for (let i = 0; i + 3 <= lower.length; i++) out.add(wellFormed(lower.slice(i, i + 3)));
   return [...out];
 }
 
