@@ -1,10 +1,11 @@
 // A local overlay on a shared index against a full local index of the same working tree (docs/team.md).
 //
 //   node --import tsx bench/overlay-bench.ts --git <repository or bare git dir> [--changed 20] [--queries 30]
-//        [--store postgres://…] [--embed local|static] [--json]
+//        [--base store|serve] [--store postgres://…] [--embed local|static] [--json]
 //
-// Clones the repository at its HEAD, indexes it into a shared PostgreSQL store (a fresh test server unless --store)
-// as a team's CI would, then changes files as a developer does (edits, one deletion, one new file: --changed in
+// Clones the repository at its HEAD, indexes it as a team would (--base store: into a shared PostgreSQL, a fresh
+// test server unless --store, searched directly; --base serve: a clone indexed with SQLite and served by `quarry
+// serve`, asked over HTTP), then changes files as a developer does (edits, one deletion, one new file: --changed in
 // all), and measures on the same checkout:
 //   - the overlay's set-up (`openOverlay`: the git diff, a lexical index of the working tree, vectors for the
 //     changed files only), cold and again with nothing changed (what each later command pays);
@@ -13,13 +14,16 @@
 //     the repository's own latest commit subjects as queries.
 // Each index runs with the machine-wide embedding cache off, so neither side is paid for by the other.
 
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { indexProject, openProject } from '../src/project/local.ts';
 import { openOverlay } from '../src/project/overlay.ts';
+import { openRemoteProject } from '../src/project/remote.ts';
+import type { Project } from '../src/project/types.ts';
 import type { SearchResponse } from '../src/search/search.ts';
+import { CLI } from '../test/helpers.ts';
 import { startServer, type TestServer } from '../test/store-servers.ts';
 
 process.env.QUARRY_SHARED_CACHE = 'off';
@@ -39,6 +43,8 @@ const CHANGED = Number(arg('changed', '20'));
 const QUERIES = Number(arg('queries', '30'));
 const EMBED = arg('embed', 'local')!;
 const json = args.includes('--json');
+const BASE = arg('base', 'store') as 'store' | 'serve';
+let servedUrl = '';
 const log = (m: string) => {
   if (!json) console.error(m);
 };
@@ -54,18 +60,46 @@ writeFileSync(join(root, 'quarry.toml'), `[embed]\nprovider = "${EMBED}"\n`);
 git('add', 'quarry.toml');
 git('-c', 'user.email=b@example.com', '-c', 'user.name=bench', 'commit', '-q', '-m', 'bench settings');
 
-let server: TestServer | undefined;
-const storeUrl = arg('store') ?? (server = await startServer('postgres')).url;
-const key = 'bench/overlay';
-const overrides = { store: { url: storeUrl, repo: key } };
-
 const ms = (t: number) => Math.round(performance.now() - t);
+let server: TestServer | undefined;
+let served: ChildProcess | undefined;
+const key = 'bench/overlay';
+const overrides = BASE === 'store' ? { store: { url: '', repo: key } } : undefined;
 let t = performance.now();
-const team = await openProject({ root, create: true, userConfig: false, overrides });
-const teamReport = await indexProject(team, { replace: true });
+let chunks = 0;
+if (BASE === 'store') {
+  // the team's PostgreSQL (HNSW over its vectors), indexed from this checkout as CI would
+  overrides!.store.url = arg('store') ?? (server = await startServer('postgres')).url;
+  const team = await openProject({ root, create: true, userConfig: false, overrides });
+  chunks = (await indexProject(team, { replace: true })).chunksWritten;
+  await team.close();
+} else {
+  // a team's `quarry serve` of its own checkout at the commit (SQLite: exact vectors)
+  const shared = join(work, 'shared');
+  execFileSync('git', ['clone', '-q', root, shared]);
+  const team = await openProject({ root: shared, create: true, userConfig: false });
+  chunks = (await indexProject(team)).chunksWritten;
+  await team.close();
+  served = spawn(
+    process.execPath,
+    ['--import', import.meta.resolve('tsx'), CLI, 'serve', '--no-watch', '--port', '0'],
+    {
+      cwd: shared,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  servedUrl = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    served!.stdout!.on('data', (d) => {
+      out += d;
+      const m = /quarry panel: (\S+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    served!.on('exit', (code) => reject(new Error(`serve exited ${code}`)));
+  });
+}
 const sharedMs = ms(t);
-await team.close();
-log(`shared index: ${files.length} files in ${(sharedMs / 1000).toFixed(1)} s`);
+log(`shared index (${BASE}): ${files.length} files in ${(sharedMs / 1000).toFixed(1)} s`);
 
 // the developer's changes: source files spread over the tree, edited; one deleted; one added
 const sources = files.filter((f) => /\.(rs|go|ts|js|py|java|kt|c|cc|cpp|h|rb|php|cs|swift|scala)$/.test(f));
@@ -89,7 +123,10 @@ writeFileSync(
 );
 
 t = performance.now();
-const base = await openProject({ root, userConfig: false, overrides });
+const base: Project =
+  BASE === 'store'
+    ? await openProject({ root, userConfig: false, overrides })
+    : await openRemoteProject({ url: servedUrl });
 const overlay = await openOverlay(base, { root, onNotice: log });
 const overlayMs = ms(t);
 if (!overlay) throw new Error('no overlay was made');
@@ -119,7 +156,13 @@ for (const q of subjects) {
   const [a, b] = await Promise.all([full.search(q), overlay.search(q)]);
   const [sa, sb] = [shape(a), shape(b)];
   if (JSON.stringify(sa.files) === JSON.stringify(sb.files)) sameFiles++;
-  else differing.push(q);
+  else {
+    differing.push(q);
+    const i = sa.files.findIndex((f, k) => f !== sb.files[k]);
+    log(
+      `differs: ${q}\n  full:    ${sa.files.slice(i, i + 3).join(' | ')}\n  overlay: ${sb.files.slice(i, i + 3).join(' | ')}`,
+    );
+  }
   if (JSON.stringify(sa.results) === JSON.stringify(sb.results)) sameResults++;
   if (a.files[0]?.path === b.files[0]?.path) sameTop1++;
   for (const [i, f] of a.files.entries())
@@ -128,7 +171,8 @@ for (const q of subjects) {
 const out = {
   repository: source,
   files: files.length,
-  chunks: teamReport.chunksWritten,
+  base: BASE,
+  chunks,
   changed: overlay.overlay.changed.length,
   embedder: (await full.store.vectors?.embedder())?.id ?? null,
   sharedIndexMs: sharedMs,
@@ -146,5 +190,6 @@ const out = {
 await overlay.close();
 await full.close();
 await server?.dispose();
+served?.kill('SIGTERM');
 rmSync(work, { recursive: true, force: true });
 console.log(json ? JSON.stringify(out) : out);

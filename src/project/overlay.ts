@@ -278,8 +278,11 @@ function overlayVectors(
   };
 }
 
-const byScore = (a: { score: number; path: string }, b: { score: number; path: string }) =>
-  b.score - a.score || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+// ties (files of the same text have the same vector) go by path and line, as every store breaks them
+const byScore = (
+  a: { score: number; path: string; startLine?: number },
+  b: { score: number; path: string; startLine?: number },
+) => b.score - a.score || (a.path < b.path ? -1 : a.path > b.path ? 1 : (a.startLine ?? 0) - (b.startLine ?? 0));
 
 /** The local chunk of each (path, first line, last line), as the overlay's own index numbers it. */
 async function chunkIds(store: Store, paths: string[]): Promise<Map<string, Omit<ChunkHit, 'score'>>> {

@@ -1308,7 +1308,7 @@ export class PostgresStore implements Store {
          SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, v.embedding <=> $1::vector AS distance
          FROM ${t.chunks} v JOIN quarry_chunks c ON c.id = v.chunk_id JOIN quarry_files f ON f.id = c.file_id
          WHERE v.repo = $2 ${where} ORDER BY v.embedding <=> $1::vector LIMIT $3) x
-       ORDER BY distance, id`,
+       ORDER BY distance, path, start_line`,
       params,
       limit,
     );

@@ -1077,7 +1077,7 @@ export class SqliteStore implements Store {
     const sql = `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, 1 - m.distance AS score
          FROM (SELECT chunk_id, distance FROM chunk_vectors WHERE embedding MATCH ? AND k = ?) m
          JOIN chunks c ON c.id = m.chunk_id JOIN files f ON f.id = c.file_id
-         WHERE 1 = 1 ${where} ORDER BY m.distance LIMIT ?`;
+         WHERE 1 = 1 ${where} ORDER BY m.distance, f.path, c.start_line LIMIT ?`;
     const args = [vector, k, ...params, limit];
     const rows =
       this.vectorCount() > this.parallelScanMin
@@ -1136,7 +1136,7 @@ export class SqliteStore implements Store {
       .prepare(
         `SELECT f.path, f.vec_phase, 1 - m.distance AS score
          FROM (SELECT file_id, distance FROM file_vectors WHERE embedding MATCH ? AND k = ?) m
-         JOIN files f ON f.id = m.file_id WHERE 1 = 1 ${where} ORDER BY m.distance LIMIT ?`,
+         JOIN files f ON f.id = m.file_id WHERE 1 = 1 ${where} ORDER BY m.distance, f.path LIMIT ?`,
       )
       .all(vector, k, ...params, limit) as Row[];
     return rows.map((r) => ({
