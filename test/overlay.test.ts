@@ -203,6 +203,8 @@ describe('a local overlay of a working tree on a shared index', () => {
     const first = JSON.parse(on.stdout).results[0];
     assert.equal(first.path, 'src/probe/merge.ts');
     assert.equal(first.side, 'local');
+    const status = runCli(['status', '--repo', REPO_KEY], { cwd: root, env });
+    assert.match(status.stdout, /^overlay +5 files differ from .*acme\/overlay \(built at [0-9a-f]{12}\)/m);
     const text = runCli(['search', 'merge nearest vectors', '--repo', REPO_KEY, '-k', '3'], {
       cwd: root,
       env,

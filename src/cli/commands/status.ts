@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { type LocalProject, projectStatus, type StatusReport } from '../../project/local.ts';
+import type { OverlayProject } from '../../project/overlay.ts';
 import { DATA_CHUNK_VECTORS } from '../../workspace/roles.ts';
 import type { CliContext, Colors } from '../context.ts';
 import { openAnyProject } from '../open.ts';
@@ -22,6 +23,13 @@ export async function runStatus(cli: CliContext, opts: { json?: boolean }): Prom
       !project.remote && project.location === (project as LocalProject).root
         ? await projectStatus(project as LocalProject)
         : { ...(await project.status()), pending: { added: 0, modified: 0, deleted: 0 } };
+    // a local overlay on a shared index: which index, at which commit, and how many files differ from it
+    const overlay = (project as Partial<OverlayProject>).overlay;
+    if (overlay)
+      Object.assign(s, {
+        repo: project.name,
+        overlay: { base: overlay.base, commit: overlay.commit, changed: overlay.changed.length },
+      });
     if (opts.json) {
       io.stdout.write(`${JSON.stringify(s, null, 2)}\n`);
       return;
@@ -63,6 +71,11 @@ function statusLines(s: StatusReport, c: Colors): string[] {
         : c.yellow(`${s.pending.added} new, ${s.pending.modified} modified, ${s.pending.deleted} deleted`) +
           ' (run `quarry index`)'
     }`,
+    ...(s.overlay
+      ? [
+          `${c.bold('overlay')}    ${s.overlay.changed} files differ from ${s.overlay.base} (built at ${s.overlay.commit.slice(0, 12)}); searched as they are here`,
+        ]
+      : []),
     `${c.bold('indexer')}    ${
       s.run.state === 'running'
         ? `running (pid ${s.run.pid})`

@@ -35,7 +35,7 @@ export async function grep(c: Context<Env>): Promise<Response> {
     const issue = parsed.error.issues[0];
     throw new QuarryError(
       'BAD_INPUT',
-      `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'} (send {"pattern": "…"}; see docs/server.md)`,
+      `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'} (send {"pattern": "…"}; see quarry serve in the README)`,
     );
   }
   const { repo, path, lang, filter: given, ...q } = parsed.data;

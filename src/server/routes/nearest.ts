@@ -35,7 +35,7 @@ export async function nearest(c: Context<Env>): Promise<Response> {
     const issue = parsed.error.issues[0];
     throw new QuarryError(
       'BAD_INPUT',
-      `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'} (send {"embedder", "vector", "level", "limit"}; see docs/server.md)`,
+      `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'} (send {"embedder", "vector", "level", "limit"}; see quarry serve in the README)`,
     );
   }
   const { repo, ...q } = parsed.data;
