@@ -3,6 +3,8 @@ import { type ChildProcess, execFileSync } from 'node:child_process';
 import { appendFileSync, cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { indexProject, openProject } from '../src/project/local.ts';
 import { type OverlayProject, openOverlay } from '../src/project/overlay.ts';
 import { openRemoteProject } from '../src/project/remote.ts';
@@ -175,6 +177,34 @@ describe('a local overlay of a working tree on a shared index', () => {
       } finally {
         await overlay.close();
       }
+    }
+    // an agent's `quarry mcp --remote` in the checkout relays the shared index with this checkout's changes
+    const relay = spawnCli(['mcp', '--http', '--port', '0', '--remote', base.toString()], {
+      cwd: root,
+      env: { QUARRY_EMBED: 'static' },
+    });
+    try {
+      const mcpUrl = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        relay.stdout!.on('data', (d) => {
+          out += d;
+          const m = /listening on (\S+)/.exec(out);
+          if (m) resolve(m[1]!);
+        });
+        relay.on('exit', (code) => reject(new Error(`mcp exited ${code}`)));
+      });
+      const client = new McpClient({ name: 'overlay-test', version: '1' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl)));
+      const res = (await client.callTool({
+        name: 'search_code',
+        arguments: { query: 'merge nearest vectors of ours and theirs', top_k: 3 },
+      })) as { content: Array<{ text: string }> };
+      assert.match(res.content[0]!.text, /src\/probe\/merge\.ts/);
+      await client.close();
+    } finally {
+      const exited = new Promise((r) => relay.once('exit', r));
+      relay.kill('SIGTERM');
+      await exited;
     }
     // a long-lived overlay (an MCP server, a chat) sees an edit made after it opened
     const project = await openRemoteProject({ url: base.toString(), repo: REPO_KEY });

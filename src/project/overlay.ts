@@ -92,7 +92,8 @@ export async function openOverlay(
     );
     return undefined;
   }
-  const baseEmbedder = (await base.status()).embedding.embedder;
+  const baseStatus = (await base.status()).embedding;
+  const baseEmbedder = baseStatus.embedder;
   const changedSet = new Set(changed);
   const dir = join(indexPaths(root).dir, 'overlay');
   mkdirSync(dir, { recursive: true });
@@ -106,7 +107,7 @@ export async function openOverlay(
         vectors: {
           value:
             baseEmbedder && store.vectors && base.nearest
-              ? overlayVectors(store, base, baseEmbedder, changedSet)
+              ? overlayVectors(store, base, baseEmbedder, changedSet, baseStatus.chunkVectors)
               : undefined,
         },
       }) as Store,
@@ -123,7 +124,8 @@ export async function openOverlay(
     }
   }
   const overlay: OverlayInfo = {
-    base: base.location,
+    // a repository of a store opened from this checkout is located here; say the store
+    base: base.remote ? base.location : ((base as Partial<LocalProject>).store?.location ?? base.location),
     commit,
     changed,
     lastSync: { ms: 0, files: 0, embedded: 0 },
@@ -185,7 +187,7 @@ export async function openOverlay(
     status: async (): Promise<IndexStatus> => ({
       ...(await local.status()),
       repo: base.name,
-      overlay: { base: base.location, commit, changed: overlay.changed.length },
+      overlay: { base: overlay.base, commit, changed: overlay.changed.length },
     }),
     repos: () => base.repos(),
     close: async () => {
@@ -211,6 +213,7 @@ function overlayVectors(
   base: Project,
   embedder: { id: string; dimension: number },
   changed: ReadonlySet<string>,
+  sharedChunkVectors: number,
 ): VectorIndex {
   const own = local.vectors!;
   const pending = async (phase: 1 | 2): Promise<PendingFile[]> =>
@@ -272,8 +275,15 @@ function overlayVectors(
     async status(): Promise<EmbeddingStatus> {
       const st = await own.status();
       const [p1, p2] = await Promise.all([pending(1), pending(2)]);
-      // every file that is the same here has the shared index's vectors
-      return { ...st, embedder, coarse: st.files - p1.length, refined: st.files - p2.length };
+      // every file that is the same here has the shared index's vectors (its count holds the old versions of the
+      // changed files: near enough for a status line)
+      return {
+        ...st,
+        embedder,
+        coarse: st.files - p1.length,
+        refined: st.files - p2.length,
+        chunkVectors: sharedChunkVectors + st.chunkVectors,
+      };
     },
   };
 }
@@ -282,7 +292,8 @@ function overlayVectors(
 const byScore = (
   a: { score: number; path: string; startLine?: number },
   b: { score: number; path: string; startLine?: number },
-) => b.score - a.score || (a.path < b.path ? -1 : a.path > b.path ? 1 : (a.startLine ?? 0) - (b.startLine ?? 0));
+) =>
+  b.score - a.score || (a.path < b.path ? -1 : a.path > b.path ? 1 : (a.startLine ?? 0) - (b.startLine ?? 0));
 
 /** The local chunk of each (path, first line, last line), as the overlay's own index numbers it. */
 async function chunkIds(store: Store, paths: string[]): Promise<Map<string, Omit<ChunkHit, 'score'>>> {
