@@ -69,7 +69,8 @@ let t = performance.now();
 let chunks = 0;
 if (BASE === 'store') {
   // the team's PostgreSQL (HNSW over its vectors), indexed from this checkout as CI would
-  overrides!.store.url = arg('store') ?? (server = await startServer('postgres')).url;
+  if (!arg('store')) server = await startServer('postgres');
+  overrides!.store.url = arg('store') ?? server!.url;
   const team = await openProject({ root, create: true, userConfig: false, overrides });
   chunks = (await indexProject(team, { replace: true })).chunksWritten;
   await team.close();
