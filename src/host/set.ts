@@ -318,5 +318,12 @@ export async function searchMany(
     files,
     tookMs: performance.now() - started,
     repos: projects.map((p) => p.name),
+    ...staleOf(responses, projects),
   };
+}
+
+/** The stale notes of several repositories' answers, each named, in one line. */
+function staleOf(responses: SearchResponse[], projects: Project[]): { stale?: string } {
+  const notes = responses.flatMap((r, i) => (r.stale ? [`${projects[i]!.name}: ${r.stale}`] : []));
+  return notes.length ? { stale: notes.join('; ') } : {};
 }

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Embedder } from '../embed/types.ts';
-import type { EmbeddingCache, Store, StoredChunk, VectorIndex } from '../store/types.ts';
+import { readHistory } from '../search/history.ts';
+import type { EmbeddingCache, PendingFile, Store, StoredChunk, VectorIndex } from '../store/types.ts';
 import { chunkGetsVector } from '../workspace/roles.ts';
+import { byPriority, centralityOf, type PriorityInputs } from './priority.ts';
 
 export interface EmbedProgress {
   phase: 1 | 2;
@@ -33,7 +35,22 @@ export interface EmbedOptions {
   batchFiles?: number;
   /** Where vectors are looked up before embedding. Default: the store's own cache. */
   cache?: EmbeddingCache;
+  /**
+   * `priority` (default): files most likely wanted first (indexing/priority.ts); `walk`: the stores' path order, as
+   * before 2026-11-25 (a benchmark's baseline).
+   */
+  order?: 'priority' | 'walk';
+  /** The repository's folder, for its git history (recently changed files first). */
+  root?: string;
+  /** Files someone searched for or opened since the run began (a live project's): asked at each listing. */
+  preferred?: () => ReadonlySet<string>;
 }
+
+/** How often a run records its progress for `status`. */
+const PROGRESS_EVERY_MS = 2000;
+
+/** Pending files listed at once: every one, in a repository of any size (a path and a hash each). */
+const LIST_ALL = Number.MAX_SAFE_INTEGER;
 
 /** Characters of a file's head that go into its coarse (phase 1) text. */
 const COARSE_HEAD_CHARS = 1200;
@@ -120,6 +137,23 @@ export async function embedPending(
     return hashes.map((h) => cached.get(h)!);
   };
 
+  // where the run is, for `status` in any process (every few seconds: a meta write is a small transaction)
+  let recorded = 0;
+  const recordProgress = (p: EmbedProgress) => {
+    if (performance.now() - recorded < PROGRESS_EVERY_MS) return;
+    recorded = performance.now();
+    void store
+      .setMeta('embed_progress', JSON.stringify({ ...p, at: new Date().toISOString() }))
+      .catch(() => undefined);
+  };
+  // what decides the order, read once per run (walk order: none)
+  const inputs: PriorityInputs | undefined =
+    options.order === 'walk'
+      ? undefined
+      : {
+          history: options.root ? await readHistory(options.root) : undefined,
+          centrality: await centralityOf(store).catch(() => undefined),
+        };
   for (const phase of [1, 2] as const) {
     const status = await vectors.status();
     const total = status.files;
@@ -130,26 +164,34 @@ export async function embedPending(
       const secs = (performance.now() - phaseStart) / 1000;
       const rate = secs > 0 ? (report.embedded - embeddedAtStart) / secs : 0;
       const filesRate = secs > 0 ? (done - (phase === 1 ? status.coarse : status.refined)) / secs : 0;
-      options.onProgress?.({
+      const p: EmbedProgress = {
         phase,
         done,
         total,
         textsPerSec: rate,
         ...(filesRate > 0 ? { etaMs: ((total - done) / filesRate) * 1000 } : {}),
-      });
+      };
+      options.onProgress?.(p);
+      recordProgress(p);
     };
     embeddedAtStart = report.embedded;
     progress();
-    let stuckOn: string | undefined;
+    let queue: PendingFile[] = [];
+    let listed: string | undefined;
     for (;;) {
       if (options.signal?.aborted) {
         report.interrupted = true;
         break;
       }
-      const pending = await vectors.pendingFiles(phase, batchFiles);
-      if (!pending.length) break;
-      if (pending[0]!.path === stuckOn) break; // nothing was stored for it last time: don't spin
-      stuckOn = pending[0]!.path;
+      if (!queue.length) {
+        // every pending file, in priority order; listed again once they are done (files changed meanwhile)
+        const all = await vectors.pendingFiles(phase, LIST_ALL);
+        const key = all.map((p) => `${p.path}\0${p.hash}`).join('\n');
+        if (!all.length || key === listed) break; // nothing was stored for them last time: don't spin
+        listed = key;
+        queue = inputs ? byPriority(all, { ...inputs, preferred: options.preferred?.() ?? new Set() }) : all;
+      }
+      const pending = queue.splice(0, batchFiles);
       const paths = pending.map((p) => p.path);
       // one round trip for every file's chunks (and, in phase 1, its definitions)
       const [chunksOf, symbolsOf] = await Promise.all([

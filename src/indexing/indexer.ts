@@ -157,9 +157,11 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
     await checkSource(store, source, options.replace);
     options.onProgress?.({ phase: 'walk', total: 0, done: 0, upToDate: 0, filesPerSec: 0 });
     const known: KnownFiles = new Map((await store.listFiles()).map((f) => [f.path, f]));
-    const { walked, gone, files } = findFiles(options, known, warn);
+    const { walked, gone, files, ignored } = findFiles(options, known, warn);
     report.files = files;
     report.skipped = walked.skipped;
+    // what the walk left out and why, for `status` (a path sync walks nothing: the last full walk's stands)
+    if (ignored) await store.setMeta('walk_skipped', JSON.stringify(walkSkipped(walked.skipped, ignored)));
     if (gone.length) {
       await store.deleteFiles(gone);
       report.deleted += gone.length;
@@ -219,7 +221,13 @@ function findFiles(
   options: IndexOptions,
   known: KnownFiles,
   warn: Warn,
-): { walked: { files: WalkEntry[]; skipped: WalkSkip[] }; gone: string[]; files: number } {
+): {
+  walked: { files: WalkEntry[]; skipped: WalkSkip[] };
+  gone: string[];
+  files: number;
+  /** What ignore rules left out (a full walk's count; folders once, not their contents). */
+  ignored?: { files: number; folders: number };
+} {
   const { root, config } = options;
   if (options.paths) {
     // a removed folder arrives as one path: its files are the indexed ones under it
@@ -234,14 +242,33 @@ function findFiles(
       files: known.size - gone.length + files.filter((f) => !known.has(f.path)).length,
     };
   }
+  const ignored = { files: 0, folders: 0 };
   const walked = walk(root, config, {
     onSkip: (s) => {
       if (s.reason === 'unreadable') warn(`skipped unreadable ${s.path} (${s.detail})`);
     },
+    onIgnore: (i) => {
+      // git's and quarry's own folders are no part of the project
+      if (i.dir && /(^|\/)\.(git|quarry)$/.test(i.path)) return;
+      if (i.dir) ignored.folders++;
+      else ignored.files++;
+    },
   });
   const present = new Set(walked.files.map((f) => f.path));
   const gone = [...known.keys()].filter((p) => !present.has(p));
-  return { walked, gone, files: walked.files.length };
+  return { walked, gone, files: walked.files.length, ignored };
+}
+
+/** What a full walk left out, by reason, and what ignore rules left out. */
+export interface WalkSkipped {
+  reasons: Partial<Record<WalkSkip['reason'], number>>;
+  ignored: { files: number; folders: number };
+}
+
+function walkSkipped(skipped: WalkSkip[], ignored: { files: number; folders: number }): WalkSkipped {
+  const reasons: WalkSkipped['reasons'] = {};
+  for (const s of skipped) reasons[s.reason] = (reasons[s.reason] ?? 0) + 1;
+  return { reasons, ignored };
 }
 
 /** The files whose size or mtime differs from the index: only these are read. */
@@ -394,6 +421,7 @@ async function embedVectors(options: IndexOptions, embedder: Embedder): Promise<
   const shared = cacheFor(store, config);
   try {
     return await embedPending(store, embedder, {
+      root: options.root,
       ...(shared.cache ? { cache: shared.cache } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       onProgress: (p) =>

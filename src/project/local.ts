@@ -23,7 +23,7 @@ import type { IndexStatus, LocalProject, NearestHit, NearestQuery, NearestRespon
 export type { IndexStatus, LocalProject, Project } from './types.ts';
 
 import { languageIds } from '../workspace/languages.ts';
-import { findProjectRoot, isDirectory } from '../workspace/root.ts';
+import { findProjectRoot, gitHead, isDirectory } from '../workspace/root.ts';
 import { walk } from '../workspace/walk.ts';
 
 export interface OpenProjectOptions {
@@ -44,6 +44,10 @@ export interface OpenProjectOptions {
   /** Puts something in front of the opened store (a local overlay's vectors in front of a shared index's). */
   wrapStore?: (store: Store) => Store;
 }
+
+/** Files a search marks as wanted (its first files), and how many wanted files are remembered. */
+const WANTED_PER_SEARCH = 5;
+const WANTED_MAX = 500;
 
 function splitLines(text: string): string[] {
   const lines = text.split('\n');
@@ -88,6 +92,13 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
   // a store-only repository (served, not checked out here) is read from the store alone
   const diskRoot = options.repo ? null : root;
   let embedder: Promise<Embedder | undefined> | undefined;
+  // files searched for or opened lately: a background embedding makes their vectors first (indexing/priority.ts)
+  const wanted = new Set<string>();
+  const want = (path: string) => {
+    wanted.delete(path);
+    wanted.add(path);
+    if (wanted.size > WANTED_MAX) wanted.delete(wanted.values().next().value!);
+  };
   const project: LocalProject = {
     name,
     location: diskRoot ?? store.location,
@@ -109,7 +120,12 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
       }
       return out;
     },
-    search: (query, o) => searchProject(project, query, o),
+    search: async (query, o) => {
+      const res = await searchProject(project, query, o);
+      for (const f of res.files.slice(0, WANTED_PER_SEARCH)) want(f.path);
+      return res;
+    },
+    wanted: () => wanted,
     context: async (question, o) =>
       (await import('../context/assemble.ts')).assembleContext(project, question, o),
     route: async (question) => (await import('../answer/router.ts')).routeQuestion(project, question),
@@ -138,6 +154,7 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
           'NOT_FOUND',
           `${rel} is not an indexed file: use search to find the right path`,
         );
+      want(rel);
       const lines = (await project.readLines([rel])).get(rel);
       if (!lines) {
         if (diskRoot && readInside(diskRoot, rel) === null)
@@ -331,7 +348,46 @@ export async function searchProject(
   });
   if (!res.results.length && !res.files.length && rest.filter)
     await checkFilterMatches(project.store, rest.filter);
-  return res;
+  const stale = await staleNote(project, res.mode !== 'lexical' || Boolean(indexed));
+  return stale ? { ...res, stale } : res;
+}
+
+/** How long a freshness verdict stands (a search a second asks the store and `.git` once). */
+const FRESHNESS_MS = 2000;
+const freshness = new WeakMap<LocalProject, { at: number; note: Promise<string | undefined> }>();
+
+/** One line when a search's results may be stale, else undefined (cheap: meta values and `.git` files). */
+function staleNote(project: LocalProject, dense: boolean): Promise<string | undefined> {
+  const seen = freshness.get(project);
+  if (seen && performance.now() - seen.at < FRESHNESS_MS)
+    return seen.note.then((n) => (dense ? n : lexicalOnly(n)));
+  const note = freshnessOf(project).catch(() => undefined);
+  freshness.set(project, { at: performance.now(), note });
+  return note.then((n) => (dense ? n : lexicalOnly(n)));
+}
+
+// a lexical search is not made staler by missing vectors
+const lexicalOnly = (note: string | undefined) => (note?.startsWith('vectors ') ? undefined : note);
+
+async function freshnessOf(project: LocalProject): Promise<string | undefined> {
+  const { store, root } = project;
+  if (await store.activeWriter()) return 'the index is being updated: results may miss the latest changes';
+  const run = JSON.parse((await store.getMeta('run')) ?? '{}') as { startedAt?: number; finishedAt?: number };
+  if (run.startedAt && !run.finishedAt)
+    return 'the last index run was interrupted: results may miss changes (run `quarry index` to finish it)';
+  // a checkout here that moved on since (a pull, a branch switch): the index is of another commit
+  if (project.location === root) {
+    const built = (
+      JSON.parse((await store.getMeta('source')) ?? '{}') as { git?: { commit?: string | null } }
+    ).git?.commit;
+    const head = gitHead(root)?.commit;
+    if (built && head && built !== head)
+      return `the checkout moved from ${built.slice(0, 12)} to ${head.slice(0, 12)} since the last index: results may be stale (run \`quarry index\`, or keep \`quarry watch\` running)`;
+  }
+  const e = await embeddingStatusOf(store);
+  if (e.embedder && e.coarse < e.files)
+    return `vectors cover ${e.coarse} of ${e.files} files so far: the rest are found by their words alone`;
+  return undefined;
 }
 
 /** ripgrep over a local index: the trigram index's candidates (every text file when it has none), read and verified. */
@@ -384,6 +440,17 @@ export async function indexStatus(project: LocalProject, files?: FileRecord[]): 
   else if (run.startedAt && !run.finishedAt) state = 'interrupted';
   let skippedFiles = 0;
   for (const f of files ?? (await store.listFiles())) if (f.method === 'skipped') skippedFiles++;
+  const [source, skipped, progress] = await Promise.all([
+    store.getMeta('source'),
+    store.getMeta('walk_skipped'),
+    store.getMeta('embed_progress'),
+  ]);
+  const embedding: IndexStatus['embedding'] = await embeddingStatusOf(store);
+  if (embedding.embedder)
+    embedding.complete = embedding.coarse >= embedding.files && embedding.refined >= embedding.files;
+  // a run's progress, while one runs (the last one's record is left behind when it is killed)
+  if (progress && state === 'running' && embedding.complete === false)
+    embedding.progress = JSON.parse(progress) as NonNullable<IndexStatus['embedding']['progress']>;
   return {
     ...stats,
     repo: project.name,
@@ -392,7 +459,9 @@ export async function indexStatus(project: LocalProject, files?: FileRecord[]): 
     lastIndexedAt: last ? new Date(Number(last)).toISOString() : null,
     run: lock !== undefined ? { state, pid: lock } : { state },
     skippedFiles,
-    embedding: await embeddingStatusOf(store),
+    built: source ? ((JSON.parse(source) as { git?: IndexStatus['built'] }).git ?? null) : null,
+    skipped: skipped ? (JSON.parse(skipped) as IndexStatus['skipped']) : null,
+    embedding,
   };
 }
 

@@ -139,8 +139,21 @@ export interface IndexStatus extends StoreStats {
   /** The index run in progress, or the last one that did not finish. */
   run: { state: 'idle' | 'running' | 'interrupted'; pid?: number };
   skippedFiles: number;
+  /** The checkout the index was last built from: branch and commit (null outside git, or not recorded). */
+  built?: { branch: string | null; commit: string | null } | null;
+  /**
+   * What the last full walk left out and why (a too large file, a secret-looking name, a link…), and what ignore
+   * rules left out (folders once); `skippedFiles` are those indexed without chunks (binary, minified, a secret by
+   * content).
+   */
+  skipped?: { reasons: Record<string, number>; ignored: { files: number; folders: number } } | null;
   /** Vectors: which embedder, and how far phase 1 (a vector per file) and phase 2 (per chunk) have come. */
-  embedding: EmbeddingStatus;
+  embedding: EmbeddingStatus & {
+    /** Every file has its coarse vector and every chunk that gets one has it. */
+    complete?: boolean;
+    /** An embedding run under way: its phase, files done of the phase's total, texts per second, time left. */
+    progress?: { phase: 1 | 2; done: number; total: number; textsPerSec: number; etaMs?: number; at: string };
+  };
   /** A local overlay on a shared index: what it overlays, the commit that index was built at, the files that differ. */
   overlay?: { base: string; commit: string; changed: number };
 }
@@ -233,6 +246,8 @@ export interface IndexedProject extends Pick<Project, 'name' | 'config' | 'searc
 export interface LocalProject extends Project, IndexedProject {
   /** The embedder for queries (opened on first use, in this thread); undefined when there is none. */
   queryEmbedder(): Promise<Embedder | undefined>;
+  /** Files searched for (the first few of each search) or opened lately, newest last: embedded first. */
+  wanted(): ReadonlySet<string>;
 }
 
 /**

@@ -117,6 +117,11 @@ export interface SearchResponse {
   files: FileResult[];
   /** Time spent, ms. */
   tookMs: number;
+  /**
+   * One line when the results may be stale: the index is being updated or its last run was interrupted, the
+   * checkout moved past the commit it was built at, or its vectors are not complete yet.
+   */
+  stale?: string;
 }
 
 /** A file-name hint at least this strong (a name with its extension or a path, matching at most two files). */

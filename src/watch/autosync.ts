@@ -253,6 +253,8 @@ class AutoSyncRun {
       this.shared ??= cacheFor(project.store, project.config);
       await embedPending(project.store, e, {
         signal: this.embedAbort.signal,
+        root: project.root,
+        preferred: () => project.wanted(),
         ...(this.shared.cache ? { cache: this.shared.cache } : {}),
       });
     } catch (err) {

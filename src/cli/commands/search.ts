@@ -104,6 +104,7 @@ export async function runSearch(cli: CliContext, words: string[], opts: SearchOp
     for (const name of names)
       if (name !== project.name) opened.push(await openAnyProject({ ...g, repo: [name], overlay: false }));
     const res = await set.search(words.join(' '), { ...searchOptions, repos: names });
+    if (res.stale) searchOptions.onNotice(res.stale);
     const found = opts.files ? res.files.length : res.results.length;
     if (!found) cli.setExitCode(1); // as grep and ripgrep: no match is not an error, and scripts can tell
     await printSearch(cli, set, res, opts);
@@ -121,11 +122,19 @@ async function printSearch(
   const { io } = cli;
   if (opts.json && opts.files) {
     // the file view of the contract: just the ranked files
-    io.stdout.write(`${JSON.stringify({ query: res.query, mode: res.mode, files: res.files })}\n`);
+    io.stdout.write(
+      `${JSON.stringify({ query: res.query, mode: res.mode, files: res.files, ...(res.stale ? { stale: res.stale } : {}) })}\n`,
+    );
     return;
   }
   if (opts.json) {
-    const json = { query: res.query, mode: res.mode, results: res.results.map(resultJson), files: res.files };
+    const json = {
+      query: res.query,
+      mode: res.mode,
+      results: res.results.map(resultJson),
+      files: res.files,
+      ...(res.stale ? { stale: res.stale } : {}),
+    };
     io.stdout.write(`${JSON.stringify(json)}\n`);
     return;
   }

@@ -54,7 +54,8 @@ function statusLines(s: StatusReport, c: Colors): string[] {
     `${c.bold('chunks')}     ${s.chunks}`,
     `${c.bold('symbols')}    ${s.symbols}`,
     `${c.bold('languages')}  ${langs || '-'}`,
-    `${c.bold('updated')}    ${s.lastIndexedAt ?? 'never'}`,
+    `${c.bold('updated')}    ${s.lastIndexedAt ?? 'never'}${s.built?.commit ? ` (built at ${s.built.branch ?? 'detached'}@${s.built.commit.slice(0, 12)})` : ''}`,
+    ...(s.skipped || s.skippedFiles ? [`${c.bold('left out')}   ${leftOut(s)}`] : []),
     `${c.bold('vectors')}    ${
       s.embedding.embedder
         ? `${s.embedding.coarse}/${s.embedding.files} files (phase 1), ${s.embedding.refined}/${s.embedding.files} refined (phase 2), ` +
@@ -62,7 +63,9 @@ function statusLines(s: StatusReport, c: Colors): string[] {
             s.embedding.refined === s.embedding.files && s.embedding.chunkVectors < s.chunks
               ? ` (data files: their first ${DATA_CHUNK_VECTORS} chunks)`
               : ''
-          } · ${s.embedding.embedder.id}`
+          } · ${s.embedding.embedder.id}${s.embedding.complete ? ` · ${c.green('complete')}` : ''}${
+            s.embedding.progress ? `\n           ${c.yellow(embedding(s.embedding.progress))}` : ''
+          }`
         : 'none (lexical only)'
     }`,
     `${c.bold('pending')}    ${
@@ -84,4 +87,42 @@ function statusLines(s: StatusReport, c: Colors): string[] {
           : 'idle'
     }`,
   ];
+}
+
+/** What the index does not hold, and why: the walk's reasons, ignore rules, files without chunks. */
+function leftOut(s: StatusReport): string {
+  const parts: string[] = [];
+  for (const [reason, n] of Object.entries(s.skipped?.reasons ?? {}))
+    parts.push(`${n} ${SKIP_WORDS[reason] ?? reason}`);
+  if (s.skippedFiles)
+    parts.push(`${s.skippedFiles} without chunks (binary, minified or a secret by content)`);
+  const ig = s.skipped?.ignored;
+  if (ig && (ig.files || ig.folders))
+    parts.push(
+      `${ig.folders} folder${ig.folders === 1 ? '' : 's'} and ${ig.files} file${ig.files === 1 ? '' : 's'} ignored`,
+    );
+  return `${parts.join(', ') || 'nothing'} (\`quarry files --all\` says why for each)`;
+}
+
+const SKIP_WORDS: Record<string, string> = {
+  'too-large': 'too large',
+  secret: 'with a secret-looking name',
+  symlink: 'symbolic links',
+  'hard-link': 'hard links',
+  special: 'special files',
+  unreadable: 'unreadable',
+  'bad-name': 'with a name that is not UTF-8',
+};
+
+/** An embedding run under way: phase, files, rate, time left. */
+function embedding(p: NonNullable<StatusReport['embedding']['progress']>): string {
+  const eta = p.etaMs !== undefined ? `, about ${formatDuration(p.etaMs)} left` : '';
+  return `embedding: phase ${p.phase} ${p.done}/${p.total} files, ${p.textsPerSec.toFixed(0)} texts/s${eta}`;
+}
+
+function formatDuration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 90) return `${s} s`;
+  const m = Math.round(s / 60);
+  return m < 90 ? `${m} min` : `${(m / 60).toFixed(1)} h`;
 }

@@ -31,6 +31,8 @@ export async function searchCode(
       ? `${results.length} result${results.length === 1 ? '' : 's'} (${res.mode}) for "${query}":`
       : `no match for "${query}" (${res.mode}): try other words, or find_symbol for an exact name`,
   ];
+  // results that may be stale say so first, in one line an agent can act on
+  if (res.stale) lines.unshift(`note: ${res.stale}`);
   for (const r of results) {
     const sym = r.symbol ? ` ${r.kind ?? 'symbol'} ${r.symbol}` : '';
     lines.push(
@@ -40,7 +42,13 @@ export async function searchCode(
   }
   return {
     text: lines.join('\n'),
-    data: { query, mode: res.mode, results, files: res.files.slice(0, 10) },
+    data: {
+      query,
+      mode: res.mode,
+      results,
+      files: res.files.slice(0, 10),
+      ...(res.stale ? { stale: res.stale } : {}),
+    },
   };
 }
 

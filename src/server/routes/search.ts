@@ -43,6 +43,7 @@ export async function search(c: Context<Env>): Promise<Response> {
     // `full`: every field, for another quarry to use as its own (--remote)
     results: full ? res.results : res.results.map(resultJson),
     files: res.files,
+    ...(res.stale ? { stale: res.stale } : {}),
     ...('repos' in res ? { repos: res.repos } : {}),
   });
 }

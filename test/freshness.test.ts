@@ -1,0 +1,150 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { openEmbedder } from '../src/embed/open.ts';
+import { embedPending } from '../src/indexing/embedding.ts';
+import { indexProject, indexStatus, openProject } from '../src/project/local.ts';
+import { makeTree, removeTree, runCli, testConfig } from './helpers.ts';
+
+const trees: string[] = [];
+after(() => trees.forEach(removeTree));
+
+const git = (root: string, ...args: string[]) =>
+  execFileSync('git', ['-C', root, ...args], {
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: 'q',
+      GIT_AUTHOR_EMAIL: 'q@e.x',
+      GIT_COMMITTER_NAME: 'q',
+      GIT_COMMITTER_EMAIL: 'q@e.x',
+    },
+  });
+
+describe('freshness an agent can see', () => {
+  it('status says the commit, what was left out and why, and whether vectors are complete', async () => {
+    const root = makeTree({
+      'quarry.toml': 'max_file_bytes = 2000\n\n[embed]\nprovider = "static"\n',
+      '.gitignore': 'build/\n',
+      'build/out.js': 'generated();\n',
+      'src/app.ts': 'export function startApp() {\n  return 1;\n}\n',
+      'src/big.ts': `export const big = "${'x'.repeat(3000)}";\n`,
+      id_rsa: 'not really a key\n',
+      'blob.txt': Buffer.from([0, 1, 2, 3, 0, 0, 255, 0]),
+    });
+    trees.push(root);
+    symlinkSync('/etc/hostname', join(root, 'link.txt'));
+    git(root, 'init', '-q', '-b', 'main');
+    git(root, 'add', '-A');
+    git(root, 'commit', '-qm', 'one');
+    const project = await openProject({ root, create: true, userConfig: false });
+    try {
+      await indexProject(project);
+      const st = await indexStatus(project);
+      const head = git(root, 'rev-parse', 'HEAD').toString().trim();
+      assert.deepEqual(st.built, { branch: 'main', commit: head });
+      assert.equal(st.skipped?.reasons['too-large'], 1);
+      assert.equal(st.skipped?.reasons.secret, 1);
+      assert.equal(st.skipped?.reasons.symlink, 1);
+      assert.ok((st.skipped?.ignored.folders ?? 0) >= 1, 'build/ ignored');
+      assert.equal(st.skippedFiles, 1, 'the binary file, indexed without chunks');
+      assert.equal(st.embedding.complete, true);
+      const fresh = await project.search('start the app');
+      assert.equal(fresh.stale, undefined);
+      const text = runCli(['status'], { cwd: root, env: { QUARRY_EMBED: 'static' } }).stdout;
+      assert.match(text, /built at main@[0-9a-f]{12}/);
+      assert.match(
+        text,
+        /^left out +1 with a secret-looking name, 1 symbolic links, 1 too large, 1 without chunks .*, 1 folder and 0 files ignored/m,
+      );
+      assert.match(text, /· complete$/m);
+    } finally {
+      await project.close();
+    }
+  });
+
+  it('a search says in one line when its results may be stale, on the CLI and in --json', async () => {
+    const root = makeTree({
+      'quarry.toml': '[embed]\nprovider = "static"\n',
+      'src/app.ts': 'export function startApp() {\n  return 1;\n}\n',
+    });
+    trees.push(root);
+    git(root, 'init', '-q');
+    git(root, 'add', '-A');
+    git(root, 'commit', '-qm', 'one');
+    const env = { QUARRY_EMBED: 'static' };
+    assert.equal(runCli(['index', '--quiet'], { cwd: root, env }).code, 0);
+    // a commit since the index: the checkout moved
+    writeFileSync(join(root, 'src/app.ts'), 'export function startApp() {\n  return 2;\n}\n');
+    git(root, 'commit', '-qam', 'two');
+    const moved = runCli(['search', 'start app', '--json'], { cwd: root, env });
+    assert.match(
+      JSON.parse(moved.stdout).stale,
+      /^the checkout moved from [0-9a-f]{12} to [0-9a-f]{12} since the last index/,
+    );
+    assert.match(runCli(['search', 'start app'], { cwd: root, env }).stderr, /^note: the checkout moved/m);
+    // a new file indexed without vectors: hybrid search says the vectors are not complete
+    writeFileSync(join(root, 'src/more.ts'), 'export function moreWork() {}\n');
+    assert.equal(runCli(['index', '--quiet', '--no-embed'], { cwd: root, env }).code, 0);
+    const partial = JSON.parse(runCli(['search', 'more work', '--json'], { cwd: root, env }).stdout);
+    assert.equal(partial.stale, 'vectors cover 1 of 3 files so far: the rest are found by their words alone');
+    // a lexical search is not made staler by missing vectors
+    const lexical = JSON.parse(
+      runCli(['search', 'more work', '--json', '--mode', 'lexical'], { cwd: root, env }).stdout,
+    );
+    assert.equal(lexical.stale, undefined);
+    // a run that was killed
+    const project = await openProject({ root, userConfig: false });
+    try {
+      await project.store.setMeta('run', JSON.stringify({ startedAt: Date.now(), pending: 3 }));
+    } finally {
+      await project.close();
+    }
+    const killed = JSON.parse(runCli(['search', 'start app', '--json'], { cwd: root, env }).stdout);
+    assert.match(killed.stale, /^the last index run was interrupted/);
+  });
+
+  it('status shows an embedding run under way: phase, files, rate', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 40; i++)
+      files[`src/m${i}.ts`] = `export function work${i}(x: number) {\n  return x * ${i};\n}\n`;
+    const root = makeTree(files);
+    trees.push(root);
+    const project = await openProject({
+      root,
+      create: true,
+      userConfig: false,
+      overrides: { embed: { provider: 'none' } },
+    });
+    const embedder = (await openEmbedder(
+      testConfig({ embed: { ...testConfig().embed, provider: 'static' } }),
+    ))!;
+    try {
+      await indexProject(project, { embed: false });
+      const stop = new AbortController();
+      await embedPending(project.store, embedder, {
+        batchFiles: 1,
+        signal: stop.signal,
+        onProgress: (p) => {
+          if (p.done >= 5) stop.abort();
+        },
+      });
+      // a writer holds the index (as the run would): its recorded progress is shown
+      const lock = await project.store.acquireWriter();
+      try {
+        const st = await indexStatus(project);
+        assert.equal(st.embedding.complete, false);
+        assert.equal(st.embedding.progress?.phase, 1);
+        assert.equal(st.embedding.progress?.total, 40);
+        assert.ok(typeof st.embedding.progress?.textsPerSec === 'number');
+      } finally {
+        await lock.release();
+      }
+      assert.equal((await indexStatus(project)).embedding.progress, undefined, 'no run: no progress shown');
+    } finally {
+      await embedder.close();
+      await project.close();
+    }
+  });
+});
