@@ -67,8 +67,8 @@ export async function centralityOf(store: Store): Promise<Map<string, number> | 
   for (const r of await store.references.useCounts(names)) {
     const home = definedIn.get(r.name);
     if (!home || home === r.path) continue;
-    let set = users.get(home);
-    if (!set) users.set(home, (set = new Set()));
+    const set = users.get(home) ?? new Set<string>();
+    users.set(home, set);
     set.add(r.path);
   }
   let most = 0;
