@@ -5,6 +5,7 @@ import { openEmbedder } from '../src/embed/open.ts';
 import { embedPending } from '../src/indexing/embedding.ts';
 import { byPriority, centralityOf, embedPriority } from '../src/indexing/priority.ts';
 import { indexProject, openProject } from '../src/project/local.ts';
+import { denseShare } from '../src/search/search.ts';
 import { makeTree, removeTree, testConfig } from './helpers.ts';
 
 const trees: string[] = [];
@@ -41,6 +42,13 @@ describe('vectors where they matter first: the embedding order', () => {
       byPriority([{ path: 'src/z.ts' }, { path: 'src/a.ts' }], none).map((f) => f.path),
       ['src/z.ts', 'src/a.ts'],
     );
+  });
+
+  it('weighs a dense list by the share of the index its vectors cover', () => {
+    assert.equal(denseShare({ files: 100, coarse: 100, refined: 100 }), 1);
+    assert.equal(denseShare({ files: 100, coarse: 100, refined: 0 }), 0.5);
+    assert.equal(denseShare({ files: 100, coarse: 20, refined: 10 }), 0.15);
+    assert.equal(denseShare({ files: 0, coarse: 0, refined: 0 }), 1);
   });
 
   it('embeds in that order: an interrupted run has the likeliest files, and finishes the rest when resumed', async () => {

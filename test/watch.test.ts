@@ -4,7 +4,7 @@ import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { indexProject, type LocalProject as Project } from '../src/project/local.ts';
-import { type AutoSync, startAutoSync } from '../src/watch/autosync.ts';
+import { type AutoSync, startAutoSync, watchFailure } from '../src/watch/autosync.ts';
 import { makeTree, openLexical, removeTree } from './helpers.ts';
 
 /** Waits for an outcome (not a duration): the check is what matters, the bound only stops a hung test. */
@@ -119,5 +119,24 @@ describe('auto-sync: the watcher keeps the index fresh', () => {
     assert.ok(s.lastSync);
     assert.equal(s.filesIndexed, (await paths()).length);
     assert.equal(s.lastError, null);
+  });
+});
+
+describe('a watcher that cannot start', () => {
+  it('says why in one line and that it polls instead; the system limit comes with the way to raise it', () => {
+    const limit = watchFailure(
+      new Error('inotify_add_watch on /repo/a failed: No space left on device'),
+      15_000,
+    );
+    assert.equal(limit.split('\n').length, 1);
+    assert.match(
+      limit,
+      /^the file watcher could not start \(inotify_add_watch .*\): looking for changes every 15 s instead; .*sysctl fs\.inotify\.max_user_watches=/,
+    );
+    const other = watchFailure(new Error('something else'), 30_000);
+    assert.equal(
+      other,
+      'the file watcher could not start (something else): looking for changes every 30 s instead',
+    );
   });
 });

@@ -9,9 +9,16 @@ import type { LlmProvider } from '../llm/provider.ts';
 import { createHttpReranker, type Reranker } from '../rerank/rerank.ts';
 import { type GrepQuery, type GrepResponse, grep } from '../search/grep.ts';
 import { readHistory } from '../search/history.ts';
-import { passesFilter, type SearchOptions, type SearchResponse, search } from '../search/search.ts';
+import {
+  denseShare,
+  passesFilter,
+  type SearchOptions,
+  type SearchResponse,
+  search,
+} from '../search/search.ts';
 import { openStore, storeTarget, storeTraits } from '../store/open.ts';
 import {
+  type EmbeddingStatus,
   embeddingStatusOf,
   type FileRecord,
   type RepoInfo,
@@ -309,9 +316,11 @@ export async function searchProject(
       : (await project.store.vectors.embedder())?.id;
   if (indexed && query.trim()) {
     const embedder = await project.queryEmbedder();
-    if (embedder && embedder.id === indexed)
+    if (embedder && embedder.id === indexed) {
       ({ vector: queryVector, coverage } = await embedQuery(embedder, query));
-    else if (embedder)
+      // while vectors are still being made, the dense list speaks for the share of the index it covers
+      coverage *= denseShare(await embeddingNow(project));
+    } else if (embedder)
       onNotice?.(
         `the index's vectors come from ${indexed}, not ${embedder.id}: run \`quarry index\` to rebuild them`,
       );
@@ -352,6 +361,17 @@ export async function searchProject(
   return stale ? { ...res, stale } : res;
 }
 
+const embeddingSeen = new WeakMap<LocalProject, { at: number; status: Promise<EmbeddingStatus> }>();
+
+/** The index's embedding status, asked at most every FRESHNESS_MS (a count over the vector tables). */
+function embeddingNow(project: LocalProject): Promise<EmbeddingStatus> {
+  const seen = embeddingSeen.get(project);
+  if (seen && performance.now() - seen.at < FRESHNESS_MS) return seen.status;
+  const status = embeddingStatusOf(project.store);
+  embeddingSeen.set(project, { at: performance.now(), status });
+  return status;
+}
+
 /** How long a freshness verdict stands (a search a second asks the store and `.git` once). */
 const FRESHNESS_MS = 2000;
 const freshness = new WeakMap<LocalProject, { at: number; note: Promise<string | undefined> }>();
@@ -384,7 +404,7 @@ async function freshnessOf(project: LocalProject): Promise<string | undefined> {
     if (built && head && built !== head)
       return `the checkout moved from ${built.slice(0, 12)} to ${head.slice(0, 12)} since the last index: results may be stale (run \`quarry index\`, or keep \`quarry watch\` running)`;
   }
-  const e = await embeddingStatusOf(store);
+  const e = await embeddingNow(project);
   if (e.embedder && e.coarse < e.files)
     return `vectors cover ${e.coarse} of ${e.files} files so far: the rest are found by their words alone`;
   return undefined;

@@ -13,6 +13,8 @@ import type { WriterLock } from '../store/types.ts';
 /** What `quarry status`, the panel and MCP show about keeping the index fresh. */
 export interface SyncStatus {
   watching: boolean;
+  /** The native watcher could not start (the system's limit on watches): changes are found by a walk this often, ms. */
+  pollingMs?: number;
   /** A sync (lexical) or background embedding is running. */
   state: 'idle' | 'syncing' | 'embedding' | 'waiting';
   /** When the index last matched the disk, ISO time. */
@@ -37,6 +39,8 @@ export interface AutoSyncOptions {
   massChange?: number;
   /** Embed new and changed files in the background. Default true (when the config has an embedder). */
   embed?: boolean;
+  /** When the native watcher cannot start: a walk this often instead. Default 15 s. */
+  pollMs?: number;
   onStatus?: (s: SyncStatus) => void;
   onError?: (message: string) => void;
 }
@@ -58,11 +62,19 @@ const WATCH_IGNORES = ['.git', '.quarry', 'node_modules', '.hg', '.svn'];
  */
 export async function startAutoSync(project: Project, options: AutoSyncOptions = {}): Promise<AutoSync> {
   const sync = new AutoSyncRun(project, options, (await project.store.stats()).files);
-  const subscription = await watcher.subscribe(project.root, (err, events) => sync.onEvents(err, events), {
-    ignore: WATCH_IGNORES,
-  });
-  sync.st.watching = true;
-  const sweepMs = options.sweepMs ?? 5 * 60_000;
+  let subscription: watcher.AsyncSubscription | undefined;
+  try {
+    subscription = await watcher.subscribe(project.root, (err, events) => sync.onEvents(err, events), {
+      ignore: WATCH_IGNORES,
+    });
+    sync.st.watching = true;
+  } catch (err) {
+    // a tree larger than the system lets one user watch (inotify's max_user_watches), or no watcher at all: a walk
+    // every few seconds keeps the index fresh, slower but never a crash
+    sync.st.pollingMs = options.pollMs ?? 15_000;
+    options.onError?.(watchFailure(err, sync.st.pollingMs));
+  }
+  const sweepMs = subscription ? (options.sweepMs ?? 5 * 60_000) : (sync.st.pollingMs ?? 0);
   const sweep = sweepMs > 0 ? setInterval(() => sync.sweep(), sweepMs) : undefined;
   sweep?.unref();
   sync.notify();
@@ -72,6 +84,17 @@ export async function startAutoSync(project: Project, options: AutoSyncOptions =
     syncNow: () => sync.syncNow(),
     stop: () => sync.stop(subscription, sweep),
   };
+}
+
+/** Why the native watcher did not start, and what runs instead, in one line. */
+export function watchFailure(err: unknown, pollMs: number): string {
+  const message = String((err as Error)?.message ?? err).split('\n')[0] ?? 'unknown error';
+  const limit = /inotify|ENOSPC|no space left|too many open files|EMFILE/i.test(message);
+  return `the file watcher could not start (${message}): looking for changes every ${Math.round(pollMs / 1000)} s instead${
+    limit
+      ? '; the tree has more folders than the system lets one user watch: raise it with `sudo sysctl fs.inotify.max_user_watches=524288`'
+      : ''
+  }`;
 }
 
 /** One autosync's state (what changed, what runs) and its steps: debounce, index the changes, embed in the background. */
@@ -160,13 +183,16 @@ class AutoSyncRun {
     return this.kick();
   }
 
-  async stop(subscription: watcher.AsyncSubscription, sweep: NodeJS.Timeout | undefined): Promise<void> {
+  async stop(
+    subscription: watcher.AsyncSubscription | undefined,
+    sweep: NodeJS.Timeout | undefined,
+  ): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
     if (sweep) clearInterval(sweep);
     this.embedAbort?.abort();
     try {
-      await subscription.unsubscribe();
+      await subscription?.unsubscribe();
     } catch {
       // inotify already dropped the watches of folders that were removed; nothing is left to release
     }

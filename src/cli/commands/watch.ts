@@ -46,7 +46,12 @@ export async function runWatch(cli: CliContext, opts: { sweep: number; init?: bo
     },
     onError: (m) => io.stderr.write(`${c.yellow('note')}: ${m}\n`),
   });
-  io.stdout.write(`watching ${project.root} (Ctrl-C to stop)\n`);
+  const polling = sync.status().pollingMs;
+  io.stdout.write(
+    polling
+      ? `polling ${project.root} every ${Math.round(polling / 1000)} s (Ctrl-C to stop)\n`
+      : `watching ${project.root} (Ctrl-C to stop)\n`,
+  );
   await sync.syncNow();
   await untilSignal();
   await sync.stop();
