@@ -37,6 +37,8 @@ const FRACTIONS = arg('fractions', '0,0.1,0.25,0.5,1')!.split(',').map(Number);
 const json = args.includes('--json');
 /** `--full-weight`: the dense list at full weight however few vectors exist (quarry before 2026-11-25). */
 const WEIGHTED = !args.includes('--full-weight');
+/** `--share-power P`: the product's weight (denseShare, the square of the share) raised to P / 2 (trials). */
+const POWER = Number(arg('share-power', '2')) / 2;
 
 interface Loaded {
   chunks: Array<Omit<ChunkHit, 'score'> & { vector: Float32Array }>;
@@ -194,7 +196,7 @@ for (const [tree, qs] of byTree) {
         const { vector, coverage } = vectors.get(q.id)!;
         // as searchProject weighs the dense list of an index whose vectors are still coming
         const share = WEIGHTED
-          ? denseShare({ files: order.length, coarse: coarse.size, refined: refined.size })
+          ? denseShare({ files: order.length, coarse: coarse.size, refined: refined.size }) ** POWER
           : 1;
         const res = await search(store, project.config, q.query, {
           mode: 'hybrid',

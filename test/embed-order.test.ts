@@ -44,10 +44,10 @@ describe('vectors where they matter first: the embedding order', () => {
     );
   });
 
-  it('weighs a dense list by the share of the index its vectors cover', () => {
+  it('weighs a dense list by the square of the share of the index its vectors cover', () => {
     assert.equal(denseShare({ files: 100, coarse: 100, refined: 100 }), 1);
-    assert.equal(denseShare({ files: 100, coarse: 100, refined: 0 }), 0.5);
-    assert.equal(denseShare({ files: 100, coarse: 20, refined: 10 }), 0.15);
+    assert.equal(denseShare({ files: 100, coarse: 100, refined: 0 }), 0.25);
+    assert.ok(Math.abs(denseShare({ files: 100, coarse: 20, refined: 10 }) - 0.0225) < 1e-12);
     assert.equal(denseShare({ files: 0, coarse: 0, refined: 0 }), 1);
   });
 
