@@ -422,11 +422,44 @@ export async function chunkFile(
     tree = null;
   }
   if (!tree) {
-    parser.reset();
+    // a cancelled (timed-out) parse: web-tree-sitter 0.25.10 can then fail inside `reset` with "memory access out
+    // of bounds" (found indexing 100,581 files); the parser is dropped and the next file gets a new one
+    dropParser();
     return chunkByLines(text, o);
   }
   try {
-    const defs = buildDefs(tree.rootNode, g.query, g.kinds);
+    return chunkTree(tree, text, g, o);
+  } catch (err) {
+    // tree-sitter's WebAssembly failing on one file costs that file its definitions, never the run
+    if (!(err instanceof Error && err.name === 'RuntimeError')) throw err; // WebAssembly's
+    dropParser();
+    return chunkByLines(text, o);
+  } finally {
+    try {
+      tree.delete();
+    } catch {
+      // the tree's memory went with a failed module call
+    }
+  }
+}
+
+function dropParser(): void {
+  try {
+    parser?.delete();
+  } catch {
+    // its memory is already gone
+  }
+  parser = undefined;
+}
+
+function chunkTree(
+  tree: NonNullable<ReturnType<Parser['parse']>>,
+  text: string,
+  g: Awaited<ReturnType<typeof loadGrammar>>,
+  o: ChunkOptions,
+): ChunkedFile {
+  {
+    const defs = buildDefs(tree.rootNode, g.query!, g.kinds);
     const lt = new LineText(text);
     const units = unitsFor(lt, defs, 0, lt.lines.length - 1, null, o);
     const symbols: SymbolDef[] = [];
@@ -457,8 +490,6 @@ export async function chunkFile(
       method: 'tree-sitter',
       refs: g.refQuery ? collectRefs(tree.rootNode, g.refQuery) : [],
     };
-  } finally {
-    tree.delete();
   }
 }
 
