@@ -7,7 +7,7 @@ import { processFile } from '../src/indexing/process-file.ts';
 import { acquireWriterLock } from '../src/store/lock.ts';
 import { openSqliteStore } from '../src/store/sqlite.ts';
 import { indexPaths } from '../src/workspace/root.ts';
-import { copyPolyglot, dumpIndex, ftsRowCount, makeTree, removeTree, testConfig } from './helpers.ts';
+import { copyPolyglot, dumpIndex, ftsRowCount, makeTree, removeTree, runCli, testConfig } from './helpers.ts';
 
 const trees: string[] = [];
 after(() => trees.forEach(removeTree));
@@ -228,6 +228,36 @@ describe('embedding into the cache as it goes (regression: a crash mid-batch re-
       assert.ok(resumed.fromCache >= 64, `${resumed.fromCache} from the cache, ${resumed.embedded} embedded`);
       assert.equal(resumed.fromCache + resumed.embedded, 160, 'every chunk of the batch has its vector');
       await store.close();
+    } finally {
+      removeTree(root);
+    }
+  });
+});
+
+describe('a parse that passes its deadline', () => {
+  it('costs that file its definitions and its worker, never the run (regression: a 100,581-file index died)', () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 60; i++)
+      files[`src/m${i}.ts`] = Array.from(
+        { length: 200 },
+        (_, j) => `export function f${i}x${j}(a: number): number {\n  return a + ${j};\n}\n`,
+      ).join('');
+    const root = makeTree(files);
+    try {
+      // a deadline no parse of these files meets: every one is cancelled, each worker replaced after it
+      const r = runCli(['index', '--quiet', '--json', '--no-embed'], {
+        cwd: root,
+        env: { QUARRY_PARSE_TIMEOUT_MS: '1', QUARRY_WORKERS: '2' },
+      });
+      assert.equal(r.code, 0, r.stderr);
+      const report = JSON.parse(r.stdout) as { files: number; added: number };
+      assert.equal(report.added, 60);
+      const methods = (dumpIndex(join(root, '.quarry', 'index.db')).files as Array<{ method: string }>).map(
+        (f) => f.method,
+      );
+      assert.ok(methods.includes('lines'), 'the cancelled parses are chunked by lines');
+      const again = runCli(['search', '--json', 'f7x150'], { cwd: root });
+      assert.equal(JSON.parse(again.stdout).results[0]?.path, 'src/m7.ts');
     } finally {
       removeTree(root);
     }

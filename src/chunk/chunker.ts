@@ -37,6 +37,12 @@ export interface ChunkedFile {
   method: 'tree-sitter' | 'lines';
   /** Names the file's code uses (identifier nodes), with the lines they are on; empty without a parse. */
   refs: NameRefs[];
+  /**
+   * tree-sitter's WebAssembly memory may be broken after this file (a parse cancelled at its deadline, or a
+   * `RuntimeError` while reading the tree; a reset then failed with "memory access out of bounds" on a 100,581-file
+   * run): it was chunked by lines, and a parse worker that saw it is replaced (`indexing/pool.ts`).
+   */
+  suspect?: boolean;
 }
 
 /** Where a file uses one name. */
@@ -72,7 +78,8 @@ interface Unit {
 
 const CLASS_LIKE = new Set<SymbolKind>(['class', 'interface', 'struct', 'trait', 'impl', 'object', 'enum']);
 const ATTACHED_BEFORE = /comment|decorator|attribute|annotation/;
-const PARSE_TIMEOUT_MS = 3000;
+// `QUARRY_PARSE_TIMEOUT_MS` moves it (a slow machine; the tests, to make parses pass it)
+const PARSE_TIMEOUT_MS = Number(process.env.QUARRY_PARSE_TIMEOUT_MS) || 3000;
 
 let initialised: Promise<void> | undefined;
 const grammars = new Map<
@@ -422,18 +429,19 @@ export async function chunkFile(
     tree = null;
   }
   if (!tree) {
-    // a cancelled (timed-out) parse: web-tree-sitter 0.25.10 can then fail inside `reset` with "memory access out
-    // of bounds" (found indexing 100,581 files); the parser is dropped and the next file gets a new one
-    dropParser();
-    return chunkByLines(text, o);
+    // a cancelled (timed-out) parse: web-tree-sitter 0.25.10 may have left its memory broken (the next `reset`
+    // failed with "memory access out of bounds" on a 100,581-file run). The parser is left untouched and the caller
+    // told: a parse worker is replaced, and the file chunked by lines
+    parser = undefined;
+    return { ...chunkByLines(text, o), suspect: true };
   }
   try {
     return chunkTree(tree, text, g, o);
   } catch (err) {
-    // tree-sitter's WebAssembly failing on one file costs that file its definitions, never the run
-    if (!(err instanceof Error && err.name === 'RuntimeError')) throw err; // WebAssembly's
-    dropParser();
-    return chunkByLines(text, o);
+    // tree-sitter's WebAssembly failed on this file: the same, whatever failed
+    if (!(err instanceof Error && err.name === 'RuntimeError')) throw err;
+    parser = undefined;
+    return { ...chunkByLines(text, o), suspect: true };
   } finally {
     try {
       tree.delete();
@@ -441,15 +449,6 @@ export async function chunkFile(
       // the tree's memory went with a failed module call
     }
   }
-}
-
-function dropParser(): void {
-  try {
-    parser?.delete();
-  } catch {
-    // its memory is already gone
-  }
-  parser = undefined;
 }
 
 function chunkTree(

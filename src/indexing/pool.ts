@@ -21,18 +21,41 @@ export function createFilePool(
   size = defaultWorkerCount(config),
 ): FilePool {
   if (size <= 0) {
-    return { size: 0, run: (task) => processFile(root, task, config), close: async () => {} };
+    return {
+      size: 0,
+      run: async (task) => {
+        try {
+          return await processFile(root, task, config);
+        } catch (err) {
+          if (!isWasmFailure(err)) throw err;
+          return processFile(root, { ...task, plain: true }, config);
+        }
+      },
+      close: async () => {},
+    };
   }
-  type Pending = { resolve: (o: FileOutcome) => void; reject: (e: Error) => void };
-  const workers = Array.from({ length: size }, () => {
+  type Pending = { resolve: (o: FileOutcome) => void; reject: (e: Error) => void; task: FileTask };
+  type Slot = { w: ReturnType<typeof startWorker>; pending: Map<number, Pending> };
+  const workers: Slot[] = [];
+  const spawn = (): Slot => {
     const w = startWorker(new URL('./worker.ts', import.meta.url), { root, config });
-    const pending = new Map<number, Pending>();
-    w.on('message', (m: { id: number; outcome?: FileOutcome; error?: string }) => {
+    const slot: Slot = { w, pending: new Map<number, Pending>() };
+    const { pending } = slot;
+    w.on('message', (m: { id: number; outcome?: FileOutcome; error?: string; wasm?: boolean }) => {
       const p = pending.get(m.id);
       if (!p) return;
       pending.delete(m.id);
-      if (m.error) p.reject(new Error(m.error));
-      else p.resolve(m.outcome!);
+      if (m.wasm) {
+        // tree-sitter's WebAssembly failed: its memory in this worker is not to be trusted again. A new worker
+        // takes the tasks in flight, and this file is chunked by lines (found on a 100,581-file run)
+        replace(slot);
+        post({ ...p, task: { ...p.task, plain: true } }, m.id);
+      } else if (m.error) p.reject(new Error(m.error));
+      else {
+        p.resolve(m.outcome!);
+        // a parse that left tree-sitter's memory suspect: this worker parses nothing more
+        if (m.outcome?.status === 'indexed' && m.outcome.suspect) replace(slot);
+      }
     });
     const failAll = (err: Error) => {
       for (const p of pending.values()) p.reject(err);
@@ -40,25 +63,42 @@ export function createFilePool(
     };
     w.on('error', failAll);
     w.on('exit', (code) => {
-      if (code !== 0) failAll(new Error(`parse worker exited with code ${code}`));
+      if (code !== 0 && workers.includes(slot)) failAll(new Error(`parse worker exited with code ${code}`));
     });
-    return { w, pending };
-  });
+    return slot;
+  };
+  const replace = (old: Slot) => {
+    const fresh = spawn();
+    workers[workers.indexOf(old)] = fresh;
+    for (const [id, p] of old.pending) {
+      fresh.pending.set(id, p);
+      fresh.w.postMessage({ id, task: p.task });
+    }
+    old.pending.clear();
+    void old.w.terminate();
+  };
+  const post = (p: Pending, id: number) => {
+    // the least busy worker takes the task
+    let best = workers[0]!;
+    for (const x of workers) if (x.pending.size < best.pending.size) best = x;
+    best.pending.set(id, p);
+    best.w.postMessage({ id, task: p.task });
+  };
+  for (let i = 0; i < size; i++) workers.push(spawn());
   let nextId = 0;
   return {
     size,
     run(task) {
-      // the least busy worker takes the task
-      let best = workers[0]!;
-      for (const x of workers) if (x.pending.size < best.pending.size) best = x;
       const id = nextId++;
-      return new Promise<FileOutcome>((resolve, reject) => {
-        best.pending.set(id, { resolve, reject });
-        best.w.postMessage({ id, task });
-      });
+      return new Promise<FileOutcome>((resolve, reject) => post({ resolve, reject, task }, id));
     },
     async close() {
       await Promise.all(workers.map((x) => x.w.terminate()));
     },
   };
+}
+
+/** tree-sitter's WebAssembly failed (`RuntimeError: memory access out of bounds`) outside a file's parse. */
+export function isWasmFailure(err: unknown): boolean {
+  return err instanceof Error && err.name === 'RuntimeError';
 }

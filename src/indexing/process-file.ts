@@ -16,10 +16,18 @@ export interface FileTask {
   knownHash?: string;
   /** Keep the file's text in the update (for stores that serve files: `Store.content`). */
   keepText?: boolean;
+  /** Chunk by lines, without a parser (a retry after tree-sitter's WebAssembly failed on this file). */
+  plain?: boolean;
 }
 
 export type FileOutcome =
-  | { status: 'indexed'; update: FileUpdate; skipReason?: 'binary' | 'minified' | 'secret' }
+  | {
+      status: 'indexed';
+      update: FileUpdate;
+      skipReason?: 'binary' | 'minified' | 'secret';
+      /** Chunked by lines after tree-sitter failed on it; the worker's parser is not to be trusted again. */
+      suspect?: boolean;
+    }
   | { status: 'unchanged'; path: string; size: number; mtimeMs: number }
   | { status: 'gone'; path: string }
   | { status: 'unreadable'; path: string; detail: string };
@@ -119,7 +127,7 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
   if (verdict.skip) return skipped(t, hash, lang.id, verdict.skip);
   const text = verdict.text;
 
-  const chunked = await chunkFile(text, lang.grammar, config.chunk);
+  const chunked = await chunkFile(text, task.plain ? undefined : lang.grammar, config.chunk);
   const pathTokens = pathTokenText(task.path);
   const chunks = chunked.chunks.map((c, ordinal) => ({
     ordinal,
@@ -155,5 +163,6 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
         body: chunks.map((c) => c.tokens.body).join(' '),
       },
     },
+    ...(chunked.suspect ? { suspect: true } : {}),
   };
 }

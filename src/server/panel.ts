@@ -124,7 +124,8 @@ function showStatus(s) {
   $('files').textContent = s.files;
   $('chunks').textContent = s.chunks;
   const e = s.embedding;
-  $('vectors').textContent = !e.embedder ? 'none' : e.refined >= e.files ? 'all' : e.coarse < e.files ? 'phase 1 ' + Math.floor(100 * e.coarse / Math.max(1, e.files)) + '%' : 'phase 2 ' + Math.floor(100 * e.refined / Math.max(1, e.files)) + '%';
+  $('vectors').textContent = (!e.embedder ? 'none' : e.refined >= e.files ? 'all' : e.coarse < e.files ? 'phase 1 ' + Math.floor(100 * e.coarse / Math.max(1, e.files)) + '%' : 'phase 2 ' + Math.floor(100 * e.refined / Math.max(1, e.files)) + '%')
+    + (e.progress ? ' · ' + Math.round(e.progress.textsPerSec) + ' texts/s' + (e.progress.etaMs != null ? ', about ' + Math.max(1, Math.round(e.progress.etaMs / 60000)) + ' min left' : '') : '');
   const y = s.sync;
   $('sync').textContent = !y ? 'off' : y.state !== 'idle' ? y.state : y.lastSync ? 'synced ' + new Date(y.lastSync).toLocaleTimeString() + ' (' + y.lastChanged + ' changed)' : 'watching';
   $('pending').textContent = s.pending;
