@@ -80,6 +80,8 @@ try {
       notice: err.trim(),
       polling: /^polling /m.test(out),
       alive: child.exitCode === null,
+      exit: child.exitCode,
+      stdout: out.trim().split('\n').slice(-3),
       indexedMs: Math.round(indexedMs),
       saveFoundMs: Math.round(foundMs),
     }),

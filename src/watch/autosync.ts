@@ -76,7 +76,8 @@ export async function startAutoSync(project: Project, options: AutoSyncOptions =
   }
   const sweepMs = subscription ? (options.sweepMs ?? 5 * 60_000) : (sync.st.pollingMs ?? 0);
   const sweep = sweepMs > 0 ? setInterval(() => sync.sweep(), sweepMs) : undefined;
-  sweep?.unref();
+  // the watcher keeps the process alive; polling in its place must (`quarry watch` ended, exit 13, without it)
+  if (subscription) sweep?.unref();
   sync.notify();
 
   return {
