@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { openSqliteStore, SCHEMA_VERSION } from '../src/store/sqlite.ts';
-import { indexLexically, makeTree, removeTree, runCli } from './helpers.ts';
+import { copyPolyglot, indexLexically, makeTree, removeTree, runCli } from './helpers.ts';
 import { storeContract } from './store-contract.ts';
 
 const dirs: string[] = [];
@@ -165,5 +165,34 @@ describe('SqliteStore specifics', () => {
       () => openSqliteStore(path),
       /newer quarry \(schema 999\): upgrade quarry or delete \.quarry\//,
     );
+  });
+});
+
+describe('a lexical search within named files', () => {
+  it('finds the same chunks with the same scores, asked file by file or for many files in one pass', async () => {
+    const root = copyPolyglot(dirs);
+    await indexLexically(root);
+    const store = openSqliteStore(join(root, '.quarry', 'index.db'));
+    try {
+      const paths = (await store.listFiles()).map((f) => f.path);
+      assert.ok(paths.length > 8, 'more files than are asked one by one');
+      const query = {
+        terms: ['return', 'self', 'public', 'const', 'func', 'def', 'string'],
+        limit: 500,
+        weights: { path: 1, symbol: 2, body: 1 },
+      };
+      const many = await store.lexical!.searchChunks({ ...query, filter: { paths } });
+      const one: Array<{ chunkId: number; score: number }> = [];
+      for (const p of paths)
+        one.push(...(await store.lexical!.searchChunks({ ...query, filter: { paths: [p] } })));
+      one.sort((a, b) => b.score - a.score || a.chunkId - b.chunkId);
+      assert.ok(many.length > 5);
+      assert.deepEqual(
+        many.map((h) => [h.chunkId, h.score]),
+        one.map((h) => [h.chunkId, h.score]),
+      );
+    } finally {
+      store.close();
+    }
   });
 });

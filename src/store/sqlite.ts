@@ -192,6 +192,9 @@ const SYMBOL_COLUMNS = `s.*, f.path,
   (SELECT c.id FROM chunks c WHERE c.file_id = s.file_id AND c.start_line <= s.start_line
      ORDER BY c.start_line DESC LIMIT 1) AS chunk_id`;
 
+/** Files a search within named files asks FTS5 about one by one; more are found in one pass. */
+const FILES_ONE_BY_ONE = 8;
+
 /** SQL and parameters restricting `files f` to a filter. */
 function filterSql(filter: SearchFilter | undefined): { sql: string; params: unknown[] } {
   if (!filter) return { sql: '', params: [] };
@@ -709,10 +712,14 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * A search within a few named files: each file's chunks occupy a range of rowids (they are inserted together),
-   * which FTS5 seeks to directly instead of scoring every match in the index and filtering afterwards.
+   * A search within named files: each file's chunks occupy a range of rowids (they are inserted together). For a
+   * few files, FTS5 is asked within each range; for more, in one pass over the matches, kept when they fall in a
+   * range. Each FTS5 query reads the terms' posting lists again: on 491k chunks, ~18 ms a query for common words,
+   * and a search asked for ~110 files (1.9 s) where one pass costs 0.37 s. The scores are the same either way.
    */
   private searchLexicalInFiles(q: LexicalQuery, match: string, rank: string): ChunkHit[] {
+    if (new Set(q.filter!.paths).size > FILES_ONE_BY_ONE)
+      return this.searchLexicalAcrossFiles(q, match, rank);
     const { sql: where, params } = filterSql({ ...q.filter, paths: undefined });
     const inRange = this.db.prepare(
       `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, -m.rank AS score
@@ -729,6 +736,48 @@ export class SqliteStore implements Store {
         hits.push(toHit(r));
     }
     return hits.sort((a, b) => b.score - a.score || a.chunkId - b.chunkId).slice(0, q.limit);
+  }
+
+  /** `searchLexicalInFiles` for many files: one pass over every match, kept when it lies in one of their ranges. */
+  private searchLexicalAcrossFiles(q: LexicalQuery, match: string, rank: string): ChunkHit[] {
+    const paths = [...new Set(q.filter!.paths)];
+    const ranges: Array<{ lo: number; hi: number }> = [];
+    for (const path of paths) {
+      const r = this.stmts.chunkRange.get(path) as { lo: number | null; hi: number | null } | undefined;
+      if (r && r.lo != null && r.hi != null) ranges.push({ lo: r.lo, hi: r.hi });
+    }
+    if (!ranges.length) return [];
+    ranges.sort((a, b) => a.lo - b.lo);
+    const inRange = (id: number) => {
+      let lo = 0;
+      let hi = ranges.length - 1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >> 1;
+        const r = ranges[mid]!;
+        if (id < r.lo) hi = mid - 1;
+        else if (id > r.hi) lo = mid + 1;
+        else return true;
+      }
+      return false;
+    };
+    const scores = new Map<number, number>();
+    const all = this.db.prepare(
+      'SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ?',
+    );
+    for (const [id, r] of all.raw().iterate(match, rank) as Iterable<[number, number]>)
+      if (inRange(id)) scores.set(id, -r);
+    if (!scores.size) return [];
+    const { sql: where, params } = filterSql({ ...q.filter, paths: undefined });
+    const rows = this.db
+      .prepare(
+        `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind FROM chunks c JOIN files f ON f.id = c.file_id
+         WHERE c.id IN (SELECT value FROM json_each(?)) AND f.path IN (SELECT value FROM json_each(?)) ${where}`,
+      )
+      .all(JSON.stringify([...scores.keys()]), JSON.stringify(paths), ...params) as Row[];
+    return rows
+      .map((r) => toHit({ ...r, score: scores.get(r.id as number)! }))
+      .sort((a, b) => b.score - a.score || a.chunkId - b.chunkId)
+      .slice(0, q.limit);
   }
 
   private async searchFileDocs(q: LexicalQuery): Promise<FileHit[]> {
