@@ -23,7 +23,7 @@ import { openOverlay } from '../src/project/overlay.ts';
 import { openRemoteProject } from '../src/project/remote.ts';
 import type { Project } from '../src/project/types.ts';
 import type { SearchResponse } from '../src/search/search.ts';
-import { CLI } from '../test/helpers.ts';
+import { CLI, waitForOutput } from '../test/helpers.ts';
 import { startServer, type TestServer } from '../test/store-servers.ts';
 
 process.env.QUARRY_SHARED_CACHE = 'off';
@@ -89,15 +89,7 @@ if (BASE === 'store') {
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
-  servedUrl = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    served!.stdout!.on('data', (d) => {
-      out += d;
-      const m = /quarry panel: (\S+)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    served!.on('exit', (code) => reject(new Error(`serve exited ${code}`)));
-  });
+  servedUrl = (await waitForOutput(served, /quarry panel: (\S+)/))[1]!;
 }
 const sharedMs = ms(t);
 log(`shared index (${BASE}): ${files.length} files in ${(sharedMs / 1000).toFixed(1)} s`);

@@ -11,27 +11,19 @@
 //   - `repos rm` while an indexer holds the key's lock: refused (exit 4) and, with --wait, done once it finishes.
 // Kills with resume equality are bench/kill-loop.ts's (the table above this one's in docs/reliability.md).
 
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CLI, makeTree } from '../test/helpers.ts';
+import { makeTree, runCli, spawnCli, waitForOutput } from '../test/helpers.ts';
 import { freePort, startServer } from '../test/store-servers.ts';
 
 const json = process.argv.includes('--json');
-const TSX = import.meta.resolve('tsx');
-const env = {
-  ...process.env,
-  NO_COLOR: '1',
-  QUARRY_EMBED: 'none',
-  XDG_CONFIG_HOME: join(tmpdir(), 'quarry-no-config'),
-};
-const cli = (args: string[], cwd = tmpdir()) => {
-  const r = spawnSync(process.execPath, ['--import', TSX, CLI, ...args], { cwd, env, encoding: 'utf8' });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-};
+// every CLI call as a user makes it, away from any checkout (the helpers' environment: no colour, no user config,
+// no embedding)
+const cli = (args: string[]) => runCli(args, { cwd: tmpdir() });
 const AWS = 'AKIAQWERTYUIOPASDFGH';
 const GHP = 'ghp_0123456789abcdefghijABCDEFGHIJ012345';
 const PASSWORD = 'hunter2-correct-horse';
@@ -57,31 +49,11 @@ const tokens = join(mkdtempSync(join(tmpdir(), 'quarry-try-')), 'tokens.json');
 const tokenAlpha = cli(['token', 'add', 'alice', 'acme/alpha', '--tokens', tokens]).stdout.trim();
 const tokenAll = cli(['token', 'add', 'ci', '--all', '--tokens', tokens]).stdout.trim();
 const port = await freePort();
-const server = spawn(
-  process.execPath,
-  [
-    '--import',
-    TSX,
-    CLI,
-    'serve',
-    '--no-watch',
-    '--store',
-    pg.url,
-    '--tokens',
-    tokens,
-    '--port',
-    String(port),
-  ],
-  { cwd: tmpdir(), env, stdio: ['ignore', 'pipe', 'pipe'] },
+const server = spawnCli(
+  ['serve', '--no-watch', '--store', pg.url, '--tokens', tokens, '--port', String(port)],
+  { cwd: tmpdir() },
 );
-await new Promise<void>((resolve, reject) => {
-  let out = '';
-  server.stdout!.on('data', (d) => {
-    out += d;
-    if (/quarry panel:/.test(out)) resolve();
-  });
-  server.on('exit', (c) => reject(new Error(`serve exited ${c}`)));
-});
+await waitForOutput(server, /quarry panel:/);
 const base = `http://127.0.0.1:${port}`;
 
 // the spellings a client might try for a repository it may not read (bravo), and what a wildcard may mean
@@ -229,14 +201,9 @@ const big = makeTree(
   ),
 );
 trees.push(big);
-const indexer = spawn(
-  process.execPath,
-  ['--import', TSX, CLI, 'index', big, '--store', pg.url, '--repo', 'acme/big', '--quiet'],
-  {
-    env,
-    stdio: 'ignore',
-  },
-);
+const indexer = spawnCli(['index', big, '--store', pg.url, '--repo', 'acme/big', '--quiet'], {
+  cwd: tmpdir(),
+});
 const indexerDone = new Promise<number | null>((r) => indexer.on('exit', r));
 let rmBusy: { code: number | null; stderr: string } = { code: null, stderr: '' };
 for (let i = 0; i < 200; i++) {

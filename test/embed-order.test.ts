@@ -6,21 +6,10 @@ import { embedPending } from '../src/indexing/embedding.ts';
 import { byPriority, centralityOf, embedPriority } from '../src/indexing/priority.ts';
 import { indexProject, openProject } from '../src/project/local.ts';
 import { denseShare } from '../src/search/search.ts';
-import { makeTree, removeTree, testConfig } from './helpers.ts';
+import { git, makeTree, removeTree, testConfig } from './helpers.ts';
 
 const trees: string[] = [];
 after(() => trees.forEach(removeTree));
-
-const git = (root: string, ...args: string[]) =>
-  execFileSync('git', ['-C', root, ...args], {
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: 'q',
-      GIT_AUTHOR_EMAIL: 'q@e.x',
-      GIT_COMMITTER_NAME: 'q',
-      GIT_COMMITTER_EMAIL: 'q@e.x',
-    },
-  });
 
 describe('vectors where they matter first: the embedding order', () => {
   it('ranks source before tests, prose and data; recent changes and central files up; a wanted file first', () => {

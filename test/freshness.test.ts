@@ -1,26 +1,14 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { openEmbedder } from '../src/embed/open.ts';
 import { embedPending } from '../src/indexing/embedding.ts';
 import { indexProject, indexStatus, openProject } from '../src/project/local.ts';
-import { makeTree, removeTree, runCli, testConfig } from './helpers.ts';
+import { git, makeTree, removeTree, runCli, testConfig } from './helpers.ts';
 
 const trees: string[] = [];
 after(() => trees.forEach(removeTree));
-
-const git = (root: string, ...args: string[]) =>
-  execFileSync('git', ['-C', root, ...args], {
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: 'q',
-      GIT_AUTHOR_EMAIL: 'q@e.x',
-      GIT_COMMITTER_NAME: 'q',
-      GIT_COMMITTER_EMAIL: 'q@e.x',
-    },
-  });
 
 describe('freshness an agent can see', () => {
   it('status says the commit, what was left out and why, and whether vectors are complete', async () => {

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -209,4 +209,36 @@ export function bigTree(files: number, trees: string[]): string {
   const root = makeTree(content);
   trees.push(root);
   return root;
+}
+
+/** git in `root`, with an author and committer set (a fresh machine has none configured); stdout as text. */
+export function git(root: string, ...args: string[]): string {
+  return execFileSync('git', ['-C', root, ...args], {
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: 'q',
+      GIT_AUTHOR_EMAIL: 'q@example.com',
+      GIT_COMMITTER_NAME: 'q',
+      GIT_COMMITTER_EMAIL: 'q@example.com',
+    },
+  });
+}
+
+/**
+ * The first match of `pattern` in what a child process prints to stdout (`quarry serve`'s "quarry panel: URL",
+ * `quarry mcp --http`'s "listening on URL"); rejected if it exits first.
+ */
+export function waitForOutput(child: ChildProcess, pattern: RegExp): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = pattern.exec(out);
+      if (m) resolve(m);
+    });
+    child.on('exit', (code) =>
+      reject(new Error(`${child.spawnargs.slice(3).join(' ')} exited ${code}: ${out}`)),
+    );
+  });
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -10,7 +10,7 @@ import { type OverlayProject, openOverlay } from '../src/project/overlay.ts';
 import { openRemoteProject } from '../src/project/remote.ts';
 import type { LocalProject, Project } from '../src/project/types.ts';
 import type { SearchResponse } from '../src/search/search.ts';
-import { makeTree, REPO, removeTree, runCli, spawnCli, writeFiles } from './helpers.ts';
+import { git, makeTree, REPO, removeTree, runCli, spawnCli, waitForOutput, writeFiles } from './helpers.ts';
 import { startServer, type TestServer } from './store-servers.ts';
 
 // A local overlay on a shared index (docs/team.md): the shared index (PostgreSQL) is built at a commit; the working
@@ -29,18 +29,6 @@ const QUERIES = [
   'chunk a file with tree-sitter definitions',
   'retry a fetch when the connection resets',
 ];
-
-const git = (root: string, ...args: string[]) =>
-  execFileSync('git', ['-C', root, ...args], {
-    encoding: 'utf8',
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: 'q',
-      GIT_AUTHOR_EMAIL: 'q@example.com',
-      GIT_COMMITTER_NAME: 'q',
-      GIT_COMMITTER_EMAIL: 'q@example.com',
-    },
-  });
 
 /** Files and scores as a full index gives them (rounded where the engines' float arithmetic differs). */
 function shape(res: SearchResponse) {
@@ -157,15 +145,7 @@ describe('a local overlay of a working tree on a shared index', () => {
 
   it('over HTTP (quarry serve) and MCP (/mcp): the same results, and a later edit is seen', async () => {
     served = spawnCli(['serve', '--no-watch', '--store', pgServer.url, '--port', '0'], { cwd: empty });
-    url = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      served!.stdout!.on('data', (d) => {
-        out += d;
-        const m = /quarry panel: (\S+)/.exec(out);
-        if (m) resolve(m[1]!);
-      });
-      served!.on('exit', (code) => reject(new Error(`serve exited ${code}`)));
-    });
+    url = (await waitForOutput(served, /quarry panel: (\S+)/))[1]!;
     const base = new URL(url);
     base.search = '';
     for (const remote of [base.toString(), new URL('mcp', base).toString()]) {
@@ -184,15 +164,7 @@ describe('a local overlay of a working tree on a shared index', () => {
       env: { QUARRY_EMBED: 'static' },
     });
     try {
-      const mcpUrl = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        relay.stdout!.on('data', (d) => {
-          out += d;
-          const m = /listening on (\S+)/.exec(out);
-          if (m) resolve(m[1]!);
-        });
-        relay.on('exit', (code) => reject(new Error(`mcp exited ${code}`)));
-      });
+      const mcpUrl = (await waitForOutput(relay, /listening on (\S+)/))[1]!;
       const client = new McpClient({ name: 'overlay-test', version: '1' });
       await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl)));
       const res = (await client.callTool({

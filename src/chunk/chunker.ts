@@ -457,39 +457,36 @@ function chunkTree(
   g: Awaited<ReturnType<typeof loadGrammar>>,
   o: ChunkOptions,
 ): ChunkedFile {
-  {
-    const defs = buildDefs(tree.rootNode, g.query!, g.kinds);
-    const lt = new LineText(text);
-    const units = unitsFor(lt, defs, 0, lt.lines.length - 1, null, o);
-    const symbols: SymbolDef[] = [];
-    collectSymbols(defs, null, symbols);
-    // top-level variables and constants are symbols too (what ctags or an LSP's document symbols list), but not
-    // chunk boundaries: `export const DEFAULT_TIMEOUT_MS = 30_000` stays in the chunk around it
-    const defined = new Set(symbols.map((s) => `${s.name}:${s.startLine}`));
-    for (const v of variablesIn(tree.rootNode)) {
-      if (
-        defined.has(`${v.name}:${v.line}`) ||
-        symbols.some((s) => s.name === v.name && s.startLine <= v.line && v.line <= s.endLine)
-      )
-        continue;
-      symbols.push({
-        name: v.name,
-        kind:
-          /^(const|static)$/.test(v.kind) || /^[A-Z][A-Z0-9_]{2,}$/.test(v.name) ? 'constant' : 'variable',
-        startLine: v.line,
-        endLine: v.line,
-        container: null,
-        declared: true,
-      });
-    }
-    symbols.sort((a, b) => a.startLine - b.startLine || b.endLine - a.endLine);
-    return {
-      chunks: mergeUnits(lt, units, o),
-      symbols,
-      method: 'tree-sitter',
-      refs: g.refQuery ? collectRefs(tree.rootNode, g.refQuery) : [],
-    };
+  const defs = buildDefs(tree.rootNode, g.query!, g.kinds);
+  const lt = new LineText(text);
+  const units = unitsFor(lt, defs, 0, lt.lines.length - 1, null, o);
+  const symbols: SymbolDef[] = [];
+  collectSymbols(defs, null, symbols);
+  // top-level variables and constants are symbols too (what ctags or an LSP's document symbols list), but not
+  // chunk boundaries: `export const DEFAULT_TIMEOUT_MS = 30_000` stays in the chunk around it
+  const defined = new Set(symbols.map((s) => `${s.name}:${s.startLine}`));
+  for (const v of variablesIn(tree.rootNode)) {
+    if (
+      defined.has(`${v.name}:${v.line}`) ||
+      symbols.some((s) => s.name === v.name && s.startLine <= v.line && v.line <= s.endLine)
+    )
+      continue;
+    symbols.push({
+      name: v.name,
+      kind: /^(const|static)$/.test(v.kind) || /^[A-Z][A-Z0-9_]{2,}$/.test(v.name) ? 'constant' : 'variable',
+      startLine: v.line,
+      endLine: v.line,
+      container: null,
+      declared: true,
+    });
   }
+  symbols.sort((a, b) => a.startLine - b.startLine || b.endLine - a.endLine);
+  return {
+    chunks: mergeUnits(lt, units, o),
+    symbols,
+    method: 'tree-sitter',
+    refs: g.refQuery ? collectRefs(tree.rootNode, g.refQuery) : [],
+  };
 }
 
 function collectRefs(root: Node, query: Query): NameRefs[] {

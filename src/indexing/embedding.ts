@@ -140,20 +140,25 @@ export async function embedPending(
   // where the run is, for `status` in any process (every few seconds: a meta write is a small transaction)
   let recorded = 0;
   const recordProgress = (p: EmbedProgress) => {
-    if (performance.now() - recorded < PROGRESS_EVERY_MS) return;
+    // a run with nothing left to do (a watcher's, after most saves) writes nothing
+    if (p.done >= p.total || performance.now() - recorded < PROGRESS_EVERY_MS) return;
     recorded = performance.now();
     void store
       .setMeta('embed_progress', JSON.stringify({ ...p, at: new Date().toISOString() }))
       .catch(() => undefined);
   };
-  // what decides the order, read once per run (walk order: none)
-  const inputs: PriorityInputs | undefined =
-    options.order === 'walk'
-      ? undefined
-      : {
-          history: options.root ? await readHistory(options.root) : undefined,
-          centrality: await centralityOf(store).catch(() => undefined),
-        };
+  // what decides the order: read once per run, and only when there is an order to decide (more files than one
+  // batch: a watcher's run after a save embeds a file or two, and the reference graph of a large repository is not
+  // read for them)
+  let inputs: Promise<PriorityInputs> | undefined;
+  const order = async (all: PendingFile[]): Promise<PendingFile[]> => {
+    if (options.order === 'walk' || all.length <= batchFiles) return all;
+    inputs ??= (async () => ({
+      history: options.root ? await readHistory(options.root) : undefined,
+      centrality: await centralityOf(store).catch(() => undefined),
+    }))();
+    return byPriority(all, { ...(await inputs), preferred: options.preferred?.() ?? new Set() });
+  };
   for (const phase of [1, 2] as const) {
     const status = await vectors.status();
     const total = status.files;
@@ -189,7 +194,7 @@ export async function embedPending(
         const key = all.map((p) => `${p.path}\0${p.hash}`).join('\n');
         if (!all.length || key === listed) break; // nothing was stored for them last time: don't spin
         listed = key;
-        queue = inputs ? byPriority(all, { ...inputs, preferred: options.preferred?.() ?? new Set() }) : all;
+        queue = await order(all);
       }
       const pending = queue.splice(0, batchFiles);
       const paths = pending.map((p) => p.path);

@@ -374,27 +374,30 @@ function embeddingNow(project: LocalProject): Promise<EmbeddingStatus> {
 
 /** How long a freshness verdict stands (a search a second asks the store and `.git` once). */
 const FRESHNESS_MS = 2000;
-const freshness = new WeakMap<LocalProject, { at: number; note: Promise<string | undefined> }>();
+/** Why results may be stale; `vectors`: only because vectors are missing, which a lexical search does not mind. */
+type Staleness = { note: string; vectors?: true } | undefined;
+const freshness = new WeakMap<LocalProject, { at: number; verdict: Promise<Staleness> }>();
 
 /** One line when a search's results may be stale, else undefined (cheap: meta values and `.git` files). */
-function staleNote(project: LocalProject, dense: boolean): Promise<string | undefined> {
-  const seen = freshness.get(project);
-  if (seen && performance.now() - seen.at < FRESHNESS_MS)
-    return seen.note.then((n) => (dense ? n : lexicalOnly(n)));
-  const note = freshnessOf(project).catch(() => undefined);
-  freshness.set(project, { at: performance.now(), note });
-  return note.then((n) => (dense ? n : lexicalOnly(n)));
+async function staleNote(project: LocalProject, dense: boolean): Promise<string | undefined> {
+  let seen = freshness.get(project);
+  if (!seen || performance.now() - seen.at >= FRESHNESS_MS) {
+    seen = { at: performance.now(), verdict: freshnessOf(project).catch(() => undefined) };
+    freshness.set(project, seen);
+  }
+  const v = await seen.verdict;
+  return v && (dense || !v.vectors) ? v.note : undefined;
 }
 
-// a lexical search is not made staler by missing vectors
-const lexicalOnly = (note: string | undefined) => (note?.startsWith('vectors ') ? undefined : note);
-
-async function freshnessOf(project: LocalProject): Promise<string | undefined> {
+async function freshnessOf(project: LocalProject): Promise<Staleness> {
   const { store, root } = project;
-  if (await store.activeWriter()) return 'the index is being updated: results may miss the latest changes';
+  if (await store.activeWriter())
+    return { note: 'the index is being updated: results may miss the latest changes' };
   const run = JSON.parse((await store.getMeta('run')) ?? '{}') as { startedAt?: number; finishedAt?: number };
   if (run.startedAt && !run.finishedAt)
-    return 'the last index run was interrupted: results may miss changes (run `quarry index` to finish it)';
+    return {
+      note: 'the last index run was interrupted: results may miss changes (run `quarry index` to finish it)',
+    };
   // a checkout here that moved on since (a pull, a branch switch): the index is of another commit
   if (project.location === root) {
     const built = (
@@ -402,11 +405,16 @@ async function freshnessOf(project: LocalProject): Promise<string | undefined> {
     ).git?.commit;
     const head = gitHead(root)?.commit;
     if (built && head && built !== head)
-      return `the checkout moved from ${built.slice(0, 12)} to ${head.slice(0, 12)} since the last index: results may be stale (run \`quarry index\`, or keep \`quarry watch\` running)`;
+      return {
+        note: `the checkout moved from ${built.slice(0, 12)} to ${head.slice(0, 12)} since the last index: results may be stale (run \`quarry index\`, or keep \`quarry watch\` running)`,
+      };
   }
   const e = await embeddingNow(project);
   if (e.embedder && e.coarse < e.files)
-    return `vectors cover ${e.coarse} of ${e.files} files so far: the rest are found by their words alone`;
+    return {
+      note: `vectors cover ${e.coarse} of ${e.files} files so far: the rest are found by their words alone`,
+      vectors: true,
+    };
   return undefined;
 }
 

@@ -132,8 +132,11 @@ export async function openOverlay(
   };
   let lastCheck = 0;
   let syncing: Promise<void> | undefined;
+  // the first sync uses the differences just read; each later one asks git again
+  let firstRead: string[] | undefined = changed;
   const runSync = async () => {
-    const now = changesOf(root, commit);
+    const now = firstRead ?? changesOf(root, commit);
+    firstRead = undefined;
     if (now) {
       changedSet.clear();
       for (const p of now) changedSet.add(p);

@@ -4,7 +4,7 @@ import type { OverlayProject } from '../../project/overlay.ts';
 import { DATA_CHUNK_VECTORS } from '../../workspace/roles.ts';
 import type { CliContext, Colors } from '../context.ts';
 import { openAnyProject } from '../open.ts';
-import { formatBytes } from '../progress.ts';
+import { formatBytes, formatDuration } from '../progress.ts';
 
 export function registerStatus(program: Command, cli: CliContext): void {
   program
@@ -118,11 +118,4 @@ const SKIP_WORDS: Record<string, string> = {
 function embedding(p: NonNullable<StatusReport['embedding']['progress']>): string {
   const eta = p.etaMs !== undefined ? `, about ${formatDuration(p.etaMs)} left` : '';
   return `embedding: phase ${p.phase} ${p.done}/${p.total} files, ${p.textsPerSec.toFixed(0)} texts/s${eta}`;
-}
-
-function formatDuration(ms: number): string {
-  const s = Math.round(ms / 1000);
-  if (s < 90) return `${s} s`;
-  const m = Math.round(s / 60);
-  return m < 90 ? `${m} min` : `${(m / 60).toFixed(1)} h`;
 }
