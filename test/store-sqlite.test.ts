@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
+import * as sqliteVec from 'sqlite-vec';
 import { openSqliteStore, SCHEMA_VERSION } from '../src/store/sqlite.ts';
 import { copyPolyglot, indexLexically, makeTree, removeTree, runCli } from './helpers.ts';
 import { storeContract } from './store-contract.ts';
@@ -153,6 +154,109 @@ describe('SqliteStore specifics', () => {
     await viaReader.close();
     assert.deepEqual(parallel, inThread);
     assert.equal(parallel[0]?.startLine, 4);
+  });
+
+  it('past codesMin, dense search scans sign codes: the exact scan’s hits, new vectors at once, deleted ones gone, and an older index gets its codes', async () => {
+    const path = freshPath();
+    const dim = 48;
+    // seeded vectors: mulberry32, so that the nearest neighbours are the same on every run
+    let seed = 7;
+    const rand = () => {
+      seed = (seed + 0x6d2b79f5) >>> 0;
+      let t = seed;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296 - 0.5;
+    };
+    const unit = (v: Float32Array) => {
+      const n = Math.hypot(...v);
+      return v.map((x) => x / n);
+    };
+    const vectors = new Map<string, Float32Array>();
+    const file = (name: string, n: number) => {
+      const texts = Array.from({ length: n }, (_, i) => `${name} chunk ${i}`);
+      return {
+        file: {
+          path: name,
+          size: 1,
+          mtimeMs: 1,
+          hash: 'h',
+          language: 'typescript',
+          method: 'tree-sitter' as const,
+        },
+        chunks: texts.map((text, ordinal) => ({
+          ordinal,
+          startLine: ordinal + 1,
+          endLine: ordinal + 1,
+          symbol: null,
+          kind: null,
+          container: null,
+          text,
+          tokens: { path: name, symbols: '', body: text },
+        })),
+        symbols: [],
+        tokens: { path: name, symbols: '', body: texts.join(' ') },
+      };
+    };
+    const embed = async (s: ReturnType<typeof openSqliteStore>, name: string) => {
+      const chunks = (await s.getFilesChunks([name])).get(name)!;
+      await s.vectors!.putFileVectors([
+        { path: name, hash: 'h', vector: unit(Float32Array.from({ length: dim }, rand)) },
+      ]);
+      await s.vectors!.putChunkVectors([
+        {
+          path: name,
+          hash: 'h',
+          vectors: chunks.map((c) => {
+            const v = unit(Float32Array.from({ length: dim }, rand));
+            vectors.set(`${name}:${c.startLine}`, v);
+            return { chunkId: c.chunkId, vector: v };
+          }),
+        },
+      ]);
+    };
+    const near = (key: string) => unit(vectors.get(key)!.map((x) => x + 0.05 * rand()));
+    const s = openSqliteStore(path);
+    await s.replaceFiles([file('a.ts', 60), file('b.ts', 60), file('c.ts', 60)]);
+    await s.vectors!.useEmbedder('e', dim);
+    for (const name of ['a.ts', 'b.ts', 'c.ts']) await embed(s, name);
+    await s.close();
+    const keys = ['a.ts:3', 'b.ts:17', 'c.ts:60', 'a.ts:41'];
+    const queries = keys.map(near);
+    const top = (hits: Array<{ path: string; startLine: number; score: number }>) =>
+      hits.map((h) => `${h.path}:${h.startLine}`);
+
+    const exact = openSqliteStore(path, { codesMin: 1e9 });
+    const want = await Promise.all(queries.map((q) => exact.vectors!.searchChunks(q, 5)));
+    await exact.close();
+    const coded = openSqliteStore(path, { codesMin: 0 });
+    for (const [i, q] of queries.entries()) {
+      const got = await coded.vectors!.searchChunks(q, 5);
+      assert.equal(top(got)[0], keys[i]);
+      assert.deepEqual(top(got), top(want[i]!));
+      for (const [j, h] of got.entries())
+        assert.ok(Math.abs(h.score - want[i]![j]!.score) < 0.02, 'int8 scores');
+    }
+    // a file embedded while the reader holds the codes: found by the next search
+    await coded.replaceFiles([file('d.ts', 10)]);
+    await embed(coded, 'd.ts');
+    assert.equal(top(await coded.vectors!.searchChunks(near('d.ts:5'), 3))[0], 'd.ts:5');
+    // a deleted file: gone at once
+    await coded.deleteFiles(['b.ts']);
+    assert.ok(!top(await coded.vectors!.searchChunks(near('b.ts:17'), 10)).some((k) => k.startsWith('b.ts')));
+    assert.deepEqual(await coded.check(), []);
+    await coded.close();
+
+    // an index from before the codes: the migration fills them from the vectors
+    const db = new Database(path);
+    sqliteVec.load(db);
+    db.exec(`DROP TABLE chunk_codes`);
+    db.prepare(`UPDATE meta SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION - 1));
+    db.close();
+    const migrated = openSqliteStore(path, { codesMin: 0 });
+    assert.deepEqual(await migrated.check(), []);
+    assert.equal(top(await migrated.vectors!.searchChunks(queries[2]!, 5))[0], 'c.ts:60');
+    await migrated.close();
   });
 
   it('refuses an index from a newer quarry with a clear message', async () => {
