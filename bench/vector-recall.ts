@@ -27,7 +27,7 @@ import * as sqliteVec from 'sqlite-vec';
 import { findWeights } from '../src/embed/models.ts';
 import { openStaticEmbedder } from '../src/embed/static.ts';
 import { chunkText } from '../src/indexing/embedding.ts';
-import { asBlob, CodeScan, int8Copy, int8Cosine, signCode } from '../src/store/codes.ts';
+import { asBlob, CodeScan, int8Copy, int8Cosine, readCodePage, signCode } from '../src/store/codes.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -347,10 +347,10 @@ async function sqlite(): Promise<void> {
     // what the dense reader does: the codes read once into memory, then per query a scan and a re-score
     t = performance.now();
     const scan = new CodeScan(d.dim, size);
-    for (const [id, bits] of db.prepare('SELECT chunk_id, bits FROM chunk_codes').raw().iterate() as Iterable<
-      [number, Buffer]
-    >)
-      scan.add(id, bits);
+    for (let after = 0, last: number | undefined = 0; last !== undefined; ) {
+      last = readCodePage(db, scan, after, 100_000);
+      if (last !== undefined) after = last;
+    }
     const readCodes = performance.now() - t;
     const q8 = db
       .prepare('SELECT chunk_id, q8 FROM chunk_codes WHERE chunk_id IN (SELECT value FROM json_each(?))')
@@ -362,7 +362,7 @@ async function sqlite(): Promise<void> {
       ['sign bits', scan, undefined],
       ['sign bits of centred vectors', centred, centre],
     ] as const) {
-      for (const n of shift ? [400] : [100, 200, 400, 800, 1600]) {
+      for (const n of shift ? [1600] : [200, 400, 800, 1600, 3200, 6400]) {
         const took: number[] = [];
         const r10: number[] = [];
         for (let i = 0; i < d.q; i++) {

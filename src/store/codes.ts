@@ -9,6 +9,8 @@
  * of packed words (12 ms at 200k) and a re-score of 400 rows by primary key (under 1 ms).
  */
 
+import type Database from 'better-sqlite3';
+
 /** 32-bit words of sign bits for a vector of `dim` dimensions (the last word zero-padded). */
 export const codeWords = (dim: number) => Math.ceil(dim / 32);
 
@@ -80,8 +82,7 @@ export class CodeScan {
       this.ids = ids;
       this.codes = codes;
     }
-    const words = new Uint32Array(code.buffer.slice(code.byteOffset, code.byteOffset + w * 4));
-    this.codes.set(words, this.count * w);
+    new Uint8Array(this.codes.buffer, this.count * w * 4, w * 4).set(code.subarray(0, w * 4));
     this.ids[this.count++] = id;
   }
 
@@ -110,4 +111,33 @@ export class CodeScan {
     for (let j = 0; j < this.count && out.length < max; j++) if (dist[j] === cut) out.push(this.ids[j]!);
     return out;
   }
+}
+
+/**
+ * Reads up to `n` codes of chunks above `after` from `chunk_codes` into `scan`, and says the last id read (undefined
+ * when there were none). One row per page, not per code: SQLite concatenates them (0.5 s for a million codes, against
+ * 1.6 s row by row).
+ */
+export function readCodePage(
+  db: Database.Database,
+  scan: CodeScan,
+  after: number,
+  n: number,
+): number | undefined {
+  const [ids, hex] = db
+    .prepare(
+      `SELECT group_concat(chunk_id), group_concat(hex(bits), '')
+       FROM (SELECT chunk_id, bits FROM chunk_codes WHERE chunk_id > ? ORDER BY chunk_id LIMIT ?)`,
+    )
+    .raw()
+    .get(after, n) as [string | null, string | null];
+  if (!ids || !hex) return undefined;
+  const bytes = Buffer.from(hex, 'hex');
+  const size = codeWords(scan.dim) * 4;
+  let last = after;
+  for (const [i, id] of ids.split(',').entries()) {
+    last = Number(id);
+    scan.add(last, bytes.subarray(i * size, (i + 1) * size));
+  }
+  return last;
 }

@@ -1,7 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
-import { CodeScan, int8Cosine } from './codes.ts';
+import { CodeScan, int8Cosine, readCodePage } from './codes.ts';
 import type { ReaderRequest } from './sqlite.ts';
 
 /**
@@ -25,48 +25,88 @@ const prepare = (sql: string) => {
 type Row = Record<string, unknown>;
 /** The order SQLite's BINARY collation gives the exact scan's ties. */
 const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+/** Codes read per step of a background read (0.05 s each), between which searches are answered. */
+const PAGE = 100_000;
+
+interface Held {
+  scan: CodeScan;
+  /** The writers' generation (meta `codes_gen`) the codes are current with. */
+  gen: string;
+  maxId: number;
+  /** When the last full read began, and how long it took. */
+  at: number;
+  took: number;
+}
 
 /**
- * The codes in memory and the generation they were read at. After a write, the codes of chunks newer than any held
- * are read at once (new chunks take ids above the rest); all of them are read again no more often than every ten
- * times the last full read took (at least 2 s). Between, a chunk whose vector was rewritten under an old id keeps
- * its old code for the scan, and one deleted drops out when its row is not there to re-score.
+ * The codes in memory. The first search that wants them starts reading them in the background, a page at a time,
+ * and is answered by the exact scan meanwhile (a process that searches once never waits for them: 0.5 s at a million).
+ * After a write, the codes of chunks newer than any held are read at once (new chunks take ids above the rest), and
+ * all of them again in the background no more often than every ten times the last full read took (at least 2 s):
+ * between, a chunk whose vector was rewritten under an old id keeps its old code for the scan, and one deleted drops
+ * out when its row is not there to re-score.
  */
-let held: { scan: CodeScan; gen: string; at: number; took: number; maxId: number } | undefined;
+let held: Held | undefined;
+let reading = false;
 
-function codes(): CodeScan {
-  const gen = (prepare(`SELECT value FROM meta WHERE key = 'codes_gen'`).pluck().get() as string) ?? '0';
-  const now = Date.now();
-  if (held?.gen === gen) return held.scan;
-  if (held && now - held.at < Math.max(2000, 10 * held.took)) {
-    for (const [id, bits] of prepare(`SELECT chunk_id, bits FROM chunk_codes WHERE chunk_id > ?`)
-      .raw()
-      .iterate(held.maxId) as Iterable<[number, Buffer]>) {
-      held.scan.add(id, bits);
-      held.maxId = Math.max(held.maxId, id);
-    }
-    held.gen = gen;
-    return held.scan;
-  }
+const generation = () =>
+  (prepare(`SELECT value FROM meta WHERE key = 'codes_gen'`).pluck().get() as string) ?? '0';
+
+function readAll(): void {
+  if (reading) return;
+  reading = true;
+  const at = Date.now();
+  const gen = generation();
   const dim = Number(prepare(`SELECT value FROM meta WHERE key = 'embedder_dim'`).pluck().get());
   const total = prepare(`SELECT COUNT(*) FROM chunk_codes`).pluck().get() as number;
   const scan = new CodeScan(dim, Math.max(1024, total));
-  let maxId = 0;
-  for (const [id, bits] of prepare(`SELECT chunk_id, bits FROM chunk_codes`).raw().iterate() as Iterable<
-    [number, Buffer]
-  >) {
-    scan.add(id, bits);
-    maxId = Math.max(maxId, id);
-  }
-  held = { scan, gen, at: now, took: Date.now() - now, maxId };
-  return scan;
+  let after = 0;
+  let busy = 0;
+  const step = () => {
+    try {
+      const t = Date.now();
+      const last = readCodePage(db, scan, after, PAGE);
+      busy += Date.now() - t;
+      if (last !== undefined) {
+        after = last;
+        setImmediate(step);
+        return;
+      }
+      // the pages were read in several transactions: what was written meanwhile is caught up by the next search
+      held = { scan, gen, maxId: after, at, took: busy };
+    } catch {
+      // a failed read leaves the exact scan answering; the next search tries again
+    }
+    reading = false;
+  };
+  step();
 }
 
-function searchCodes(q: Extract<ReaderRequest, { codes: unknown }>['codes']): Row[] {
-  const ids = codes().nearest(q.vector, q.candidates);
-  const rows = prepare(q.sql).all(JSON.stringify(ids), ...q.args) as Row[];
+/** The codes, current or caught up with what was added since; undefined while they are first read. */
+function codes(): CodeScan | undefined {
+  if (!held) {
+    readAll();
+    return undefined;
+  }
+  const gen = generation();
+  if (held.gen !== gen) {
+    for (let last = readCodePage(db, held.scan, held.maxId, PAGE); last !== undefined; ) {
+      held.maxId = last;
+      last = readCodePage(db, held.scan, held.maxId, PAGE);
+    }
+    held.gen = gen;
+    if (Date.now() - held.at >= Math.max(2000, 10 * held.took)) readAll();
+  }
+  return held.scan;
+}
+
+function searchCodes(q: Extract<ReaderRequest, { codes: unknown }>): Row[] {
+  const scan = codes();
+  if (!scan) return prepare(q.fallback.sql).all(...q.fallback.args) as Row[];
+  const c = q.codes;
+  const rows = prepare(c.sql).all(JSON.stringify(scan.nearest(c.vector, c.candidates)), ...c.args) as Row[];
   for (const r of rows) {
-    r.score = int8Cosine(q.vector, r.q8 as Buffer);
+    r.score = int8Cosine(c.vector, r.q8 as Buffer);
     delete r.q8;
   }
   rows.sort(
@@ -75,12 +115,12 @@ function searchCodes(q: Extract<ReaderRequest, { codes: unknown }>['codes']): Ro
       byText(a.path as string, b.path as string) ||
       (a.start_line as number) - (b.start_line as number),
   );
-  return rows.slice(0, q.limit);
+  return rows.slice(0, c.limit);
 }
 
 parentPort!.on('message', (msg: { id: number } & ReaderRequest) => {
   try {
-    const rows = 'codes' in msg ? searchCodes(msg.codes) : prepare(msg.sql).all(...msg.args);
+    const rows = 'codes' in msg ? searchCodes(msg) : prepare(msg.sql).all(...msg.args);
     parentPort!.postMessage({ id: msg.id, rows });
   } catch (err) {
     parentPort!.postMessage({ id: msg.id, error: (err as Error).message });

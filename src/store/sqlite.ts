@@ -158,7 +158,9 @@ const MIGRATIONS: Array<(db: Database.Database) => void> = [
   (db) => {
     // each chunk vector's sign bits and int8 copy (store/codes.ts), for dense search past an exact scan's reach;
     // filled from the vectors already there (the search uses the codes only while they cover every vector)
-    db.exec(`CREATE TABLE IF NOT EXISTS chunk_codes (chunk_id INTEGER PRIMARY KEY, bits BLOB NOT NULL, q8 BLOB NOT NULL)`);
+    db.exec(
+      `CREATE TABLE IF NOT EXISTS chunk_codes (chunk_id INTEGER PRIMARY KEY, bits BLOB NOT NULL, q8 BLOB NOT NULL)`,
+    );
     const hasVec = db.prepare(`SELECT 1 FROM pragma_module_list WHERE name = 'vec0'`).get();
     const hasTable = db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'chunk_vectors'`).get();
     if (hasVec && hasTable) fillCodes(db);
@@ -222,6 +224,8 @@ type Row = Record<string, unknown>;
 export type ReaderRequest =
   | { sql: string; args: unknown[] }
   | {
+      /** Answers while the codes are first read into memory. */
+      fallback: { sql: string; args: unknown[] };
       codes: {
         vector: Float32Array;
         /** How many of the nearest codes are re-scored. */
@@ -1205,10 +1209,16 @@ export class SqliteStore implements Store {
     if (!this.vectorTables || limit <= 0) return [];
     const { sql: where, params } = filterSql(filter);
     const k = Math.min(4096, where ? limit * 4 : limit);
+    const sql = `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, 1 - m.distance AS score
+         FROM (SELECT chunk_id, distance FROM chunk_vectors WHERE embedding MATCH ? AND k = ?) m
+         JOIN chunks c ON c.id = m.chunk_id JOIN files f ON f.id = c.file_id
+         WHERE 1 = 1 ${where} ORDER BY m.distance, f.path, c.start_line LIMIT ?`;
+    const args = [vector, k, ...params, limit];
     const counts = this.vectorCount();
     if (counts.n > this.codesMin && counts.codes === counts.n) {
       // past an exact scan's reach: the nearest sign codes (held by the reader), re-scored by their int8 copies
       const rows = await this.onReader({
+        fallback: { sql, args },
         codes: {
           vector,
           candidates: Math.min(8192, Math.max(CODE_CANDIDATES, 8 * k)),
@@ -1221,11 +1231,6 @@ export class SqliteStore implements Store {
       });
       return rows.map(toHit);
     }
-    const sql = `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, 1 - m.distance AS score
-         FROM (SELECT chunk_id, distance FROM chunk_vectors WHERE embedding MATCH ? AND k = ?) m
-         JOIN chunks c ON c.id = m.chunk_id JOIN files f ON f.id = c.file_id
-         WHERE 1 = 1 ${where} ORDER BY m.distance, f.path, c.start_line LIMIT ?`;
-    const args = [vector, k, ...params, limit];
     const rows =
       counts.n > this.parallelScanMin
         ? await this.onReader({ sql, args })
