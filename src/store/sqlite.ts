@@ -243,8 +243,11 @@ export type ReaderRequest =
  * codes answer in 4 ms at 63k with recall@10 0.98.
  */
 export const CODES_MIN = 60_000;
-/** Candidates the codes' scan passes to the re-score, at least. */
-const CODE_CANDIDATES = 800;
+/**
+ * Candidates the codes' scan passes to the re-score, at least; and one for every 300 vectors. Measured on real chunk
+ * vectors (docs/stores.md): recall@10 0.981 at 100k with 1,600, 0.973 at a million with 3,200 (0.960 with 1,600).
+ */
+const CODE_CANDIDATES = 1600;
 
 const VECTOR_SQL = {
   deleteChunkVector: `DELETE FROM chunk_vectors WHERE chunk_id = ?`,
@@ -1221,7 +1224,7 @@ export class SqliteStore implements Store {
         fallback: { sql, args },
         codes: {
           vector,
-          candidates: Math.min(8192, Math.max(CODE_CANDIDATES, 8 * k)),
+          candidates: Math.min(8192, Math.max(CODE_CANDIDATES, 8 * k, Math.ceil(counts.n / 300))),
           sql: `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, k.q8
                 FROM chunk_codes k JOIN chunks c ON c.id = k.chunk_id JOIN files f ON f.id = c.file_id
                 WHERE k.chunk_id IN (SELECT value FROM json_each(?)) ${where}`,
