@@ -42,6 +42,7 @@ const { values, positionals } = parseArgs({
     q: { type: 'string', default: '100' },
     sizes: { type: 'string', default: '10000,100000,1000000' },
     ef: { type: 'string', default: '40,100,200,400,800' },
+    candidates: { type: 'string', default: '200,400,800,1600,3200,6400,8192' },
   },
 });
 const command = positionals[0];
@@ -362,7 +363,7 @@ async function sqlite(): Promise<void> {
       ['sign bits', scan, undefined],
       ['sign bits of centred vectors', centred, centre],
     ] as const) {
-      for (const n of shift ? [1600] : [200, 400, 800, 1600, 3200, 6400]) {
+      for (const n of shift ? [1600] : values.candidates!.split(',').map(Number)) {
         const took: number[] = [];
         const r10: number[] = [];
         for (let i = 0; i < d.q; i++) {

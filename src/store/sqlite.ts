@@ -230,9 +230,11 @@ export type ReaderRequest =
         vector: Float32Array;
         /** How many of the nearest codes are re-scored. */
         candidates: number;
-        /** Rows for the candidates (`?` first: their ids, JSON), with `q8`; then `args`. */
+        /** The hits' rows for chunk ids (`?` first: the ids, JSON; then `args`), filtered as the search asks. */
         sql: string;
         args: unknown[];
+        /** Whether `sql` filters (then every re-scored candidate is read, so that the filter can still fill `limit`). */
+        filtered: boolean;
         limit: number;
       };
     };
@@ -244,8 +246,9 @@ export type ReaderRequest =
  */
 export const CODES_MIN = 60_000;
 /**
- * Candidates the codes' scan passes to the re-score, at least; and one for every 300 vectors. Measured on real chunk
- * vectors (docs/stores.md): recall@10 0.981 at 100k with 1,600, 0.973 at a million with 3,200 (0.960 with 1,600).
+ * Candidates the codes' scan passes to the re-score, at least; and one for every 75 vectors, at most 8,192. Measured
+ * (docs/stores.md): the code-v1 table's vectors reach recall@10 0.973 at a million with 3,200; the default static
+ * table's lie in a narrow cone (their mean's norm is 0.65) and need more: 0.86 at 484k with 1,600, 0.94 with 6,400.
  */
 const CODE_CANDIDATES = 1600;
 
@@ -1224,11 +1227,12 @@ export class SqliteStore implements Store {
         fallback: { sql, args },
         codes: {
           vector,
-          candidates: Math.min(8192, Math.max(CODE_CANDIDATES, 8 * k, Math.ceil(counts.n / 300))),
-          sql: `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, k.q8
-                FROM chunk_codes k JOIN chunks c ON c.id = k.chunk_id JOIN files f ON f.id = c.file_id
-                WHERE k.chunk_id IN (SELECT value FROM json_each(?)) ${where}`,
+          candidates: Math.min(8192, Math.max(CODE_CANDIDATES, 8 * k, Math.ceil(counts.n / 75))),
+          sql: `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind
+                FROM chunks c JOIN files f ON f.id = c.file_id
+                WHERE c.id IN (SELECT value FROM json_each(?)) ${where}`,
           args: params,
+          filtered: where !== '',
           limit,
         },
       });
