@@ -246,11 +246,13 @@ export type ReaderRequest =
  */
 export const CODES_MIN = 60_000;
 /**
- * Candidates the codes' scan passes to the re-score, at least; and one for every 75 vectors, at most 8,192. Measured
- * (docs/stores.md): the code-v1 table's vectors reach recall@10 0.973 at a million with 3,200; the default static
- * table's lie in a narrow cone (their mean's norm is 0.65) and need more: 0.86 at 484k with 1,600, 0.94 with 6,400.
+ * Candidates the codes' scan passes to the re-score: one for every 75 vectors, within these bounds. Measured on a
+ * million vectors of the code-v1 table (docs/stores.md): recall@10 0.960 with 1,600, 0.973 with 3,200, 0.984 with
+ * 6,400 (p95 77 ms), 0.986 with 8,192 (p95 95 ms). The default static table's vectors lie in a narrow cone (their
+ * mean's norm is 0.65) and need more: 0.86 at 484k with 1,600, 0.934 with 6,454.
  */
 const CODE_CANDIDATES = 1600;
+const CODE_CANDIDATES_MAX = 6400;
 
 const VECTOR_SQL = {
   deleteChunkVector: `DELETE FROM chunk_vectors WHERE chunk_id = ?`,
@@ -1227,7 +1229,10 @@ export class SqliteStore implements Store {
         fallback: { sql, args },
         codes: {
           vector,
-          candidates: Math.min(8192, Math.max(CODE_CANDIDATES, 8 * k, Math.ceil(counts.n / 75))),
+          candidates: Math.min(
+            CODE_CANDIDATES_MAX,
+            Math.max(CODE_CANDIDATES, 8 * k, Math.ceil(counts.n / 75)),
+          ),
           sql: `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind
                 FROM chunks c JOIN files f ON f.id = c.file_id
                 WHERE c.id IN (SELECT value FROM json_each(?)) ${where}`,
