@@ -241,8 +241,8 @@ export type ReaderRequest =
 
 /**
  * Chunk vectors past which the SQLite driver searches sign codes instead of scanning every vector exactly. Measured
- * (docs/stores.md): sqlite-vec's exact scan of 384-dimensional vectors costs 46 ms p50 at 63k and ~0.9 s at 1M; the
- * codes answer in 4 ms at 63k with recall@10 0.98.
+ * (docs/stores.md): sqlite-vec's exact scan of 384-dimensional vectors costs 42 ms p50 at 63k and ~0.9 s at 1M; the
+ * codes answer in 9.5 ms at 63k with recall@10 0.994.
  */
 export const CODES_MIN = 60_000;
 /**
