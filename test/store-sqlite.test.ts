@@ -228,6 +228,8 @@ describe('SqliteStore specifics', () => {
 
     const exact = openSqliteStore(path, { codesMin: 1e9 });
     const want = await Promise.all(queries.map((q) => exact.vectors!.searchChunks(q, 5)));
+    const onlyC = { pathPrefixes: ['c.'] };
+    const wantC = await exact.vectors!.searchChunks(queries[0]!, 5, onlyC);
     await exact.close();
     const coded = openSqliteStore(path, { codesMin: 0 });
     // the first search starts reading the codes and is answered by the exact scan; then the codes answer, their
@@ -244,6 +246,10 @@ describe('SqliteStore specifics', () => {
       for (const [j, h] of got.entries())
         assert.ok(Math.abs(h.score - want[i]![j]!.score) < 0.02, 'int8 scores');
     }
+    // filtered: the filter applies to the candidates, and fills `limit` from them
+    const gotC = await coded.vectors!.searchChunks(queries[0]!, 5, onlyC);
+    assert.equal(gotC.length, 5);
+    assert.deepEqual(top(gotC), top(wantC));
     // a file embedded while the reader holds the codes: found by the next search
     await coded.replaceFiles([file('d.ts', 10)]);
     await embed(coded, 'd.ts');
