@@ -135,9 +135,11 @@ export function readCodePage(
   const bytes = Buffer.from(hex, 'hex');
   const size = codeWords(scan.dim) * 4;
   let last = after;
+  // both lists come from one pass over the rows, so they agree; the next page starts after the largest id read,
+  // whatever order the aggregate saw the rows in
   for (const [i, id] of ids.split(',').entries()) {
-    last = Number(id);
-    scan.add(last, bytes.subarray(i * size, (i + 1) * size));
+    scan.add(Number(id), bytes.subarray(i * size, (i + 1) * size));
+    last = Math.max(last, Number(id));
   }
   return last;
 }
