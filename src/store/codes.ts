@@ -134,10 +134,14 @@ export function readCodePage(
   if (!ids || !hex) return undefined;
   const bytes = Buffer.from(hex, 'hex');
   const size = codeWords(scan.dim) * 4;
+  const list = ids.split(',');
+  // codes of another dimension (the embedder changed under the read) are not split into wrong ones
+  if (bytes.length !== list.length * size)
+    throw new Error(`codes of ${bytes.length / list.length} bytes where ${size} were expected`);
   let last = after;
   // both lists come from one pass over the rows, so they agree; the next page starts after the largest id read,
   // whatever order the aggregate saw the rows in
-  for (const [i, id] of ids.split(',').entries()) {
+  for (const [i, id] of list.entries()) {
     scan.add(Number(id), bytes.subarray(i * size, (i + 1) * size));
     last = Math.max(last, Number(id));
   }

@@ -32,32 +32,41 @@ interface Held {
   scan: CodeScan;
   /** The writers' generation (meta `codes_gen`) the codes are current with. */
   gen: string;
+  /** The embedder the codes are of (`embedder_id` and `embedder_dim`): another one's codes are dropped. */
+  embedder: string;
   maxId: number;
   /** When the last full read began, and how long it took. */
   at: number;
   took: number;
+  /** Written since the last full read began: a full read is due (ids freed by a deletion are taken again). */
+  dirty: boolean;
 }
 
 /**
  * The codes in memory. The first search that wants them starts reading them in the background, a page at a time,
- * and is answered by the exact scan meanwhile (a process that searches once never waits for them: 0.5 s at a million).
+ * and is answered by the exact scan meanwhile (a process that searches once never waits for them: 0.8 s at a million).
  * After a write, the codes of chunks newer than any held are read at once (new chunks take ids above the rest), and
- * all of them again in the background no more often than every ten times the last full read took (at least 2 s):
- * between, a chunk whose vector was rewritten under an old id keeps its old code for the scan, and one deleted drops
- * out when its row is not there to re-score.
+ * all of them are read again in the background as soon as ten times the last full read's time has passed since it
+ * began (at least 2 s): until then, a chunk rewritten under an id that a deletion freed keeps its old code for the
+ * scan (its score comes from its current int8 copy), and one deleted drops out when its row is not there to re-score.
+ * Codes of another embedder are dropped at once, and the exact scan answers until the new ones are read.
  */
 let held: Held | undefined;
 let reading = false;
+let due: ReturnType<typeof setTimeout> | undefined;
 
-const generation = () =>
-  (prepare(`SELECT value FROM meta WHERE key = 'codes_gen'`).pluck().get() as string) ?? '0';
+const meta = (key: string) =>
+  prepare(`SELECT value FROM meta WHERE key = ?`).pluck().get(key) as string | undefined;
+const generation = () => meta('codes_gen') ?? '0';
+const embedderNow = () => `${meta('embedder_id') ?? ''}/${meta('embedder_dim') ?? ''}`;
 
 function readAll(): void {
   if (reading) return;
   reading = true;
   const at = Date.now();
   const gen = generation();
-  const dim = Number(prepare(`SELECT value FROM meta WHERE key = 'embedder_dim'`).pluck().get());
+  const embedder = embedderNow();
+  const dim = Number(meta('embedder_dim'));
   const total = prepare(`SELECT COUNT(*) FROM chunk_codes`).pluck().get() as number;
   const scan = new CodeScan(dim, Math.max(1024, total));
   let after = 0;
@@ -73,17 +82,32 @@ function readAll(): void {
         return;
       }
       // the pages were read in several transactions: what was written meanwhile is caught up by the next search
-      held = { scan, gen, maxId: after, at, took: busy };
+      if (embedderNow() === embedder)
+        held = { scan, gen, embedder, maxId: after, at, took: busy, dirty: generation() !== gen };
     } catch {
-      // a failed read leaves the exact scan answering; the next search tries again
+      // a failed read (another embedder's codes mid-read, say) leaves the exact scan answering; the next search
+      // tries again
     }
     reading = false;
   };
   step();
 }
 
+/** Starts the full read that writes made due, now or when the last one's time allows. */
+function refresh(h: Held): void {
+  if (!h.dirty || reading || due) return;
+  const wait = h.at + Math.max(2000, 10 * h.took) - Date.now();
+  if (wait <= 0) readAll();
+  else
+    due = setTimeout(() => {
+      due = undefined;
+      if (held?.dirty) readAll();
+    }, wait);
+}
+
 /** The codes, current or caught up with what was added since; undefined while they are first read. */
 function codes(): CodeScan | undefined {
+  if (held && held.embedder !== embedderNow()) held = undefined;
   if (!held) {
     readAll();
     return undefined;
@@ -95,8 +119,9 @@ function codes(): CodeScan | undefined {
       last = readCodePage(db, held.scan, held.maxId, PAGE);
     }
     held.gen = gen;
-    if (Date.now() - held.at >= Math.max(2000, 10 * held.took)) readAll();
+    held.dirty = true;
   }
+  refresh(held);
   return held.scan;
 }
 

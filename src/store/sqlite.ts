@@ -1065,6 +1065,7 @@ export class SqliteStore implements Store {
       })
       .immediate();
     this.vstmts.clear();
+    this.chunkVectorCount = undefined;
     this.vectorTables = true;
     this.wrote = true;
     return { reset };
@@ -1254,12 +1255,13 @@ export class SqliteStore implements Store {
   private vectorCount(): { n: number; codes: number } {
     const now = Date.now();
     if (!this.chunkVectorCount || now - this.chunkVectorCount.at > 30_000) {
-      const count = (sql: string) => this.db.prepare(sql).pluck().get() as number;
-      this.chunkVectorCount = {
-        n: count(`SELECT COUNT(*) FROM chunk_vectors`),
-        codes: count(`SELECT COUNT(*) FROM chunk_codes`),
-        at: now,
-      };
+      // one statement, one snapshot: a writer between two counts would make them differ
+      const r = this.db
+        .prepare(
+          `SELECT (SELECT COUNT(*) FROM chunk_vectors) AS n, (SELECT COUNT(*) FROM chunk_codes) AS codes`,
+        )
+        .get() as { n: number; codes: number };
+      this.chunkVectorCount = { n: r.n, codes: r.codes, at: now };
     }
     return this.chunkVectorCount;
   }
