@@ -15,6 +15,25 @@ function freshPath(): string {
   return join(d, '.quarry', 'index.db');
 }
 
+/** A file update of one-line chunks, one a text, as the tests write them straight into a store. */
+function lineFile(path: string, texts: string[], tokenPath = path) {
+  return {
+    file: { path, size: 1, mtimeMs: 1, hash: 'h', language: 'typescript', method: 'tree-sitter' as const },
+    chunks: texts.map((text, ordinal) => ({
+      ordinal,
+      startLine: ordinal + 1,
+      endLine: ordinal + 1,
+      symbol: null,
+      kind: null,
+      container: null,
+      text,
+      tokens: { path: tokenPath, symbols: '', body: text },
+    })),
+    symbols: [],
+    tokens: { path: tokenPath, symbols: '', body: texts.join(' ') },
+  };
+}
+
 describe('SqliteStore: the store contract', () => {
   storeContract(async () => openSqliteStore(freshPath()));
 });
@@ -120,23 +139,7 @@ describe('SqliteStore specifics', () => {
     const path = freshPath();
     const s = openSqliteStore(path);
     const texts = Array.from({ length: 30 }, (_, i) => `chunk ${i}`);
-    await s.replaceFiles([
-      {
-        file: { path: 'a.ts', size: 1, mtimeMs: 1, hash: 'h', language: 'typescript', method: 'tree-sitter' },
-        chunks: texts.map((text, ordinal) => ({
-          ordinal,
-          startLine: ordinal + 1,
-          endLine: ordinal + 1,
-          symbol: null,
-          kind: null,
-          container: null,
-          text,
-          tokens: { path: 'a ts', symbols: '', body: text },
-        })),
-        symbols: [],
-        tokens: { path: 'a ts', symbols: '', body: texts.join(' ') },
-      },
-    ]);
+    await s.replaceFiles([lineFile('a.ts', texts, 'a ts')]);
     await s.vectors!.useEmbedder('e', 8);
     const chunks = (await s.getFilesChunks(['a.ts'])).get('a.ts')!;
     const vec = (i: number) => {
@@ -173,31 +176,11 @@ describe('SqliteStore specifics', () => {
       return v.map((x) => x / n);
     };
     const vectors = new Map<string, Float32Array>();
-    const file = (name: string, n: number) => {
-      const texts = Array.from({ length: n }, (_, i) => `${name} chunk ${i}`);
-      return {
-        file: {
-          path: name,
-          size: 1,
-          mtimeMs: 1,
-          hash: 'h',
-          language: 'typescript',
-          method: 'tree-sitter' as const,
-        },
-        chunks: texts.map((text, ordinal) => ({
-          ordinal,
-          startLine: ordinal + 1,
-          endLine: ordinal + 1,
-          symbol: null,
-          kind: null,
-          container: null,
-          text,
-          tokens: { path: name, symbols: '', body: text },
-        })),
-        symbols: [],
-        tokens: { path: name, symbols: '', body: texts.join(' ') },
-      };
-    };
+    const file = (name: string, n: number) =>
+      lineFile(
+        name,
+        Array.from({ length: n }, (_, i) => `${name} chunk ${i}`),
+      );
     const embed = async (s: ReturnType<typeof openSqliteStore>, name: string) => {
       const chunks = (await s.getFilesChunks([name])).get(name)!;
       await s.vectors!.putFileVectors([
