@@ -50,6 +50,54 @@ describe('search', () => {
     assert.equal(await topFile('where does src/server start listening for requests'), 'src/server/index.ts');
   });
 
+  it('orders the chunk list by the file ranking, with either ranker, each file led by its best chunk', async () => {
+    for (const ranker of ['rrf', 'learned'] as const) {
+      const p = await openProject({
+        root,
+        userConfig: false,
+        overrides: { embed: { provider: 'none' }, search: { ranker } },
+      });
+      try {
+        for (const q of ['parse config file', 'start requests', 'insert a route', 'find a handler by name']) {
+          const res = await searchProject(p, q, { topK: 10 });
+          const firstSeen = [...new Set(res.results.map((r) => r.path))];
+          const ranked = res.files.map((f) => f.path).filter((path) => firstSeen.includes(path));
+          assert.equal(res.results[0]?.path, res.files[0]?.path, `${ranker}: ${q}`);
+          assert.deepEqual(firstSeen.slice(0, ranked.length), ranked, `${ranker}: ${q}`);
+          // printed scores never rise down the list
+          for (let i = 1; i < res.results.length; i++)
+            assert.ok(res.results[i]!.score <= res.results[i - 1]!.score);
+        }
+      } finally {
+        await p.close();
+      }
+    }
+  });
+
+  it('leads the chunk list with the first file even when a prior put it there (the tested source over its test)', async () => {
+    const tree = makeTree({
+      'src/pool.ts': 'export function acquire() {\n  // take a connection\n  return next();\n}\n',
+      'test/pool.test.ts':
+        'test("pool timeout", () => {\n  // connection pool timeout: the connection pool waits, then the pool times out\n});\n',
+    });
+    const p = await openProject({
+      root: tree,
+      create: true,
+      userConfig: false,
+      overrides: { embed: { provider: 'none' }, search: { testLift: 1.5 } },
+    });
+    try {
+      await indexProject(p);
+      const res = await searchProject(p, 'connection pool timeout');
+      assert.equal(res.files[0]?.path, 'src/pool.ts');
+      assert.equal(res.results[0]?.path, 'src/pool.ts');
+      assert.equal(res.results[1]?.path, 'test/pool.test.ts');
+    } finally {
+      await p.close();
+      removeTree(tree);
+    }
+  });
+
   it('lifts the definition of an identifier the query names', async () => {
     const res = await searchProject(project, 'who calls parseConfigFile');
     assert.equal(res.results[0]?.path, 'src/config.ts');
@@ -75,14 +123,14 @@ describe('search', () => {
     assert.match(py.results[0]!.path, /\.py$/);
   });
 
-  it('spreads the top results over files (MMR), and keeps the plain order with λ = 1', async () => {
+  it('spreads the top results over files nearly as good (MMR), and keeps the plain order with λ = 1', async () => {
     const many = Array.from(
       { length: 8 },
       (_, i) => `export function retry${i}() {\n${'  // retry the request with backoff\n'.repeat(30)}}\n`,
     ).join('\n');
     const tree = makeTree({
       'src/retry.ts': many,
-      'src/other.ts': 'export function backoff() {\n  // retry once\n}\n',
+      'src/other.ts': 'export function backoff() {\n  // retry the request with backoff\n}\n',
     });
     const p = await openLexical(tree);
     try {

@@ -1006,7 +1006,7 @@ export async function search(
   const relevance = reranked.size
     ? new Map(ordered.map((c, i) => [c, 1 - i / ordered.length]))
     : new Map(ordered.map((c) => [c, c.final / (ordered[0]?.final || 1)]));
-  const ranked = diversify(ordered, (c) => relevance.get(c) ?? 0, config.search.mmrLambda, topK);
+  const ranked = ordered;
   if (config.search.graphHop > 0 && !reranked.size)
     files = await hopToCallees(store, files, config.search.graphHop);
   const { gitRecency, gitCochange } = config.search;
@@ -1014,11 +1014,90 @@ export async function search(
     const history = await options.history();
     if (history) files = applyHistory(files, history, gitRecency, gitCochange);
   }
+  // one ranking: the chunks follow the files' order, each file led by its best chunk, so that `--files`, the chunk
+  // list and the context agree on what comes first
+  const led = await followFiles(store, ranked, files, relevance, q.terms, topK);
+  const shown = diversify(led, (c) => c.final, config.search.mmrLambda, topK);
   files = files.slice(0, topFiles);
 
   // present: the text of the chunks shown, one round trip
-  const results = await presentResults(store, ranked.slice(0, topK), q.terms);
+  const results = await presentResults(store, shown.slice(0, topK), q.terms);
   return { query, mode, results, files, tookMs: performance.now() - started };
+}
+
+/**
+ * The chunk list in the files' order. A chunk's score is its file's score (over the first file's) times its own
+ * relevance over the best of its file's: each file is led by its best chunk (for a question naming a definition, that
+ * definition), and a file's further chunks come before the next file only where they are nearly as good as its best
+ * and the next file is well behind. A ranked file none of whose chunks is a candidate (found by its name, its coarse
+ * vector or a prior) is represented by the chunk holding most of the query's words. Chunks of unranked files follow,
+ * in their own order.
+ */
+async function followFiles(
+  store: Store,
+  ordered: Candidate[],
+  files: FileResult[],
+  relevance: Map<Candidate, number>,
+  terms: string[],
+  topK: number,
+): Promise<Candidate[]> {
+  const top = files[0]?.score;
+  if (!top || top <= 0) return ordered;
+  const fileScore = new Map(files.map((f) => [f.path, f.score / top]));
+  const best = new Map<string, number>();
+  for (const c of ordered) {
+    const r = relevance.get(c) ?? 0;
+    if (r > (best.get(c.hit.path) ?? 0)) best.set(c.hit.path, r);
+  }
+  // ranked files with no candidate chunk, among those the list can show
+  const bare = files
+    .slice(0, topK)
+    .map((f) => f.path)
+    .filter((p) => !best.has(p));
+  const added: Candidate[] = [];
+  if (bare.length) {
+    const chunksOf = await store.getFilesChunks(bare);
+    const words = terms.map((t) => t.toLowerCase());
+    for (const path of bare) {
+      const chunks = chunksOf.get(path) ?? [];
+      let pick = chunks[0];
+      let most = 0;
+      for (const ch of chunks) {
+        const text = ch.text.toLowerCase();
+        const n = words.filter((w) => text.includes(w)).length;
+        if (n > most) {
+          most = n;
+          pick = ch;
+        }
+      }
+      if (!pick) continue;
+      const { text: _text, ...hit } = pick;
+      added.push({
+        hit,
+        lexical: 0,
+        fileLexical: 0,
+        fileHint: 0,
+        symbolHint: 0,
+        exact: 0,
+        prior: ROLE_PRIOR[fileRole(path)],
+        dense: 0,
+        final: fileScore.get(path) ?? 0,
+      });
+    }
+  }
+  const inFiles: Candidate[] = [];
+  const rest: Candidate[] = [];
+  for (const c of ordered) {
+    const f = fileScore.get(c.hit.path);
+    const b = best.get(c.hit.path) ?? 0;
+    if (f === undefined || b <= 0) rest.push(c);
+    else inFiles.push({ ...c, final: f * ((relevance.get(c) ?? 0) / b) });
+  }
+  const led = [...inFiles, ...added].sort((a, b) => b.final - a.final || byPlace(a.hit, b.hit));
+  // the rest below the last ranked chunk, in their order
+  const floor = led.at(-1)?.final ?? 1;
+  const maxRest = rest[0] ? relevance.get(rest[0]) || 1 : 1;
+  return [...led, ...rest.map((c) => ({ ...c, final: (floor / 2) * ((relevance.get(c) ?? 0) / maxRest) }))];
 }
 
 /** The reranker's score for each of the first candidates, by chunk id (none when it gives none). */
