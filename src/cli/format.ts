@@ -13,6 +13,33 @@ export function colorsFor(stream: NodeJS.WriteStream, flag: boolean | string | u
   return pc.createColors(enabled);
 }
 
+/**
+ * Characters a terminal acts on instead of showing: C0 controls but tab (ESC starts the sequences that clear the
+ * screen, retitle the window or write the clipboard), DEL, C1 controls, the line and paragraph separators, and the
+ * bidirectional overrides that make code read otherwise than it runs.
+ */
+const UNSAFE = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+const UNSAFE_ANY = new RegExp(UNSAFE.source);
+
+function escapeChar(ch: string): string {
+  const code = ch.charCodeAt(0);
+  if (ch === '\n') return '\\n';
+  if (ch === '\r') return '\\r';
+  return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u{${code.toString(16)}}`;
+}
+
+/** Text as a terminal should print it: every control character shown escaped (`\x1b`), as ripgrep and git do. */
+export function visible(text: string): string {
+  return text.replace(UNSAFE, escapeChar);
+}
+
+/** A path for text output: quoted, with its unsafe characters escaped, when it holds any (git's quoting of paths). */
+export function safePath(path: string): string {
+  if (!UNSAFE_ANY.test(path) && !path.includes('"')) return path;
+  return `"${visible(path).replace(/"/g, '\\"')}"`;
+}
+
 /** Query words in a line, marked the way grep marks matches. */
 export function highlightTerms(line: string, terms: readonly string[], mark: (s: string) => string): string {
   if (!terms.length) return line;

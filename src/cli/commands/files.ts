@@ -5,6 +5,7 @@ import { type QuarryConfig, resolveConfig } from '../../config/config.ts';
 import { contentVerdict } from '../../indexing/process-file.ts';
 import { SKIP_REASONS, type WalkIgnore, type WalkSkip, walk } from '../../workspace/walk.ts';
 import type { CliContext } from '../context.ts';
+import { safePath, visible } from '../format.ts';
 import { projectRootOf } from '../open.ts';
 
 interface FilesOptions {
@@ -54,7 +55,7 @@ export function runFiles(cli: CliContext, opts: FilesOptions): void {
   }
   const c = cli.colors(io.stdout);
   if (!opts.all && !opts.skipped && !opts.ignored) {
-    for (const r of rows) io.stdout.write(`${r.path}\n`);
+    for (const r of rows) io.stdout.write(`${safePath(r.path)}\n`);
     return;
   }
   const label: Record<FileVerdict['status'], string> = {
@@ -64,7 +65,9 @@ export function runFiles(cli: CliContext, opts: FilesOptions): void {
     ignore: c.dim('ignore   '),
   };
   for (const r of rows)
-    io.stdout.write(`${label[r.status]} ${r.path}${r.reason ? `  ${c.dim(r.reason)}` : ''}\n`);
+    io.stdout.write(
+      `${label[r.status]} ${safePath(r.path)}${r.reason ? `  ${c.dim(visible(r.reason))}` : ''}\n`,
+    );
 }
 
 interface FileVerdict {

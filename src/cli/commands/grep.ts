@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { redacting, searchFilter } from '../../host/set.ts';
 import { type GrepMatch, type GrepResponse, grepRows } from '../../search/grep.ts';
 import type { CliContext } from '../context.ts';
+import { safePath, visible } from '../format.ts';
 import { projectPath, shownPath, withProject } from '../open.ts';
 import { collect, nonNegativeInt, positiveInt } from '../options.ts';
 
@@ -87,18 +88,25 @@ export async function runGrep(cli: CliContext, pattern: string, opts: GrepOption
 }
 
 /** ripgrep's plain output: path:line:text, context as path-line-text, `--` between groups that do not touch. */
-function printGrep(cli: CliContext, res: GrepResponse, opts: GrepOptions, show: (p: string) => string): void {
+function printGrep(
+  cli: CliContext,
+  res: GrepResponse,
+  opts: GrepOptions,
+  showRaw: (p: string) => string,
+): void {
   const { io } = cli;
   const c = cli.colors(io.stdout);
+  // control characters in a path or a line are shown escaped, never sent to the terminal (format.ts `visible`)
+  const show = (p: string) => safePath(showRaw(p));
   const mark = (m: GrepMatch) => {
     let out = '';
     let at = 0;
     for (const [s, e] of m.ranges) {
       if (s < at || e > m.text.length) continue;
-      out += m.text.slice(at, s) + c.bold(c.red(m.text.slice(s, e)));
+      out += visible(m.text.slice(at, s)) + c.bold(c.red(visible(m.text.slice(s, e))));
       at = e;
     }
-    return out + m.text.slice(at);
+    return out + visible(m.text.slice(at));
   };
   if (opts.filesWithMatches) {
     for (const p of new Set(res.matches.map((m) => m.path))) io.stdout.write(`${c.magenta(show(p))}\n`);
@@ -106,14 +114,16 @@ function printGrep(cli: CliContext, res: GrepResponse, opts: GrepOptions, show: 
   }
   if (opts.vimgrep) {
     for (const m of res.matches)
-      for (const [s] of m.ranges) io.stdout.write(`${show(m.path)}:${m.line}:${s + 1}:${m.text}\n`);
+      for (const [s] of m.ranges) io.stdout.write(`${show(m.path)}:${m.line}:${s + 1}:${visible(m.text)}\n`);
     return;
   }
   for (const row of grepRows(res.matches)) {
     if (row.kind === 'gap') {
       if (opts.context) io.stdout.write('--\n');
     } else if (row.kind === 'context')
-      io.stdout.write(`${c.magenta(show(row.path))}-${c.green(String(row.line.line))}-${row.line.text}\n`);
+      io.stdout.write(
+        `${c.magenta(show(row.path))}-${c.green(String(row.line.line))}-${visible(row.line.text)}\n`,
+      );
     else
       io.stdout.write(
         `${c.magenta(show(row.match.path))}:${c.green(String(row.match.line))}:${mark(row.match)}\n`,

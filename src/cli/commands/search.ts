@@ -4,7 +4,7 @@ import type { Project } from '../../project/local.ts';
 import { analyzeQuery } from '../../search/query.ts';
 import { resultJson, SEARCH_MODES, type SearchMode } from '../../search/search.ts';
 import type { CliContext } from '../context.ts';
-import { highlightTerms } from '../format.ts';
+import { highlightTerms, safePath, visible } from '../format.ts';
 import { openAnyProject, projectPath, repoList, shownPath, warmServerProject } from '../open.ts';
 import { collect, nonNegativeInt, positiveInt } from '../options.ts';
 
@@ -141,11 +141,11 @@ async function printSearch(
   const c = cli.colors(io.stdout);
   // text and --vimgrep name files as an editor standing here opens them; --json stays root-relative
   const shown = async (r: { repo?: string; path: string }) =>
-    r.repo ? `${r.repo}:${r.path}` : shownPath(await set.get(undefined), r.path);
+    safePath(r.repo ? `${r.repo}:${r.path}` : shownPath(await set.get(undefined), r.path));
   if (opts.vimgrep) {
     for (const r of res.results) {
       const text = r.snippet.split('\n')[r.line - r.snippetLine] ?? '';
-      io.stdout.write(`${await shown(r)}:${r.line}:${r.column}:${text}\n`);
+      io.stdout.write(`${await shown(r)}:${r.line}:${r.column}:${visible(text)}\n`);
     }
     return;
   }
@@ -153,7 +153,7 @@ async function printSearch(
     if (!res.files.length) io.stderr.write(`${c.dim('no matches')}\n`);
     for (const f of res.files)
       io.stdout.write(
-        `${c.dim(f.score.toFixed(3))}  ${f.repo ? `${c.magenta(`${f.repo}:`)}${c.cyan(f.path)}` : c.cyan(await shown(f))}${localMark(f, c)}\n`,
+        `${c.dim(f.score.toFixed(3))}  ${f.repo ? `${c.magenta(`${visible(f.repo)}:`)}${c.cyan(safePath(f.path))}` : c.cyan(await shown(f))}${localMark(f, c)}\n`,
       );
     return;
   }
@@ -178,10 +178,10 @@ async function printResults(cli: CliContext, set: ProjectSet, res: SearchRespons
   const terms = analyzeQuery(res.query).terms;
   const mark = (line: string) => highlightTerms(line, terms, (m) => c.bold(c.red(m)));
   for (const [i, r] of res.results.entries()) {
-    const sym = r.symbol ? ` ${c.green(r.symbol)}${r.kind ? c.dim(` (${r.kind})`) : ''}` : '';
-    const path = r.repo ? r.path : shownPath(await set.get(undefined), r.path);
+    const sym = r.symbol ? ` ${c.green(visible(r.symbol))}${r.kind ? c.dim(` (${r.kind})`) : ''}` : '';
+    const path = safePath(r.repo ? r.path : shownPath(await set.get(undefined), r.path));
     io.stdout.write(
-      `${c.dim(`${i + 1}.`)} ${r.repo ? c.magenta(`${r.repo}:`) : ''}${c.cyan(path)}${c.dim(':')}${c.yellow(`${r.startLine}-${r.endLine}`)}${sym} ${c.dim(r.score.toFixed(3))}${localMark(r, c)}\n`,
+      `${c.dim(`${i + 1}.`)} ${r.repo ? c.magenta(`${visible(r.repo)}:`) : ''}${c.cyan(path)}${c.dim(':')}${c.yellow(`${r.startLine}-${r.endLine}`)}${sym} ${c.dim(r.score.toFixed(3))}${localMark(r, c)}\n`,
     );
     let first = r.snippetLine;
     let lines = r.snippet.split('\n');
@@ -198,7 +198,7 @@ async function printResults(cli: CliContext, set: ProjectSet, res: SearchRespons
       const n = first + j;
       const num = String(n).padStart(width);
       io.stdout.write(
-        `   ${n === r.line ? c.yellow(num) : c.dim(num)}${c.dim(n === r.line ? ':' : '│')} ${mark(line)}\n`,
+        `   ${n === r.line ? c.yellow(num) : c.dim(num)}${c.dim(n === r.line ? ':' : '│')} ${mark(visible(line))}\n`,
       );
     }
   }

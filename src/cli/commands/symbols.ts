@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../context.ts';
+import { visible } from '../format.ts';
 import { projectPath, withProject } from '../open.ts';
 import { positiveInt } from '../options.ts';
 
@@ -51,12 +52,15 @@ export async function runSymbols(
     if (opts.variables) {
       const vars = outline.variables;
       if (opts.json) io.stdout.write(`${JSON.stringify({ path, variables: vars })}\n`);
-      else io.stdout.write(`${path}\n${vars.map((v) => `  ${v.line}  ${v.kind} ${v.name}`).join('\n')}\n`);
+      else
+        io.stdout.write(
+          `${lines(`${path}\n${vars.map((v) => `  ${v.line}  ${v.kind} ${v.name}`).join('\n')}`)}\n`,
+        );
       return;
     }
     const symbols = outline.symbols;
     if (opts.json) io.stdout.write(`${JSON.stringify({ path, symbols })}\n`);
-    else io.stdout.write(`${formatSymbols(path, symbols)}\n`);
+    else io.stdout.write(`${lines(formatSymbols(path, symbols))}\n`);
   });
 }
 
@@ -68,7 +72,7 @@ export async function runDef(cli: CliContext, name: string, opts: { json?: boole
     if (!defs.length) cli.setExitCode(1); // as grep: nothing found is not an error, and scripts can tell
     if (opts.json) io.stdout.write(`${JSON.stringify({ name, definitions: defs })}\n`);
     else if (!defs.length) io.stdout.write(`no definition named ${name} — try \`quarry search ${name}\`\n`);
-    else io.stdout.write(`${formatDefinitions(name, defs)}\n`);
+    else io.stdout.write(`${lines(formatDefinitions(name, defs))}\n`);
   });
 }
 
@@ -80,7 +84,7 @@ export async function runRefs(cli: CliContext, name: string, opts: { json?: bool
     if (!refs.length) cli.setExitCode(1);
     if (opts.json) io.stdout.write(`${JSON.stringify({ name, references: refs })}\n`);
     else if (!refs.length) io.stdout.write(`nothing in the index uses ${name}\n`);
-    else io.stdout.write(`${formatReferences(name, refs)}\n`);
+    else io.stdout.write(`${lines(formatReferences(name, refs))}\n`);
   });
 }
 
@@ -96,9 +100,17 @@ export async function runMap(cli: CliContext, opts: MapOptions): Promise<void> {
     const map = await project.repoMap({ budget: opts.tokens, ...(opts.focus ? { focus: opts.focus } : {}) });
     if (opts.json) io.stdout.write(`${JSON.stringify(map)}\n`);
     else {
-      io.stdout.write(map.text || 'no definitions in the index\n');
+      io.stdout.write(map.text ? lines(map.text) : 'no definitions in the index\n');
       if (map.omitted)
         io.stdout.write(cli.colors(io.stdout).dim(`… ${map.omitted} more files (raise --tokens)\n`));
     }
   });
+}
+
+/** Plain text lines with any control character in a path or a name shown escaped (format.ts `visible`). */
+function lines(text: string): string {
+  return text
+    .split('\n')
+    .map((l) => visible(l))
+    .join('\n');
 }
