@@ -9,7 +9,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { acquireWriterLock } from '../src/store/lock.ts';
 import { indexPaths } from '../src/workspace/root.ts';
-import { CLI, copyPolyglot, indexLexically, makeTree, removeTree } from './helpers.ts';
+import { CLI, copyPolyglot, indexLexically, makeTree, removeTree, runCli, waitForOutput } from './helpers.ts';
 
 const TSX = new URL(import.meta.resolve('tsx')).pathname;
 const ENV = { ...process.env, QUARRY_EMBED: 'none', NO_COLOR: '1' } as Record<string, string>;
@@ -257,10 +257,17 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
 
 describe('quarry mcp --http', () => {
   let root: string;
+  let other: string;
   let url: string;
   let child: ReturnType<typeof spawn>;
+  let tokensFile: string;
   before(async () => {
     root = copyPolyglot([]);
+    await indexLexically(root);
+    other = copyPolyglot([]);
+    writeFileSync(join(other, 'only_here.py'), 'def kestrel_lantern():\n    return 1\n');
+    await indexLexically(other);
+    tokensFile = join(other, 'tokens.json');
     child = spawn(process.execPath, ['--import', TSX, CLI, '--root', root, 'mcp', '--http', '--no-watch'], {
       env: ENV,
     });
@@ -277,10 +284,35 @@ describe('quarry mcp --http', () => {
   after(() => {
     child.kill('SIGTERM');
     removeTree(root);
+    removeTree(other);
   });
 
-  it('serves the same tools over streamable HTTP on 127.0.0.1', async () => {
-    assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+  const post = (headers: Record<string, string>, path?: string) =>
+    new Promise<number>((resolve, reject) => {
+      const u = new URL(url);
+      const req = request(
+        {
+          host: u.hostname,
+          port: u.port,
+          path: path ?? `${u.pathname}${u.search}`,
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            ...headers,
+          },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', reject);
+      req.end('{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
+    });
+
+  it('serves the same tools over streamable HTTP on 127.0.0.1, to the holder of the token in its URL', async () => {
+    assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/mcp\?token=[\w-]{20,}$/);
     const client = new Client({ name: 'quarry-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     const { tools } = await client.listTools();
@@ -288,29 +320,83 @@ describe('quarry mcp --http', () => {
     const s = dataOf(await client.callTool({ name: 'index_status', arguments: {}, _meta: STRUCTURED }));
     assert.ok('files' in s);
     await client.close();
+    // the same token as a header
+    const token = new URL(url).searchParams.get('token')!;
+    const bare = new URL(url);
+    bare.search = '';
+    const viaHeader = new Client({ name: 'quarry-test', version: '1.0.0' });
+    await viaHeader.connect(
+      new StreamableHTTPClientTransport(bare, {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
+    assert.equal((await viaHeader.listTools()).tools.length, 11);
+    await viaHeader.close();
+  });
+
+  it('refuses a request without the token or with another one (401): other local processes get nothing', async () => {
+    const u = new URL(url);
+    assert.equal(await post({}, u.pathname), 401);
+    assert.equal(await post({ authorization: 'Bearer qry_not-the-token' }, u.pathname), 401);
+    assert.equal(await post({}, `${u.pathname}?token=wrong`), 401);
   });
 
   it('refuses a wrong Host header (DNS rebinding) and a cross-origin request', async () => {
-    const post = (headers: Record<string, string>) =>
-      new Promise<number>((resolve, reject) => {
-        const u = new URL(url);
-        const req = request(
-          {
-            host: u.hostname,
-            port: u.port,
-            path: u.pathname,
-            method: 'POST',
-            headers: { 'content-type': 'application/json', ...headers },
-          },
-          (res) => {
-            res.resume();
-            resolve(res.statusCode ?? 0);
-          },
-        );
-        req.on('error', reject);
-        req.end('{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
-      });
     assert.equal(await post({ host: 'evil.example:80' }), 403);
     assert.equal(await post({ origin: 'https://evil.example' }), 403);
+  });
+
+  it('opens a root only inside the folder it was started for, unless a token for every repository grants it', async () => {
+    const client = new Client({ name: 'quarry-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    try {
+      const out = (await client.callTool({
+        name: 'read_file',
+        arguments: { path: 'only_here.py', root: other },
+      })) as Text;
+      assert.equal(out.isError, true);
+      assert.match(out.content[0]!.text, /outside .*opens only that folder/);
+      assert.doesNotMatch(out.content[0]!.text, /kestrel_lantern/);
+      const own = (await client.callTool({ name: 'read_file', arguments: { path: 'lib.rs', root } })) as Text;
+      assert.notEqual(own.isError, true, own.content[0]?.text);
+    } finally {
+      await client.close();
+    }
+    // a server started with a tokens file: a token for every repository that may re-index opens the other folder;
+    // one limited to some repositories does not
+    const all = runCli(['token', 'add', 'agent', '--all', '--reindex', '--tokens', tokensFile], { env: ENV });
+    const some = runCli(['token', 'add', 'reader', 'x', '--tokens', tokensFile], { env: ENV });
+    assert.equal(all.code, 0, all.stderr);
+    assert.equal(some.code, 0, some.stderr);
+    const tokenOf = (r: { stdout: string }) => /qry_[\w-]+/.exec(r.stdout)![0];
+    const served = spawn(
+      process.execPath,
+      ['--import', TSX, CLI, '--root', root, 'mcp', '--http', '--no-watch', '--tokens', tokensFile],
+      { env: ENV },
+    );
+    try {
+      const base = (await waitForOutput(served, /listening on (\S+)/))[1]!;
+      assert.doesNotMatch(base, /token=/);
+      for (const [token, allowed] of [
+        [tokenOf(all), true],
+        [tokenOf(some), false],
+      ] as const) {
+        const c = new Client({ name: 'quarry-test', version: '1.0.0' });
+        await c.connect(
+          new StreamableHTTPClientTransport(new URL(base), {
+            requestInit: { headers: { authorization: `Bearer ${token}` } },
+          }),
+        );
+        const r = (await c.callTool({
+          name: 'read_file',
+          arguments: { path: 'only_here.py', root: other },
+        })) as Text;
+        assert.equal(r.isError === true, !allowed);
+        if (allowed) assert.match(r.content[0]!.text, /kestrel_lantern/);
+        await c.close();
+      }
+    } finally {
+      served.kill('SIGTERM');
+    }
   });
 });

@@ -108,9 +108,12 @@ export function checkToken(entries: TokenEntry[], given: string): Grant | null {
   };
 }
 
+/** The name of a one-off token (given on the command line, or made up for one run). */
+export const AD_HOC_TOKEN = 'command-line';
+
 /** A one-off token given on the command line (`serve --token`): every repository, re-index included. */
 export function adHocToken(token: string): TokenEntry {
-  return { name: 'command-line', sha256: sha256(token), repos: '*', reindex: true, created: '' };
+  return { name: AD_HOC_TOKEN, sha256: sha256(token), repos: '*', reindex: true, created: '' };
 }
 
 export function mayRead(grant: Grant, repo: string): boolean {

@@ -1,8 +1,8 @@
 /** What every MCP tool shares: the shape of a tool, how its answer becomes a result, and the common arguments. */
-import { isAbsolute, resolve } from 'node:path';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { knownError, publicMessage, QuarryError } from '../errors.ts';
+import { allowedRoot, type RootPolicy } from '../host/roots.ts';
 import { type ProjectSet, redacting } from '../host/set.ts';
 import { openProject } from '../project/local.ts';
 import type { Project } from '../project/types.ts';
@@ -105,30 +105,27 @@ export const repoArg = z.string().optional().describe("A repository (list_repos)
 export const rootArg = z.string().optional();
 
 /** The schema as a server shows it: `root` described as available or not. */
-export function withRootArg(shape: z.ZodRawShape, allowRoot: boolean | undefined): z.ZodRawShape {
+export function withRootArg(shape: z.ZodRawShape, roots: RootPolicy | undefined): z.ZodRawShape {
   if (!('root' in shape)) return shape;
-  return {
-    ...shape,
-    root: rootArg.describe(allowRoot ? 'Another indexed project, by absolute path' : 'Not available here'),
-  };
+  const said = !roots
+    ? 'Not available here'
+    : roots.owner
+      ? 'Another indexed project, by absolute path'
+      : `An indexed project inside ${roots.home ?? 'the served folder'}, by absolute path`;
+  return { ...shape, root: rootArg.describe(said) };
 }
 
-/** `projectOf` for one server: a repository of the set, or (when allowed) another indexed project by its root. */
+/** `projectOf` for one server: a repository of the set, or another indexed project by its root where the policy lets
+ * this caller open it (host/roots.ts: the one rule for every face). */
 export function projectsByRoot(
   set: ProjectSet,
-  allowRoot: boolean | undefined,
+  roots: RootPolicy | undefined,
 ): { projectOf: ToolContext['projectOf']; close(): void } {
   // projects named by `root`, opened once (read-only use: an index must already be there)
   const byRoot = new Map<string, Promise<Project>>();
   const projectOf = async (repo: string | undefined, root: string | undefined): Promise<Project> => {
     if (root === undefined) return set.get(repo);
-    if (!allowRoot)
-      throw new QuarryError(
-        'BAD_INPUT',
-        'this server does not open other folders: use repo (see list_repos)',
-      );
-    if (!isAbsolute(root)) throw new QuarryError('BAD_INPUT', `root must be an absolute path, not ${root}`);
-    const key = resolve(root);
+    const key = allowedRoot(roots, root);
     if (set.live && key === set.live.project.root) return redacting(set.live.project);
     let opened = byRoot.get(key);
     if (!opened) {

@@ -4,6 +4,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { announceServer } from '../host/discovery.ts';
 import { checkRequest, type GuardOptions } from '../host/guard.ts';
 import { checkPort, listenError } from '../host/listen.ts';
+import { serverTokens } from '../host/server-tokens.ts';
 import { createQuarryMcp, type McpOptions, type QuarryMcp } from './quarry.ts';
 
 /** One HTTP request to `quarry mcp --http`: guarded, then answered by a fresh MCP server (stateless). */
@@ -19,6 +20,8 @@ async function handleMcpRequest(
     return;
   }
   // the same gate as quarry serve's: the Host names this server (DNS rebinding), writes from its own origin only
+  // …and a token on every request (`?token=` in the URL it printed, or Authorization: Bearer)
+  const queryToken = new URL(req.url ?? '/', 'http://127.0.0.1').searchParams.get('token') ?? undefined;
   const verdict = checkRequest(gate, {
     method: req.method ?? 'GET',
     path: req.url ?? '/',
@@ -26,6 +29,7 @@ async function handleMcpRequest(
       const v = req.headers[name];
       return Array.isArray(v) ? v[0] : v;
     },
+    queryToken,
   });
   if (!verdict.ok) {
     res.writeHead(verdict.status, { 'content-type': 'text/plain' }).end(`quarry mcp: ${verdict.error}\n`);
@@ -35,7 +39,7 @@ async function handleMcpRequest(
     res.writeHead(404, { 'content-type': 'text/plain' }).end('quarry mcp: the endpoint is /mcp\n');
     return;
   }
-  const server = mcp.makeServer();
+  const server = mcp.makeServer({ grant: verdict.grant });
   const transport = new StreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,
@@ -53,14 +57,24 @@ async function handleMcpRequest(
   }
 }
 
-/** `quarry mcp --http`: streamable HTTP on 127.0.0.1 (stateless: one server per request), Host checked. */
+/**
+ * `quarry mcp --http`: streamable HTTP on 127.0.0.1 (stateless: one server per request), Host checked, and a token
+ * on every request: any process on the machine can reach a loopback port, so the server has an owner. The tokens are
+ * `serve`'s (`token`, a tokens file), else one made up for this run and carried by the URL it returns.
+ */
 export async function serveMcpHttp(
-  options: McpOptions & { port?: number },
-): Promise<{ url: string; server: Server; close(): Promise<void> }> {
+  options: McpOptions & { port?: number; token?: string; tokensFile?: string },
+): Promise<{ url: string; token: string | null; server: Server; close(): Promise<void> }> {
   const log = (m: string) => process.stderr.write(`quarry mcp: ${m}\n`);
   checkPort(options.port);
   let mcp: QuarryMcp | null = null;
-  const gate: GuardOptions = { host: '127.0.0.1', port: () => (http.address() as AddressInfo).port };
+  const { tokens, generated } = serverTokens({
+    host: '127.0.0.1',
+    always: true,
+    ...(options.token ? { token: options.token } : {}),
+    ...(options.tokensFile ? { tokensFile: options.tokensFile } : {}),
+  });
+  const gate: GuardOptions = { host: '127.0.0.1', port: () => (http.address() as AddressInfo).port, tokens };
   const http = createServer((req, res) => handleMcpRequest(mcp, gate, req, res, log));
   // the port first: a busy port is a one-line error before the project is opened or indexed
   await new Promise<void>((resolve, reject) => {
@@ -79,12 +93,13 @@ export async function serveMcpHttp(
     throw err;
   }
   const opened = mcp;
-  const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+  const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp${generated ? `?token=${generated}` : ''}`;
   const forget = opened.live
     ? announceServer(opened.live.project.root, { url, kind: 'mcp' })
     : () => undefined;
   return {
     url,
+    token: generated,
     server: http,
     async close() {
       forget();

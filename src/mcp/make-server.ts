@@ -1,4 +1,5 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { RootPolicy } from '../host/roots.ts';
 import type { ProjectSet } from '../host/set.ts';
 import { STRUCTURED_META } from '../project/types.ts';
 import { projectsByRoot, run, type ToolContext, withRootArg } from './common.ts';
@@ -15,22 +16,22 @@ Paths are from the repository root. Results reflect the last sync; index_status 
 
 export interface McpServerOptions {
   /**
-   * Let a call name another indexed project on this machine (`root`). Only for `quarry mcp`, which runs as the user
-   * for one user; a shared server (`quarry serve`'s /mcp, with tokens) never opens folders a caller names.
+   * Which folders a call may open by naming them (`root`; host/roots.ts). None: a shared server (`quarry serve`'s
+   * /mcp) never opens folders a caller names.
    */
-  allowRoot?: boolean;
+  roots?: RootPolicy;
 }
 
 /** The MCP tools over a set of repositories (one, or what a token may see): each tool calls the Project seam. */
 export function createMcpServer(set: ProjectSet, options: McpServerOptions = {}): McpServer {
   const server = new McpServer({ name: 'quarry', version: VERSION }, { instructions: MCP_INSTRUCTIONS });
-  const roots = projectsByRoot(set, options.allowRoot);
+  const roots = projectsByRoot(set, options.roots);
   server.server.onclose = () => roots.close();
   const ctx: ToolContext = { set, projectOf: roots.projectOf };
   for (const { name, title, description, inputSchema, annotations, handler } of TOOLS)
     server.registerTool(
       name,
-      { title, description, inputSchema: withRootArg(inputSchema, options.allowRoot), annotations },
+      { title, description, inputSchema: withRootArg(inputSchema, options.roots), annotations },
       (args, extra) => run(() => handler(args, ctx), extra._meta?.[STRUCTURED_META] === true),
     );
   return server;

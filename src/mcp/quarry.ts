@@ -1,6 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { requireProject } from '../host/listen.ts';
 import { openServedSet, type ProjectSet } from '../host/set.ts';
+import type { Grant } from '../host/tokens.ts';
 import { type LiveProject, openLiveProject } from '../watch/live.ts';
 import { createMcpServer } from './make-server.ts';
 
@@ -16,8 +17,11 @@ export interface QuarryMcp {
   /** The checkout kept fresh, when serving one (not when relaying another quarry). */
   live: LiveProject | null;
   set: ProjectSet;
-  /** A fresh MCP server over the shared project set (one per HTTP request in stateless mode). */
-  makeServer(): McpServer;
+  /**
+   * A fresh MCP server over the shared project set (one per HTTP request in stateless mode). Over stdio the caller
+   * owns the process; over HTTP, `grant` is the request's (its token's).
+   */
+  makeServer(caller?: { grant: Grant }): McpServer;
   close(): Promise<void>;
 }
 
@@ -31,7 +35,17 @@ export async function createQuarryMcp(
   return {
     live,
     set,
-    makeServer: () => createMcpServer(set, { allowRoot: !options.remote }),
+    makeServer: (caller) =>
+      createMcpServer(
+        set,
+        options.remote
+          ? {}
+          : {
+              roots: caller
+                ? { home: live?.project.root ?? null, owner: false, grant: caller.grant }
+                : { home: live?.project.root ?? null, owner: true },
+            },
+      ),
     async close() {
       await set.close();
       await live?.close();

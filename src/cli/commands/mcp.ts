@@ -7,6 +7,8 @@ import { relay } from './serve.ts';
 interface McpOptions {
   http?: boolean;
   port?: number;
+  token?: string;
+  tokens?: string;
   watch: boolean;
   init?: boolean;
 }
@@ -19,6 +21,11 @@ export function registerMcp(program: Command, cli: CliContext): void {
     )
     .option('--http', 'streamable HTTP on 127.0.0.1 instead of stdio')
     .option('--port <n>', 'HTTP port (default: any free one, printed)', portNumber)
+    .option(
+      '--token <secret>',
+      'with --http: the token every request must carry (default: one made up, printed in the URL)',
+    )
+    .option('--tokens <file>', 'with --http: accept the tokens of this file (`quarry token add`) instead')
     .option('--no-watch', 'do not keep the index fresh while running')
     .option('--init', INIT_HELP)
     .action((opts: McpOptions) => runMcp(cli, opts));
@@ -34,8 +41,17 @@ export async function runMcp(cli: CliContext, opts: McpOptions): Promise<void> {
     await serveMcpStdio(common);
     return;
   }
-  const served = await serveMcpHttp({ ...common, port: opts.port });
+  const served = await serveMcpHttp({
+    ...common,
+    port: opts.port,
+    ...(opts.token ? { token: opts.token } : {}),
+    ...(opts.tokens ? { tokensFile: opts.tokens } : {}),
+  });
   cli.io.stdout.write(`quarry mcp listening on ${served.url}\n`);
+  if (served.token)
+    cli.io.stderr.write(
+      `every request needs this URL's token (or the header Authorization: Bearer ${served.token}); --token sets your own\n`,
+    );
   await untilSignal();
   await served.close();
 }
