@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { appendFileSync, cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -10,6 +10,7 @@ import { type OverlayProject, openOverlay } from '../src/project/overlay.ts';
 import { openRemoteProject } from '../src/project/remote.ts';
 import type { LocalProject, Project } from '../src/project/types.ts';
 import type { SearchResponse } from '../src/search/search.ts';
+import { gitChangesSince } from '../src/workspace/root.ts';
 import { git, makeTree, REPO, removeTree, runCli, spawnCli, waitForOutput, writeFiles } from './helpers.ts';
 import { startServer, type TestServer } from './store-servers.ts';
 
@@ -229,6 +230,87 @@ describe('a local overlay of a working tree on a shared index', () => {
       assert.match(r.stderr, /which this checkout does not have: `git fetch` it/);
     } finally {
       removeTree(other);
+    }
+  });
+});
+
+describe('an overlay when git fails', () => {
+  it('retries once, then says on the answer that local changes were not applied, never taking it for a missing commit', async () => {
+    const base = makeTree({ 'src/a.ts': 'export const alpha = "shared words";\n' });
+    const fakeBin = makeTree({});
+    const realPath = process.env.PATH;
+    try {
+      git(base, 'init', '-q');
+      git(base, 'add', '.');
+      git(base, '-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-qm', 'one');
+      const commit = git(base, 'rev-parse', 'HEAD').trim();
+      // a git whose `diff` fails the way a held lock or a timeout does, counting its calls
+      const calls = join(fakeBin, 'calls');
+      const realGit = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
+      writeFileSync(
+        join(fakeBin, 'git'),
+        `#!/bin/sh\nfor a in "$@"; do if [ "$a" = diff ]; then echo x >> ${calls}; echo "fatal: Unable to create '.git/index.lock': File exists." >&2; exit 128; fi; done\nexec ${realGit} "$@"\n`,
+        { mode: 0o755 },
+      );
+      assert.deepEqual(gitChangesSince(base, commit), { changed: [] });
+      assert.deepEqual(gitChangesSince(base, '0'.repeat(40)), { missing: true });
+      process.env.PATH = `${fakeBin}:${realPath}`;
+      const failed = gitChangesSince(base, commit);
+      assert.ok('error' in failed);
+      assert.match(
+        failed.error,
+        /^git diff --name-only failed: fatal: Unable to create '\.git\/index\.lock'/,
+      );
+      assert.equal(readFileSync(calls, 'utf8').split('\n').filter(Boolean).length, 2, 'tried twice');
+      process.env.PATH = realPath;
+
+      // an overlay over a local index of the same commit: opened while git works, then git breaks
+      const shared = await openProject({
+        root: base,
+        create: true,
+        userConfig: false,
+        overrides: { embed: { provider: 'none' } },
+      });
+      await indexProject(shared);
+      writeFiles(base, { 'src/a.ts': 'export const alpha = "local words";\n' });
+      const notices: string[] = [];
+      const overlay = await openOverlay(shared, {
+        root: base,
+        refreshSeconds: 0,
+        onNotice: (m) => notices.push(m),
+      });
+      assert.ok(overlay);
+      try {
+        assert.equal((await overlay.search('local words')).stale, undefined);
+        process.env.PATH = `${fakeBin}:${realPath}`;
+        const res = await overlay.search('local words');
+        assert.match(
+          res.stale ?? '',
+          /local changes not applied since the last sync: git diff --name-only failed/,
+        );
+        process.env.PATH = realPath;
+        assert.equal((await overlay.search('local words')).stale, undefined, 'said until git reads again');
+      } finally {
+        process.env.PATH = realPath;
+        await overlay.close();
+      }
+      // opening while git fails: one line saying so, not "this checkout does not have the commit"
+      const again = await openProject({
+        root: base,
+        userConfig: false,
+        overrides: { embed: { provider: 'none' } },
+      });
+      process.env.PATH = `${fakeBin}:${realPath}`;
+      const none = await openOverlay(again, { root: base, onNotice: (m) => notices.push(m) });
+      process.env.PATH = realPath;
+      assert.equal(none, undefined);
+      assert.match(notices.at(-1)!, /^local changes not applied: git diff --name-only failed: .*; searching/);
+      assert.ok(!notices.some((m) => /does not have/.test(m)));
+      await again.close();
+    } finally {
+      process.env.PATH = realPath;
+      removeTree(base);
+      removeTree(fakeBin);
     }
   });
 });

@@ -12,7 +12,7 @@ import type {
   Store,
   VectorIndex,
 } from '../store/types.ts';
-import { gitChangesSince, indexPaths } from '../workspace/root.ts';
+import { type GitChanges, gitChangesSince, indexPaths } from '../workspace/root.ts';
 import { openProject } from './local.ts';
 import type { IndexStatus, LocalProject, NearestHit, Project } from './types.ts';
 
@@ -48,6 +48,8 @@ export interface OverlayInfo {
   changed: string[];
   /** The last set-up or refresh: the local index's run, in ms, and how many files it re-read. */
   lastSync: { ms: number; files: number; embedded: number };
+  /** Why the last refresh could not read the working tree's changes (git failed), said on every answer until it can. */
+  error?: string | undefined;
 }
 
 export interface OverlayProject extends LocalProject {
@@ -77,13 +79,18 @@ export async function openOverlay(
     return undefined;
   }
   const short = commit.slice(0, 12);
-  const changed = changesOf(root, commit);
-  if (!changed) {
+  const read = changesOf(root, commit);
+  if ('missing' in read) {
     notice(
       `${base.name} was indexed at ${short}, which this checkout does not have: \`git fetch\` it to search your changes over the shared index; searching it as it is`,
     );
     return undefined;
   }
+  if ('error' in read) {
+    notice(`local changes not applied: ${read.error}; searching ${base.name} as it is`);
+    return undefined;
+  }
+  const changed = read.changed;
   if (!changed.length) return undefined;
   const max = options.maxChanged ?? 20_000;
   if (changed.length > max) {
@@ -133,15 +140,18 @@ export async function openOverlay(
   let lastCheck = 0;
   let syncing: Promise<void> | undefined;
   // the first sync uses the differences just read; each later one asks git again
-  let firstRead: string[] | undefined = changed;
+  let firstRead: GitChanges | undefined = read;
   const runSync = async () => {
     const now = firstRead ?? changesOf(root, commit);
     firstRead = undefined;
-    if (now) {
+    // git failing (or the commit gone) is said on every answer until it reads again, never taken for "no changes"
+    if ('changed' in now) {
+      overlay.error = undefined;
       changedSet.clear();
-      for (const p of now) changedSet.add(p);
-      overlay.changed = now;
-    }
+      for (const p of now.changed) changedSet.add(p);
+      overlay.changed = now.changed;
+    } else
+      overlay.error = `local changes not applied since the last sync: ${'error' in now ? now.error : `this checkout no longer has ${short}`}`;
     const report = await indexRepository({
       root,
       config: local.config,
@@ -177,8 +187,10 @@ export async function openOverlay(
     search: async (query: string, o?: Parameters<Project['search']>[1]): Promise<SearchResponse> => {
       await fresh();
       const res = await local.search(query, o);
+      const stale = [overlay.error, res.stale].filter(Boolean).join('; ');
       return {
         ...res,
+        ...(stale ? { stale } : {}),
         results: res.results.map((r) => ({ ...r, side: side(r.path) })),
         files: res.files.map((f) => ({ ...f, side: side(f.path) })),
       };
@@ -201,9 +213,10 @@ export async function openOverlay(
   return project;
 }
 
-function changesOf(root: string, commit: string): string[] | undefined {
+function changesOf(root: string, commit: string): GitChanges {
   // quarry's own folder is never part of the repository, whether or not the repository ignores it
-  return gitChangesSince(root, commit)?.filter((p) => !p.startsWith('.quarry/'));
+  const read = gitChangesSince(root, commit);
+  return 'changed' in read ? { changed: read.changed.filter((p) => !p.startsWith('.quarry/')) } : read;
 }
 
 /**

@@ -108,28 +108,65 @@ export function normalizeRemote(url: string): string {
 
 /**
  * The files of a checkout that differ from `commit`: tracked files whose working-tree content differs from it
- * (staged or not, deleted included; a rename is its two paths) and untracked files git does not ignore. Undefined
- * when `root` is not a git checkout or does not have the commit (`git fetch` brings it).
+ * (staged or not, deleted included; a rename is its two paths) and untracked files git does not ignore; or that the
+ * checkout does not have the commit (`git fetch` brings it); or, when git itself fails twice, what it said. A
+ * failure is never taken for a missing commit: the caller must say that local changes were not applied.
  */
-export function gitChangesSince(root: string, commit: string): string[] | undefined {
-  if (!/^[0-9a-f]{7,64}$/i.test(commit)) return undefined;
-  const run = (args: string[]) =>
-    execFileSync('git', ['-C', root, ...args], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-      maxBuffer: 256 * 1024 * 1024,
-      timeout: 60_000,
-    });
-  try {
-    run(['cat-file', '-e', `${commit}^{commit}`]);
-  } catch {
-    return undefined;
-  }
-  try {
-    const tracked = run(['diff', '--name-only', '--no-renames', '-z', commit, '--']);
-    const untracked = run(['ls-files', '--others', '--exclude-standard', '-z']);
+export type GitChanges =
+  | { changed: string[] }
+  /** The checkout does not have the commit (`git fetch` brings it). */
+  | { missing: true }
+  /** git itself failed (a lock held by another git command, a timeout, a broken repository), twice. */
+  | { error: string };
+
+export function gitChangesSince(root: string, commit: string): GitChanges {
+  if (!/^[0-9a-f]{7,64}$/i.test(commit)) return { missing: true };
+  // a failing command throws one line: what ran and what git said
+  const run = (args: string[], missingIsOk = false): string | null => {
+    try {
+      return execFileSync('git', ['-C', root, ...args], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+        maxBuffer: 256 * 1024 * 1024,
+        timeout: 60_000,
+      });
+    } catch (err) {
+      const e = err as { status?: number; stderr?: string };
+      // `rev-parse --verify --quiet` says "no such commit" with exit 1 and nothing on stderr
+      if (missingIsOk && e.status === 1 && !String(e.stderr ?? '').trim()) return null;
+      throw new Error(gitFailure(args, err));
+    }
+  };
+  // a failure is tried once more (another git command's lock is usually gone by then), then reported as it is
+  const twice = <T>(f: () => T): { ok: T } | { error: string } => {
+    let last = '';
+    for (let i = 0; i < 2; i++)
+      try {
+        return { ok: f() };
+      } catch (err) {
+        last = (err as Error).message;
+      }
+    return { error: last };
+  };
+  const exists = twice(() => run(['rev-parse', '--verify', '--quiet', `${commit}^{commit}`], true) !== null);
+  if ('error' in exists) return exists;
+  if (!exists.ok) return { missing: true };
+  const read = twice(() => {
+    const tracked = run(['diff', '--name-only', '--no-renames', '-z', commit, '--']) ?? '';
+    const untracked = run(['ls-files', '--others', '--exclude-standard', '-z']) ?? '';
     return [...new Set(`${tracked}${untracked}`.split('\0').filter(Boolean))].sort();
-  } catch {
-    return undefined;
-  }
+  });
+  return 'error' in read ? read : { changed: read.ok };
+}
+
+/** One line for a failed git command: what ran and what it said. */
+function gitFailure(args: string[], err: unknown): string {
+  const e = err as { stderr?: string | Buffer; code?: string; signal?: string; message?: string };
+  const said =
+    String(e.stderr ?? '')
+      .trim()
+      .split('\n')
+      .pop() ||
+    (e.code === 'ETIMEDOUT' ? 'timed out' : e.signal ? `killed by ${e.signal}` : (e.message ?? 'failed'));
+  return `git ${args.slice(0, 2).join(' ')} failed: ${said}`;
 }
