@@ -3,6 +3,7 @@
 // was exit 6 "Invalid URL").
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { checkRepoName } from '../src/config/config.ts';
 import { defaultRepoKey } from '../src/store/open.ts';
@@ -29,6 +30,9 @@ describe('repository names and store URLs', () => {
       'a//b',
       '.hidden',
       'a/../b',
+      'acme/alpha.',
+      'acme./alpha',
+      'acme/alpha/',
     ]) {
       assert.throws(() => checkRepoName(bad), /is not a repository name/, JSON.stringify(bad));
       // port 1: nothing listens there, and nothing is tried, the name is refused first
@@ -40,13 +44,15 @@ describe('repository names and store URLs', () => {
   });
 
   it('makes a valid default name of any folder', () => {
-    const odd = makeTree({ 'b.py': 'y = 2\n' }, 'my project (copy) ');
-    try {
-      const key = defaultRepoKey(odd);
-      assert.equal(checkRepoName(key), key);
-      assert.doesNotMatch(key, /\s/);
-    } finally {
-      removeTree(odd);
+    for (const folder of ['my project (copy) ', 'ends.with.dots...']) {
+      const odd = makeTree({ [`${folder}/b.py`]: 'y = 2\n' });
+      try {
+        const key = defaultRepoKey(join(odd, folder));
+        assert.equal(checkRepoName(key), key);
+        assert.doesNotMatch(key, /\s/);
+      } finally {
+        removeTree(odd);
+      }
     }
   });
 

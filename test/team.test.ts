@@ -115,6 +115,13 @@ describe('a team index: two repositories in one PostgreSQL, served with per-repo
       /^quarry: \S+#acme\/b holds .+ on .+, not this folder \(.+\): pass --repo NAME .* or --replace/m,
     );
     assert.equal(refused.stderr.trim().split('\n').length, 1);
+    // the same key in other case is no new key (regression: `ACME/B` escaped this check); `acme/b.` is no name
+    for (const twin of ['ACME/B', 'Acme/b']) {
+      const r = runCli(['index', other, '--store', store, '--repo', twin, '--no-embed', '--quiet']);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /^quarry: \S+ differs from the repository acme\/b only in case: use --repo acme\/b/m);
+    }
+    assert.equal(runCli(['index', other, '--store', store, '--repo', 'acme/b.', '--no-embed', '--quiet']).code, 2);
     const search = runCli(['search', '--json', '--store', store, '--repo', 'acme/b', 'total_due'], { cwd });
     assert.equal(search.code, 0, search.stderr);
     assert.ok(
@@ -220,6 +227,13 @@ describe('a team index: two repositories in one PostgreSQL, served with per-repo
       (mine.body.repos as Array<{ name: string }>).map((r) => r.name),
       ['acme/a'],
     );
+    // where a repository was indexed from (the server's disk, its host name) only to a token that may re-index
+    assert.equal((mine.body.repos as Array<{ source: unknown }>)[0]!.source, null);
+    const everything = await api('/api/repos', tokenAll);
+    const a = (everything.body.repos as Array<{ name: string; source: { root: string } | null }>).find(
+      (r) => r.name === 'acme/a',
+    );
+    assert.ok(a?.source?.root, 'a re-indexing token sees the checkout');
     const hidden = await api('/api/search?q=invoice&repo=acme/b', tokenA);
     const unknown = await api('/api/search?q=invoice&repo=acme/zzz', tokenA);
     assert.equal(hidden.status, 404);

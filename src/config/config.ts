@@ -87,10 +87,13 @@ function checkServerUrl<D extends StoreDriver>(url: string, driver: D): D {
 
 /**
  * The one rule for repository names: parts of letters, digits, `.`, `_` and `-`, each starting with a letter or a
- * digit, separated by `/` (`owner/name`), at most 100 characters. So `*` (every repository, in a request) can never
- * be a name, and neither can `..`, a space or an empty string.
+ * digit and not ending with a dot, separated by `/` (`owner/name`), at most 100 characters. So `*` (every
+ * repository, in a request) can never be a name, and neither can `..`, a space, an empty string or `acme/alpha.`
+ * (a second key for `acme/alpha`). Names are also compared without regard to case: a store refuses a key that
+ * differs from one it holds only in case (store/postgres.ts, where keys are made).
  */
-const REPO_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/;
+const PART = '[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?';
+const REPO_NAME = new RegExp(`^${PART}(?:/${PART})*$`);
 
 export function checkRepoName(name: string): string {
   if (name.length <= 100 && REPO_NAME.test(name)) return name;

@@ -9,6 +9,7 @@ import type { SearchResponse, SearchResult } from '../search/search.ts';
 import { openRegistry } from '../store/open.ts';
 import type { RepoInfo, SearchFilter } from '../store/types.ts';
 import type { LiveProject } from '../watch/live.ts';
+import { type Grant, mayRead } from './tokens.ts';
 
 /**
  * The repositories a server offers: its own checkout (kept fresh, re-indexable), every other repository of its
@@ -283,6 +284,16 @@ export function scopedSet(set: ProjectSet, allowed: (repo: string) => boolean): 
     },
     close: () => set.close(),
   });
+}
+
+/**
+ * The set a grant sees: the repositories it may read, and where each was indexed from (the checkout's path and the
+ * machine's name) only when it may also re-index; a reader learns nothing about the server's disk.
+ */
+export function grantedSet(set: ProjectSet, grant: Grant): ProjectSet {
+  const scoped = grant.repos === '*' ? set : scopedSet(set, (r) => mayRead(grant, r));
+  if (grant.reindex) return scoped;
+  return { ...scoped, list: async () => (await scoped.list()).map((r) => ({ ...r, source: null })) };
 }
 
 /**

@@ -3,8 +3,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { MiddlewareHandler } from 'hono/types';
 import { isQuarryError, knownError, publicMessage } from '../errors.ts';
 import { checkHost, checkRequest, type GuardOptions } from '../host/guard.ts';
-import { type ProjectSet, scopedSet } from '../host/set.ts';
-import { mayRead } from '../host/tokens.ts';
+import { grantedSet, type ProjectSet } from '../host/set.ts';
 import { type Env, httpStatus, type LiveHooks } from './request.ts';
 import { ROUTES } from './routes/index.ts';
 
@@ -47,7 +46,7 @@ function guard(gate: GuardOptions, set: ProjectSet, hooks: LiveHooks): Middlewar
     if (!verdict.ok) return c.json({ error: verdict.error }, verdict.status);
     const { grant } = verdict;
     c.set('grant', grant);
-    c.set('set', grant.repos === '*' ? set : scopedSet(set, (r) => mayRead(grant, r)));
+    c.set('set', grantedSet(set, grant));
     c.set('hooks', hooks);
     await next();
   };

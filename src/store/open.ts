@@ -22,7 +22,12 @@ export type StoreTarget =
 function nameOf(raw: string): string {
   const name = raw
     .split('/')
-    .map((part) => part.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, ''))
+    .map((part) =>
+      part
+        .replace(/[^A-Za-z0-9._-]+/g, '-')
+        .replace(/^[^A-Za-z0-9]+/, '')
+        .replace(/\.+$/, ''),
+    )
     .filter(Boolean)
     .join('/')
     .slice(0, 100);

@@ -542,6 +542,16 @@ export class PostgresStore implements Store {
         `no index of repository "${this.repoName}" in ${redactUrl(this.url)}: run \`quarry index\` with this store first`,
       );
     else {
+      // names are compared without regard to case: `ACME/Alpha` beside `acme/alpha` would be a second key for one
+      // repository, escaping the taken-key check and a token's scope
+      const twin = await this.q(`SELECT name FROM quarry_repos WHERE lower(name) = lower($1) LIMIT 1`, [
+        this.repoName,
+      ]);
+      if (twin.length)
+        throw new QuarryError(
+          'BAD_INPUT',
+          `${this.repoName} differs from the repository ${twin[0]!.name} only in case: use --repo ${twin[0]!.name} (names are compared without regard to case)`,
+        );
       const made = await this.q(
         `INSERT INTO quarry_repos (name, created_at) VALUES ($1, $2)
          ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id`,
