@@ -27,6 +27,7 @@ function gathered(over: Partial<Gathered> = {}): Gathered {
     namedFiles: new Map(),
     symbolHints: new Map(),
     exactHits: new Map(),
+    definitions: new Map(),
     hinted: [],
     denseChunks: [],
     denseFiles: [],

@@ -1,20 +1,31 @@
 /**
- * Turns a mined corpus into training rows for the learned ranker: each tree is indexed lexically (once; the index is
- * kept beside it), each query is searched the way quarry searches (lexical mode, today's weights), and the features
- * of its first candidate files are written with their labels (1 for a file the change touched).
+ * Turns a mined corpus into training rows for the learned ranker: each tree is indexed (lexically, once, when it has
+ * no index yet; its index stays beside it), each query is searched the way quarry searches, and the features of its
+ * first candidate files are written with their labels (1 for a file the change touched).
  *
  *   node --import tsx train/dump_features.ts --corpus /work/train-data/corpus.jsonl \
- *     --trees /work/train-data/trees --out /work/train-data/features.jsonl [--top 60] [--repos a/b,c/d]
+ *     --trees /work/train-data/trees --out /work/train-data/features.jsonl [--top 60] [--repos a/b,c/d] \
+ *     [--modes lexical,hybrid] [--symbols 150]
  *
- * One output line per query: {id, repo, language, kind, gold, files, X}, X[i] being files[i]'s FEATURE_NAMES vector,
- * files in today's order (so the baseline is their order).
+ * Modes: every query is searched lexically, and also in hybrid mode where the tree's vectors are complete (the
+ * trees are embedded by train/embed_trees.sh; a tree still being embedded gives lexical rows only).
+ * `--symbols N` adds up to N symbol queries per tree, made from the tree's own symbol table: a definition's name, bare
+ * or qualified by its container (`flush`, `Session.flush`) → the file that defines it, for names defined in at most
+ * two source files; names used in more files than they are defined in come first (the common names whose uses crowd a
+ * lexical list), then the rest, evenly spread.
+ *
+ * One output line per query and mode: {id, repo, language, kind, mode, gold, files, X}, X[i] being files[i]'s
+ * FEATURE_NAMES vector, files in today's order (so the baseline is their order).
  */
 import { appendFileSync, createReadStream, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { indexProject, openProject, searchProject } from '../src/project/local.ts';
+import { indexProject, indexStatus, openProject, searchProject } from '../src/project/local.ts';
+import type { SearchMode } from '../src/search/search.ts';
 import { FEATURE_NAMES } from '../src/search/features.ts';
+import { indexPaths, isDirectory } from '../src/workspace/root.ts';
+import { fileRole } from '../src/workspace/roles.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -23,16 +34,22 @@ const { values: args } = parseArgs({
     out: { type: 'string' },
     top: { type: 'string', default: '60' },
     repos: { type: 'string' },
-    layout: { type: 'string', default: 'plain' },
+    layout: { type: 'string', default: 'plain' }, // plain: trees/<owner>+<name>; sha: trees/<owner>+<name>@<sha12>
+    modes: { type: 'string', default: 'lexical,hybrid' },
+    symbols: { type: 'string', default: '0' },
     'max-commit': { type: 'string', default: '100000' },
-    'max-docstring': { type: 'string', default: '100000' }, // plain: trees/<owner>+<name>; sha: trees/<owner>+<name>@<sha12>
+    'max-docstring': { type: 'string', default: '100000' },
   },
 });
 if (!args.corpus || !args.trees || !args.out) {
-  console.error('usage: dump_features.ts --corpus FILE --trees DIR --out FILE [--top N] [--repos a/b,…] [--layout plain|sha]');
+  console.error(
+    'usage: dump_features.ts --corpus FILE --trees DIR --out FILE [--top N] [--repos a/b,…] [--layout plain|sha] [--modes lexical,hybrid] [--symbols N]',
+  );
   process.exit(2);
 }
 const top = Number(args.top);
+const modes = args.modes.split(',') as SearchMode[];
+const symbolsPerTree = Number(args.symbols);
 const only = args.repos ? new Set(args.repos.split(',')) : undefined;
 
 interface Row {
@@ -54,9 +71,9 @@ for await (const line of lines) {
   byTree.set(dir, [...(byTree.get(dir) ?? []), r]);
 }
 
-/** Up to `k` of each kind per tree, evenly spaced (deterministic). */
+/** Up to `k` commit and docstring queries per tree, evenly spaced (deterministic); other kinds all. */
 function capped(rows: Row[]): Row[] {
-  const out: Row[] = [];
+  const out: Row[] = rows.filter((r) => !['commit', 'docstring'].includes(r.kind ?? 'commit'));
   for (const kind of ['commit', 'docstring']) {
     const of = rows.filter((r) => (r.kind ?? 'commit') === kind);
     const k = Number(args[kind === 'commit' ? 'max-commit' : 'max-docstring']);
@@ -66,41 +83,78 @@ function capped(rows: Row[]): Row[] {
   return out;
 }
 
+const evenly = <T>(xs: T[], k: number): T[] =>
+  xs.length <= k ? xs : Array.from({ length: k }, (_, i) => xs[Math.floor(((i + 0.5) * xs.length) / k)]!);
+
+const KINDS = new Set(['function', 'method', 'class', 'interface', 'struct', 'enum', 'trait', 'type', 'macro']);
+
+/** Symbol queries from a tree's own definitions (see the header). */
+async function symbolQueries(project: Awaited<ReturnType<typeof openProject>>, base: Row, k: number): Promise<Row[]> {
+  if (k <= 0) return [];
+  const defs = (await project.store.allDefinitions()).filter(
+    (d) => KINDS.has(d.kind) && d.name.length >= 4 && fileRole(d.path) === 'code' && !/^(test|main|new|init)/i.test(d.name),
+  );
+  const definers = new Map<string, Set<string>>();
+  for (const d of defs) definers.set(d.name, (definers.get(d.name) ?? new Set()).add(d.path));
+  const names = [...definers.entries()].filter(([, paths]) => paths.size <= 2).map(([name]) => name);
+  const uses = new Map<string, number>();
+  if (project.store.references)
+    for (const r of await project.store.references.useCounts(names))
+      if (!definers.get(r.name)?.has(r.path)) uses.set(r.name, (uses.get(r.name) ?? 0) + 1);
+  const sorted = names.sort();
+  const common = sorted.filter((n) => (uses.get(n) ?? 0) > (definers.get(n)?.size ?? 0));
+  const rare = sorted.filter((n) => !common.includes(n));
+  const chosen = [...evenly(common, Math.ceil(k / 2)), ...evenly(rare, Math.floor(k / 2))];
+  return chosen.map((name, i) => {
+    const def = defs.find((d) => d.name === name)!;
+    // every other query qualified by its container, as people write a method (`Session.flush`)
+    const query = def.container && i % 2 ? `${def.container}.${name}` : name;
+    return {
+      ...base,
+      id: `${base.repo}#sym-${i}`,
+      query,
+      gold: [...definers.get(name)!],
+      kind: (uses.get(name) ?? 0) > (definers.get(name)?.size ?? 0) ? 'symbol-common' : 'symbol',
+    };
+  });
+}
+
 writeFileSync(args.out, '');
 writeFileSync(`${args.out}.features.json`, JSON.stringify(FEATURE_NAMES));
 for (const [dir, all] of byTree) {
-  const rows = capped(all);
   const root = join(args.trees, dir);
   if (!existsSync(root)) {
     console.error(`skip ${dir}: no tree`);
     continue;
   }
   const t0 = performance.now();
-  const project = await openProject({
-    root,
-    create: true,
-    userConfig: false,
-    overrides: { embed: { provider: 'none' } },
-  });
-  await indexProject(project, { embed: false });
+  const fresh = !isDirectory(indexPaths(root).dir);
+  const project = await openProject({ root, create: true, userConfig: false });
+  if (fresh || !(await project.store.activeWriter())) await indexProject(project, { embed: false });
+  const status = await indexStatus(project);
+  const hybrid = modes.includes('hybrid') && status.embedding.complete === true && !(await project.store.activeWriter());
   const t1 = performance.now();
+  const rows = [...capped(all), ...(await symbolQueries(project, all[0]!, symbolsPerTree))];
   let out = '';
-  for (const r of rows) {
-    let features = new Map<string, number[]>();
-    const res = await searchProject(project, r.query, {
-      mode: 'lexical',
-      topFiles: top,
-      topK: 10,
-      onFeatures: (f) => {
-        features = f;
-      },
-    });
-    const files = res.files.map((f) => f.path).filter((p) => features.has(p));
-    out += `${JSON.stringify({ id: r.id, repo: r.repo, language: r.language ?? '', kind: r.kind ?? 'commit', gold: r.gold, files, X: files.map((p) => features.get(p)) })}\n`;
+  for (const mode of modes) {
+    if (mode === 'hybrid' && !hybrid) continue;
+    for (const r of rows) {
+      let features = new Map<string, number[]>();
+      const res = await searchProject(project, r.query, {
+        mode,
+        topFiles: top,
+        topK: 10,
+        onFeatures: (f) => {
+          features = f;
+        },
+      });
+      const files = res.files.map((f) => f.path).filter((p) => features.has(p));
+      out += `${JSON.stringify({ id: r.id, repo: r.repo, language: r.language ?? '', kind: r.kind ?? 'commit', mode: res.mode, gold: r.gold, files, X: files.map((p) => features.get(p)) })}\n`;
+    }
   }
   appendFileSync(args.out, out);
   await project.close();
   console.error(
-    `${dir}: ${rows.length} queries, index ${((t1 - t0) / 1000).toFixed(1)} s, search ${((performance.now() - t1) / rows.length).toFixed(1)} ms/query`,
+    `${dir}: ${rows.length} queries × ${hybrid ? 'lexical+hybrid' : 'lexical'}, index ${((t1 - t0) / 1000).toFixed(1)} s, search ${((performance.now() - t1) / rows.length).toFixed(1)} ms/query`,
   );
 }

@@ -78,6 +78,11 @@ def train(rows):
     return lgb.train(PARAMS, lgb.Dataset(X, y, group=groups), num_boost_round=ROUNDS)
 
 
+def key(row):
+    """A row's identity: the same query is searched in each mode."""
+    return row["id"] + "|" + row.get("mode", "lexical")
+
+
 def predict(model, row):
     if not row["files"]:
         return []
@@ -92,10 +97,11 @@ def folds_by_repo(rows, k, seed=13):
 
 def report(rows, ranked_of):
     out = {"all": metrics([(ranked_of(r), set(r["gold"])) for r in rows])}
-    for key in ("language", "kind"):
+    for key in ("language", "kind", "mode", "kind|mode"):
         buckets = collections.defaultdict(list)
         for r in rows:
-            buckets[r.get(key) or "?"].append(r)
+            b = "|".join(str(r.get(k, "lexical" if k == "mode" else "?")) for k in key.split("|"))
+            buckets[b].append(r)
         out[key] = {b: metrics([(ranked_of(r), set(r["gold"])) for r in rs]) for b, rs in sorted(buckets.items())}
     return out
 
@@ -134,9 +140,23 @@ def main():
     ap.add_argument("--check", help="write sample vectors and their predictions here (the TypeScript scorer's test)")
     ap.add_argument("--validate", nargs="*", default=[],
                     help="feature files of the practice sets: the exported model is scored on them, never trained on")
+    ap.add_argument("--only-features", type=int,
+                    help="train on the first N features only (23: the lexical-v1 recipe, for comparison)")
+    ap.add_argument("--modes", default="lexical,hybrid", help="which rows to train and report on")
     a = ap.parse_args()
     names = json.load(open(a.features + ".features.json"))
-    rows = load(a.features)
+    modes = set(a.modes.split(","))
+    if a.only_features:
+        names = names[:a.only_features]
+
+    def rows_of(path):
+        out = [r for r in load(path) if r.get("mode", "lexical") in modes]
+        if a.only_features:
+            for r in out:
+                r["X"] = [x[:a.only_features] for x in r["X"]]
+        return out
+
+    rows = rows_of(a.features)
     print(f"{len(rows)} queries, {len({r['repo'] for r in rows})} repositories", file=sys.stderr)
 
     baseline = lambda r: r["files"]  # noqa: E731
@@ -146,32 +166,32 @@ def main():
         model = train([r for r in rows if r["repo"] not in held])
         test = [r for r in rows if r["repo"] in held]
         for r in test:
-            cv_scores[r["id"]] = predict(model, r)
+            cv_scores[key(r)] = predict(model, r)
         fold_reports.append({
             "fold": i, "held_out": sorted(held),
             "baseline": metrics([(baseline(r), set(r["gold"])) for r in test]),
-            "learned": metrics([(order(r, cv_scores[r["id"]]), set(r["gold"])) for r in test]),
+            "learned": metrics([(order(r, cv_scores[key(r)]), set(r["gold"])) for r in test]),
         })
         print(f"fold {i}: {fold_reports[-1]['baseline']['mrr']:.3f} -> {fold_reports[-1]['learned']['mrr']:.3f}",
               file=sys.stderr)
-    result = {
-        "features": names,
-        "params": {**PARAMS, "rounds": ROUNDS},
-        "folds": fold_reports,
-        "baseline": report(rows, baseline),
-        "learned": report(rows, lambda r: order(r, cv_scores[r["id"]])),
-        "per_repo": {
-            repo: {
-                "baseline": metrics([(baseline(r), set(r["gold"])) for r in rows if r["repo"] == repo]),
-                "learned": metrics([(order(r, cv_scores[r["id"]]), set(r["gold"])) for r in rows if r["repo"] == repo]),
-            }
-            for repo in sorted({r["repo"] for r in rows})
-        },
-    }
-    b, l = result["baseline"]["all"], result["learned"]["all"]
-    print("cross-validated by repository (all queries):", file=sys.stderr)
-    for k in ("hit@1", "hit@5", "hit@10", "mrr"):
-        print(f"  {k:6} {b[k]:.3f} -> {l[k]:.3f}", file=sys.stderr)
+    result = {"features": names, "params": {**PARAMS, "rounds": ROUNDS}, "folds": fold_reports}
+    if a.folds > 0:  # --folds 0: no cross-validation, only the export
+        result.update({
+            "baseline": report(rows, baseline),
+            "learned": report(rows, lambda r: order(r, cv_scores[key(r)])),
+            "per_repo": {
+                repo: {
+                    "baseline": metrics([(baseline(r), set(r["gold"])) for r in rows if r["repo"] == repo]),
+                    "learned": metrics([(order(r, cv_scores[key(r)]), set(r["gold"])) for r in rows
+                                        if r["repo"] == repo]),
+                }
+                for repo in sorted({r["repo"] for r in rows})
+            },
+        })
+        b, l = result["baseline"]["all"], result["learned"]["all"]
+        print("cross-validated by repository (all queries):", file=sys.stderr)
+        for k in ("hit@1", "hit@5", "hit@10", "mrr"):
+            print(f"  {k:6} {b[k]:.3f} -> {l[k]:.3f}", file=sys.stderr)
     if a.report:
         json.dump(result, open(a.report, "w"), indent=1)
 
@@ -188,7 +208,7 @@ def main():
               f"{hashlib.sha256(text.encode()).hexdigest()})", file=sys.stderr)
         validation = {}
         for vf in a.validate:
-            vrows = load(vf)
+            vrows = rows_of(vf)
             validation[vf] = {"baseline": report(vrows, baseline),
                               "learned": report(vrows, lambda r: order(r, predict(model, r)))}
             vb, vl = validation[vf]["baseline"]["all"], validation[vf]["learned"]["all"]

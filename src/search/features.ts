@@ -1,12 +1,12 @@
 import { identifierParts } from '../chunk/tokens.ts';
 import { fileRole } from '../workspace/roles.ts';
-import type { AnalyzedQuery } from './query.ts';
+import { type AnalyzedQuery, STOPWORDS } from './query.ts';
 
 /**
  * What the learned ranker reads of each candidate file: the signals the lexical side already computes, named. The
  * order is the model's contract (models/ranker/*.json records the names it was trained on, and loading checks them).
- * Dense similarity is not among them: the training corpus has no vectors, so in hybrid mode the learned lexical
- * ranking is fused with the dense list as before.
+ * The dense features are 0 (and `has_dense` says so) in lexical mode and on an index with no vectors: one model
+ * orders both.
  */
 export const FEATURE_NAMES = [
   'lex_file', // the file's lexical score (best chunk + spread), over the query's best
@@ -32,6 +32,24 @@ export const FEATURE_NAMES = [
   'q_terms', // log2(1 + query terms)
   'q_idents', // identifiers the query names
   'q_named', // the query names some file
+  // the query's type
+  'q_symbol', // one or two words that read as identifiers (`createServer`, `Session.flush`): a definition is asked for
+  'q_stop', // share of its words that are English function words: a question in prose
+  'q_code', // it pastes code or quotes an error message
+  // the definition a symbol query asks for, looked up in the symbol table whether or not a list found the file
+  'def_whole', // the file defines the name the whole query spells
+  'def_type', // … as a type (class, struct, interface, trait, enum)
+  // where the file sits: places whose code is seldom the answer
+  'role_example', // examples, samples, demos, playgrounds, fixtures, benchmarks
+  'role_compat', // compatibility shims, legacy, deprecated, vendored or third-party code, polyfills
+  'role_decl', // declarations only (.d.ts, .pyi)
+  'role_generated', // generated code (.pb.go, _pb2.py, .generated., .min.js)
+  // the other lists
+  'lists', // how many lists found it: chunk BM25, whole-file BM25, dense, file name, symbol, verbatim text
+  'has_dense', // the search had a dense list (hybrid with vectors); 0 in lexical mode
+  'dense', // its dense score (best chunk, or coarse vector), over the query's best
+  'dense_rank', // log2(1 + its rank in the dense file list), 10 when absent
+  'fused_rank', // log2(1 + its rank in the fused list (reciprocal ranks; the lexical list in lexical mode))
 ] as const;
 
 export type FeatureName = (typeof FEATURE_NAMES)[number];
@@ -47,6 +65,88 @@ export interface FileEvidence {
   symbolHint: number;
   exact: number;
   defChunk: boolean;
+  /** Its dense score (0 when the dense list did not reach it) and its rank there. */
+  dense: number;
+  denseRank: number | undefined;
+  /** Its rank in the fused file list. */
+  fusedRank: number | undefined;
+  /** Lists that found it. */
+  lists: number;
+  /** It defines the name the whole query spells (and as a type). */
+  defWhole: boolean;
+  defType: boolean;
+}
+
+/** Where the query's type shows: its words, and whether it pastes code. */
+export interface QueryShape {
+  symbol: boolean;
+  stop: number;
+  code: boolean;
+  dense: boolean;
+}
+
+const EXAMPLE_DIRS = new Set([
+  'example',
+  'examples',
+  'sample',
+  'samples',
+  'demo',
+  'demos',
+  'playground',
+  'playgrounds',
+  'fixture',
+  'fixtures',
+  'bench',
+  'benches',
+  'benchmark',
+  'benchmarks',
+]);
+const COMPAT_PARTS = new Set([
+  'compat',
+  'legacy',
+  'deprecated',
+  'shim',
+  'shims',
+  'vendor',
+  'vendored',
+  'third_party',
+  'thirdparty',
+  'polyfill',
+  'polyfills',
+  'backport',
+  'backports',
+]);
+const GENERATED = /\.pb\.go$|_pb2(_grpc)?\.pyi?$|\.generated\.|\.g\.(cs|dart)$|\.min\.(js|css)$|_generated\./;
+
+/** The query's type, as the ranker reads it. */
+export function queryShape(q: AnalyzedQuery, dense: boolean): QueryShape {
+  const words = q.raw.split(/\s+/).filter(Boolean);
+  const symbol =
+    words.length > 0 &&
+    words.length <= 2 &&
+    words.every((w) => /^[A-Za-z_$][\w$]*((\.|::|#)[A-Za-z_$][\w$]*)*\(?\)?$/.test(w));
+  const stop = words.length
+    ? words.filter((w) => STOPWORDS.has(w.toLowerCase().replace(/[^a-z]/g, ''))).length / words.length
+    : 0;
+  return { symbol, stop, code: q.code !== null || q.literals.length > 0, dense };
+}
+
+/** The names a symbol query spells (`Session.flush` → flush; `View` → view), lower-cased. */
+export function symbolNames(q: AnalyzedQuery): string[] {
+  const words = q.raw.split(/\s+/).filter(Boolean);
+  return [
+    ...new Set(
+      words
+        .map((w) =>
+          w
+            .replace(/\(\)?$/, '')
+            .split(/\.|::|#/)
+            .pop()!
+            .toLowerCase(),
+        )
+        .filter((w) => w.length >= 2),
+    ),
+  ];
 }
 
 const ENTRY_STEMS = new Set(['index', '__init__', 'mod', 'main', 'lib']);
@@ -58,7 +158,11 @@ function wordParts(name: string): string[] {
 }
 
 /** The feature vector of each file, in FEATURE_NAMES order. */
-export function fileFeatures(evidence: Map<string, FileEvidence>, q: AnalyzedQuery): Map<string, number[]> {
+export function fileFeatures(
+  evidence: Map<string, FileEvidence>,
+  q: AnalyzedQuery,
+  shape: QueryShape = queryShape(q, false),
+): Map<string, number[]> {
   const words = new Set(q.terms.map((t) => t.toLowerCase()));
   const ranked = [...evidence.entries()].sort(
     (a, b) => b[1].lexFile - a[1].lexFile || (a[0] < b[0] ? -1 : 1),
@@ -67,6 +171,9 @@ export function fileFeatures(evidence: Map<string, FileEvidence>, q: AnalyzedQue
   let maxChunk = 0;
   for (const [, e] of ranked) for (const s of e.chunkLexical) maxChunk = Math.max(maxChunk, s);
   maxChunk ||= 1;
+  let maxDense = 0;
+  for (const [, e] of ranked) maxDense = Math.max(maxDense, e.dense);
+  maxDense ||= 1;
   const qTerms = Math.log2(1 + q.terms.length);
   const qNamed = ranked.some(([, e]) => e.named > 0) ? 1 : 0;
   const out = new Map<string, number[]>();
@@ -81,6 +188,9 @@ export function fileFeatures(evidence: Map<string, FileEvidence>, q: AnalyzedQue
       parts.length ? parts.filter((p) => words.has(p)).length / parts.length : 0;
     const chunks = [...e.chunkLexical].sort((a, b) => b - a);
     const role = fileRole(path);
+    const segments = path.toLowerCase().split('/');
+    const dirs = segments.slice(0, -1);
+    const lowerBase = base.toLowerCase();
     const values: Record<FeatureName, number> = {
       lex_file: e.lexFile / maxLex,
       lex_rank: Math.log2(1 + rank),
@@ -105,6 +215,23 @@ export function fileFeatures(evidence: Map<string, FileEvidence>, q: AnalyzedQue
       q_terms: qTerms,
       q_idents: q.identifiers.size,
       q_named: qNamed,
+      q_symbol: shape.symbol ? 1 : 0,
+      q_stop: shape.stop,
+      q_code: shape.code ? 1 : 0,
+      def_whole: e.defWhole ? 1 : 0,
+      def_type: e.defType ? 1 : 0,
+      role_example:
+        dirs.some((d) => EXAMPLE_DIRS.has(d)) || /^(example|sample|demo)s?[._-]/.test(lowerBase) ? 1 : 0,
+      role_compat: segments.some((d) => COMPAT_PARTS.has(d) || wordParts(d).some((p) => COMPAT_PARTS.has(p)))
+        ? 1
+        : 0,
+      role_decl: /\.d\.[cm]?ts$|\.pyi$/.test(lowerBase) ? 1 : 0,
+      role_generated: GENERATED.test(lowerBase) ? 1 : 0,
+      lists: e.lists,
+      has_dense: shape.dense ? 1 : 0,
+      dense: e.dense / maxDense,
+      dense_rank: e.denseRank === undefined ? 10 : Math.log2(1 + e.denseRank),
+      fused_rank: e.fusedRank === undefined ? 10 : Math.log2(1 + e.fusedRank),
     };
     out.set(
       path,

@@ -5,7 +5,7 @@ import type { Reranker } from '../rerank/rerank.ts';
 import type { ChunkHit, FileHit, SearchFilter, Store, StoredChunk } from '../store/types.ts';
 import { detectLanguage } from '../workspace/languages.ts';
 import { ABOUT_TESTS, type FileRole, fileRole, testedBasename } from '../workspace/roles.ts';
-import { type FileEvidence, fileFeatures } from './features.ts';
+import { type FileEvidence, fileFeatures, queryShape, symbolNames } from './features.ts';
 import type { ChangeHistory } from './history.ts';
 import { type AnalyzedQuery, analyzeQuery } from './query.ts';
 import { scoreRanker, shippedRanker } from './ranker.ts';
@@ -251,6 +251,33 @@ async function symbolHints(
   return out;
 }
 
+const TYPE_KINDS = new Set(['class', 'interface', 'struct', 'enum', 'trait', 'type', 'object']);
+/** Definitions of a symbol query's name read at most (a name defined in more files points nowhere in particular). */
+const DEFINITIONS_MAX = 100;
+
+/**
+ * The files that define the name a symbol query spells (`createServer`, `Session.flush`, `View`), looked up in the
+ * symbol table however many files use the name, with each definition's chunk: a bare common name's definition is
+ * what the question asks for even when its uses fill every list.
+ */
+async function definitionsOf(
+  store: Store,
+  q: AnalyzedQuery,
+  filter?: SearchFilter,
+): Promise<{ files: Map<string, { type: boolean }>; chunks: number[] }> {
+  const files = new Map<string, { type: boolean }>();
+  const chunks: number[] = [];
+  if (!queryShape(q, false).symbol) return { files, chunks };
+  const names = new Set(symbolNames(q));
+  const defs = await store.findSymbols([...names], { limit: DEFINITIONS_MAX, ...(filter ? { filter } : {}) });
+  for (const d of defs) {
+    if (d.kind === 'variable' || !names.has(d.name.toLowerCase())) continue;
+    files.set(d.path, { type: (files.get(d.path)?.type ?? false) || TYPE_KINDS.has(d.kind) });
+    if (d.chunkId != null) chunks.push(d.chunkId);
+  }
+  return { files, chunks };
+}
+
 /** Candidate chunks read per quoted string: its words' best BM25 matches, whose text is then searched verbatim. */
 const EXACT_CANDIDATES = 30;
 /** A verbatim run shorter than this says little (a few common words). */
@@ -433,6 +460,8 @@ export interface Gathered {
   symbolHints: Map<number, number>;
   /** Chunks that contain text the query quotes (or an error message it pastes) verbatim, with how much of it. */
   exactHits: Map<number, number>;
+  /** Files defining the name a symbol query spells (`type`: as a class, struct, interface, trait or enum). */
+  definitions: Map<string, { type: boolean }>;
   /** Chunks only hints reached (a hinted file's first chunk, a hinted definition's chunk). */
   hinted: Array<Omit<ChunkHit, 'score'>>;
   /** Dense hits: chunks by their vectors, files by their coarse vector. */
@@ -466,7 +495,7 @@ export async function gather(
         informativeTerms(store, q.terms, 'files'),
       ])
     : [[], []];
-  const [lexHits, fileHits, hinted, sHints, exact] = await Promise.all([
+  const [lexHits, fileHits, hinted, sHints, exact, defs] = await Promise.all([
     lexical && chunkTerms.length
       ? lexical.searchChunks({ terms: chunkTerms, limit, weights, ...(filter ? { filter } : {}) })
       : [],
@@ -481,6 +510,7 @@ export async function gather(
     fileHints(store, q, filter),
     symbolHints(store, q, filter),
     config.search.exactWeight > 0 ? exactHits(store, config, q, filter) : { strength: new Map(), chunks: [] },
+    definitionsOf(store, q, filter),
   ]);
 
   // hinted files, and files strong as a whole, that the chunk search did not reach: take their best chunks
@@ -522,7 +552,7 @@ export async function gather(
       hintedChunks.push(c);
       known.add(c.chunkId);
     }
-  const unseen = [...sHints.keys()].filter((id) => !known.has(id));
+  const unseen = [...new Set([...sHints.keys(), ...defs.chunks])].filter((id) => !known.has(id));
   hintedChunks.push(...(await store.getChunks(unseen)));
   const [denseChunks, denseFiles] = denseLists ? await denseLists : [[], []];
   return {
@@ -533,6 +563,7 @@ export async function gather(
     namedFiles: hinted.named,
     symbolHints: sHints,
     exactHits: exact.strength,
+    definitions: defs.files,
     hinted: hintedChunks,
     denseChunks,
     denseFiles,
@@ -562,19 +593,25 @@ export function fuse(
   const fileLex = new Map(g.fileLexical.map((h) => [h.path, h.score / maxFileLex]));
   const candidate = candidateMaker(g, config, fileLex);
   const cands = lexicalCandidates(g, candidate);
-  let lexFileScore = lexicalFileScores(cands, fileLex, g.fileHints);
-  if (options.analyzed && (options.onFeatures || config.search.ranker === 'learned')) {
-    const features = fileFeatures(fileEvidence(g, cands, fileLex, lexFileScore), options.analyzed);
-    options.onFeatures?.(features);
-    if (config.search.ranker === 'learned') lexFileScore = learnedFileScores(lexFileScore, features);
-  }
+  const lexFileScore = lexicalFileScores(cands, fileLex, g.fileHints);
   // dense: chunk vectors, and coarse file vectors for files whose chunks are not embedded yet
   const denseFileScore =
     mode !== 'lexical' ? addDense(g, cands, candidate, config.search.denseFloor) : new Map<string, number>();
 
   const fusion = fusionOf(config, options, cands);
   const ordered = orderChunks([...cands.values()], fusion);
-  const fileScores = fuseFileScores(lexFileScore, denseFileScore, g.namedFiles, fusion);
+  let fileScores = fuseFileScores(lexFileScore, denseFileScore, g.namedFiles, fusion);
+  // the learned ranker: one model over every list's evidence orders the fused list's first files
+  if (options.analyzed && mode !== 'dense' && (options.onFeatures || config.search.ranker === 'learned')) {
+    const evidence = fileEvidence(g, cands, fileLex, { lexFileScore, denseFileScore, fileScores }, fusion);
+    const features = fileFeatures(
+      evidence,
+      options.analyzed,
+      queryShape(options.analyzed, mode !== 'lexical'),
+    );
+    options.onFeatures?.(features);
+    if (config.search.ranker === 'learned') fileScores = learnedFileScores(fileScores, features);
+  }
   // tests → source: a strong hit on a test file lends most of its score to the file it tests (when that file is a
   // candidate too), unless the question is about tests: questions about behaviour name what tests exercise
   const lift = config.search.testLift;
@@ -652,14 +689,24 @@ function fileEvidence(
   g: Gathered,
   cands: Map<number, Candidate>,
   fileLex: Map<string, number>,
-  lexFileScore: Map<string, number>,
+  lists: {
+    lexFileScore: Map<string, number>;
+    denseFileScore: Map<string, number>;
+    fileScores: Map<string, number>;
+  },
+  fusion: Fusion,
 ): Map<string, FileEvidence> {
+  const { lexFileScore, denseFileScore, fileScores } = lists;
   const coarseRank = new Map(g.fileLexical.map((h, i) => [h.path, i]));
+  const denseRank = fusion.rankOf(denseFileScore);
+  const fusedRank = fusion.rankOf(fileScores);
+  const chunkLexical = new Set([...g.lexical, ...g.extraLexical].map((h) => h.path));
   const evidence = new Map<string, FileEvidence>();
   const best = new Map<string, number>();
-  for (const [path, lexFile] of lexFileScore)
+  for (const path of new Set([...lexFileScore.keys(), ...fileScores.keys()])) {
+    const def = g.definitions.get(path);
     evidence.set(path, {
-      lexFile,
+      lexFile: lexFileScore.get(path) ?? 0,
       coarse: fileLex.get(path) ?? 0,
       coarseRank: coarseRank.get(path),
       chunkLexical: [],
@@ -668,34 +715,53 @@ function fileEvidence(
       symbolHint: 0,
       exact: 0,
       defChunk: false,
+      dense: denseFileScore.get(path) ?? 0,
+      denseRank: denseRank.get(path),
+      fusedRank: fusedRank.get(path),
+      lists:
+        (chunkLexical.has(path) ? 1 : 0) +
+        (fileLex.has(path) ? 1 : 0) +
+        ((denseFileScore.get(path) ?? 0) > 0 ? 1 : 0) +
+        (g.fileHints.has(path) ? 1 : 0),
+      defWhole: def !== undefined,
+      defType: def?.type ?? false,
     });
+  }
+  const symbolic = new Set<string>();
+  const verbatim = new Set<string>();
   for (const c of cands.values()) {
     const e = evidence.get(c.hit.path);
     if (!e) continue;
     e.chunkLexical.push(c.lexical);
     e.symbolHint = Math.max(e.symbolHint, c.symbolHint);
     e.exact = Math.max(e.exact, c.exact);
+    if (c.symbolHint > 0 || e.defWhole) symbolic.add(c.hit.path);
+    if (c.exact > 0) verbatim.add(c.hit.path);
     if (total(c) > (best.get(c.hit.path) ?? -1)) {
       best.set(c.hit.path, total(c));
       e.defChunk = c.hit.symbol !== null;
     }
   }
+  for (const path of symbolic) evidence.get(path)!.lists++;
+  for (const path of verbatim) evidence.get(path)!.lists++;
   return evidence;
 }
 
-/** Files the learned ranker reorders: the lexical side's first ones (the rest keep their order, below them). */
+/** Files the learned ranker reorders: the fused list's first ones (the rest keep their order, below them). */
 const LEARNED_TOP = 100;
 
 /**
- * The lexical file scores as the learned ranker orders them: its first LEARNED_TOP files by the model's score (mapped
- * into (0, 1) so that scores stay positive), the rest below them in their lexical order.
+ * The file scores as the learned ranker orders them: the fused list's first LEARNED_TOP files by the model's score
+ * (mapped into (0, 1) so that scores stay positive), the rest below them in their fused order.
  */
 function learnedFileScores(
-  lexFileScore: Map<string, number>,
+  fileScores: Map<string, number>,
   features: Map<string, number[]>,
 ): Map<string, number> {
   const model = shippedRanker();
-  const byLex = [...lexFileScore.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  const byLex = [...fileScores.entries()]
+    .filter(([, score]) => score > 0)
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
   const out = new Map<string, number>();
   let floor = 1;
   for (const [path] of byLex.slice(0, LEARNED_TOP)) {
