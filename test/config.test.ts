@@ -103,6 +103,7 @@ retries = 4
       mapTokens: 512,
       contextLines: 5,
       namedFileShare: 0.25,
+      minRelevance: 0.25,
       systemPrompt: 'from the file',
       redactSecrets: true,
     });

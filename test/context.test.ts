@@ -344,3 +344,43 @@ describe('the structure router', () => {
     assert.ok(res.maxOutputTokens! > 0 && res.maxOutputTokens! <= project.config.llm.maxOutputTokens);
   });
 });
+
+describe('context where relevance falls off', () => {
+  it('stops adding retrieved code below context.min_relevance of the best result, room or not; 0 fills the budget', async () => {
+    const root = makeTree({
+      'src/ledger.ts':
+        'export function reconcileLedger(entries: Entry[]) {\n  // reconcile ledger entries against the bank statement balance\n  return balance(entries);\n}\n',
+      ...Object.fromEntries(
+        Array.from({ length: 12 }, (_, i) => [
+          `src/misc${i}.ts`,
+          `export function helper${i}() {\n  // unrelated helper that mentions a statement once\n  return ${i};\n}\n`,
+        ]),
+      ),
+    });
+    const { openProject } = await import('../src/project/local.ts');
+    try {
+      const paths = async (minRelevance: number) => {
+        const p = await openProject({
+          root,
+          create: true,
+          userConfig: false,
+          overrides: { embed: { provider: 'none' }, context: { minRelevance } },
+        });
+        await indexProject(p);
+        const ctx = await assembleContext(p, 'reconcile ledger entries against the bank statement balance', {
+          budget: 8000,
+          noMap: true,
+        });
+        await p.close();
+        return new Set(ctx.blocks.map((b) => b.path));
+      };
+      const filled = await paths(0);
+      const cut = await paths(0.25);
+      assert.ok(filled.has('src/ledger.ts') && cut.has('src/ledger.ts'));
+      assert.ok(filled.size > 6, `with 0, the budget takes the word matches too (${filled.size} files)`);
+      assert.deepEqual([...cut], ['src/ledger.ts']);
+    } finally {
+      removeTree(root);
+    }
+  });
+});

@@ -205,6 +205,15 @@ export const ConfigSchema = z.object({
       contextLines: count.default(3),
       /** Largest share of the budget one file named in the question may take. */
       namedFileShare: share.default(0.5),
+      /**
+       * Retrieved code stops where relevance falls off: a result scoring below this share of the first one's is not
+       * sent, whatever room is left (0 fills the budget).
+       */
+      minRelevance: share
+        .describe(
+          "retrieved code below this share of the best result's score is not sent, room or not (0 = fill the budget)",
+        )
+        .default(0.25),
       /** Replaces the built-in system prompt. */
       systemPrompt: z.string().optional(),
       /**

@@ -234,8 +234,9 @@ export async function assembleContext(
     // Aye Chat: whole files in rank order; a file that would cross the hard limit is skipped and the next tried;
     // once the soft limit is reached, no more files
     const texts = await project.readLines(search.files.map((f) => f.path).filter((p) => !taken.has(p)));
+    const floor = (search.files[0]?.score ?? 0) * project.config.context.minRelevance;
     for (const f of search.files) {
-      if (used >= soft) break;
+      if (used >= soft || f.score < floor) break;
       if (taken.has(f.path)) continue;
       const b = wholeFile(texts.get(f.path), f.path, 'retrieved');
       if (!b) continue;
@@ -278,7 +279,10 @@ function packChunks(
   let used = 0;
   let full = false;
   const cutPaths = new Set<string>();
+  // where relevance falls off, the context ends: what scores far below the best result matched a word, not the question
+  const floor = (search.results[0]?.score ?? 0) * project.config.context.minRelevance;
   for (const r of search.results) {
+    if (r.score < floor) break;
     if (taken.has(r.path)) continue;
     let lines = fileLines.get(r.path);
     if (lines === undefined) {

@@ -1109,7 +1109,16 @@ async function followFiles(
 ): Promise<Candidate[]> {
   const top = files[0]?.score;
   if (!top || top <= 0) return ordered;
-  const fileScore = new Map(files.map((f) => [f.path, f.score / top]));
+  // the list's order stands even where a stage after the scores moved files (a reranker): a file never scores above
+  // one listed before it, and equal scores keep the list's order
+  const fileScore = new Map<string, number>();
+  const fileRank = new Map<string, number>();
+  let ceiling = 1;
+  for (const [i, f] of files.entries()) {
+    ceiling = Math.min(ceiling, f.score / top);
+    fileScore.set(f.path, ceiling);
+    fileRank.set(f.path, i);
+  }
   const best = new Map<string, number>();
   for (const c of ordered) {
     const r = relevance.get(c) ?? 0;
@@ -1153,13 +1162,24 @@ async function followFiles(
   }
   const inFiles: Candidate[] = [];
   const rest: Candidate[] = [];
+  const ownRelevance = new Map<Candidate, number>();
   for (const c of ordered) {
     const f = fileScore.get(c.hit.path);
     const b = best.get(c.hit.path) ?? 0;
     if (f === undefined || b <= 0) rest.push(c);
-    else inFiles.push({ ...c, final: f * ((relevance.get(c) ?? 0) / b) });
+    else {
+      const led = { ...c, final: f * ((relevance.get(c) ?? 0) / b) };
+      ownRelevance.set(led, relevance.get(c) ?? 0);
+      inFiles.push(led);
+    }
   }
-  const led = [...inFiles, ...added].sort((a, b) => b.final - a.final || byPlace(a.hit, b.hit));
+  const led = [...inFiles, ...added].sort(
+    (a, b) =>
+      b.final - a.final ||
+      fileRank.get(a.hit.path)! - fileRank.get(b.hit.path)! ||
+      (ownRelevance.get(b) ?? 0) - (ownRelevance.get(a) ?? 0) ||
+      byPlace(a.hit, b.hit),
+  );
   // the rest below the last ranked chunk, in their order
   const floor = led.at(-1)?.final ?? 1;
   const maxRest = rest[0] ? relevance.get(rest[0]) || 1 : 1;
