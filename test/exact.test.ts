@@ -230,3 +230,50 @@ describe('quarry grep', () => {
     }
   });
 });
+
+describe('quarry grep and files indexed without chunks', () => {
+  it('searches a minified file as ripgrep does (column, line cut around the match), and says what it did not search', () => {
+    const minified = `${'var a=1;'.repeat(20_000)}function zebraQuokka(){return 42};${'var b=2;'.repeat(20_000)}\n`;
+    const key = [
+      '-----BEGIN',
+      'RSA PRIVATE KEY-----\nMIIEow zebraQuokka\n-----END RSA',
+      'PRIVATE KEY-----\n',
+    ].join(' ');
+    const root = makeTree({
+      'lib/bundle.js': minified,
+      'src/plain.ts': 'export const zebraQuokka = 1;\n',
+      'data/blob.dat': Buffer.concat([
+        Buffer.from('zebraQuokka'),
+        Buffer.alloc(64),
+        Buffer.from('zebraQuokka'),
+      ]),
+      'config/id_key.txt': key,
+    });
+    try {
+      const env = { QUARRY_EMBED: 'none', NO_COLOR: '1' };
+      assert.equal(runCli(['index', root, '--quiet'], { env }).code, 0);
+      const r = runCli(['grep', '-F', 'zebraQuokka', '--root', root], { env, cwd: root });
+      assert.equal(r.code, 0, r.stderr);
+      const lines = r.stdout.trim().split('\n');
+      const min = lines.find((l) => l.startsWith('lib/bundle.js:1:'));
+      assert.ok(min, `the minified file is searched: ${r.stdout.slice(0, 300)}`);
+      assert.ok(min.length < 700, 'its line is cut around the match');
+      assert.match(min, /function zebraQuokka/);
+      const vim = runCli(['grep', '-F', 'zebraQuokka', '--vimgrep', '--root', root], { env, cwd: root });
+      assert.match(vim.stdout, new RegExp(`^lib/bundle\\.js:1:${8 * 20_000 + 10}:`, 'm'), 'its real column');
+      assert.ok(lines.some((l) => l.startsWith('src/plain.ts:1:')));
+      assert.ok(!lines.some((l) => l.startsWith('data/blob.dat') || l.startsWith('config/id_key.txt')));
+      assert.match(r.stderr, /1 binary file not searched \(-a\/--text searches it\)/);
+      assert.match(r.stderr, /1 file holding a private key not searched/);
+      const all = runCli(['grep', '-F', '-a', 'zebraQuokka', '--root', root], { env, cwd: root });
+      assert.match(all.stdout, /^data\/blob\.dat:1:/m);
+      assert.doesNotMatch(all.stdout, /id_key/);
+      const json = JSON.parse(
+        runCli(['grep', '-F', 'zebraQuokka', '--json', '--root', root], { env, cwd: root }).stdout,
+      );
+      assert.deepEqual(json.notSearched, { binary: 1, secret: 1 });
+    } finally {
+      removeTree(root);
+    }
+  });
+});

@@ -4,7 +4,7 @@ import { resolveConfig, type UserConfig } from '../config/config.ts';
 import { type Embedder, openEmbedder } from '../embed/open.ts';
 import { QuarryError } from '../errors.ts';
 import { type IndexOptions, type IndexReport, indexRepository } from '../indexing/indexer.ts';
-import { decodeText } from '../indexing/process-file.ts';
+import { contentVerdict, decodeText } from '../indexing/process-file.ts';
 import type { LlmProvider } from '../llm/provider.ts';
 import { createHttpReranker, type Reranker } from '../rerank/rerank.ts';
 import { type GrepQuery, type GrepResponse, grep } from '../search/grep.ts';
@@ -425,6 +425,24 @@ async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepRes
     {
       candidates: async (plan) => store.exact?.candidates(plan),
       paths: async () => (await store.listFiles()).filter((f) => f.method !== 'skipped').map((f) => f.path),
+      // what a file indexed without chunks is, asked of its bytes on disk (the store keeps no reason)
+      skipped: async () => {
+        const root = project.location === project.root ? project.root : undefined;
+        if (!root) return [];
+        const out: Array<{ path: string; reason: 'binary' | 'minified' | 'secret' }> = [];
+        for (const f of await store.listFiles()) {
+          if (f.method !== 'skipped') continue;
+          let buf: Buffer;
+          try {
+            buf = readFileSync(join(root, f.path));
+          } catch {
+            continue;
+          }
+          const v = contentVerdict(buf, { includeSecrets: false });
+          out.push({ path: f.path, reason: v.skip ?? 'minified' });
+        }
+        return out;
+      },
       readLines: (paths) => project.readLines(paths),
     },
     q,

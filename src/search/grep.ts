@@ -28,6 +28,8 @@ export interface GrepQuery {
   maxPerFile?: number;
   /** Longest line shown, in characters (a longer one is cut around its first match). */
   maxColumns?: number;
+  /** -a/--text: search binary files too, as text (ripgrep's flag). */
+  binary?: boolean;
 }
 
 export interface GrepLine {
@@ -59,6 +61,12 @@ export interface GrepResponse {
   indexed: boolean;
   /** More matches exist than were returned. */
   truncated: boolean;
+  /**
+   * Files within the filters that were not searched, by why: binary (`binary: true` searches them) and holding a
+   * secret (never). Minified files are text: they are searched, as ripgrep does, their long lines cut around the
+   * match.
+   */
+  notSearched?: { binary: number; secret: number };
 }
 
 /** One printed row of a grep answer: a matching line, a context line, or a gap between groups that do not touch. */
@@ -100,7 +108,12 @@ export interface GrepSource {
   /** Every indexed path (files with text). */
   paths(): Promise<string[]>;
   readLines(paths: string[]): Promise<Map<string, string[]>>;
+  /** Files indexed without chunks (binary, minified, a secret inside), by what their bytes are now. */
+  skipped?(): Promise<Array<{ path: string; reason: 'binary' | 'minified' | 'secret' }>>;
 }
+
+/** Longest line of a minified file a grep answer shows by default: cut around its match. */
+export const DEFAULT_MAX_COLUMNS = 500;
 
 /** Upper bounds that every face applies, so that no caller can ask for an unbounded answer. */
 export const GREP_LIMITS = { pattern: 1000, context: 20, limit: 10_000 };
@@ -176,7 +189,16 @@ export async function grep(
   const languages = q.types?.length ? q.types.flatMap((t) => typeLanguages(t, known)) : undefined;
   const passes = pathTest(q, languages);
   const fromIndex = plan ? await source.candidates(plan) : undefined;
-  const paths = (fromIndex ?? (await source.paths())).filter(passes).sort();
+  // files indexed without chunks are in no trigram index: minified text is searched (and binary with `binary`),
+  // a secret never; what is left out is counted, so the answer can say why a file was not searched
+  const skipped = ((await source.skipped?.()) ?? []).filter((f) => passes(f.path));
+  const notSearched = { binary: 0, secret: 0 };
+  const extra: string[] = [];
+  for (const f of skipped)
+    if (f.reason === 'minified' || (f.reason === 'binary' && q.binary)) extra.push(f.path);
+    else notSearched[f.reason === 'binary' ? 'binary' : 'secret']++;
+  const paths = [...new Set([...(fromIndex ?? (await source.paths())).filter(passes), ...extra])].sort();
+  const minified = new Set(extra);
   const limit = Math.min(q.limit ?? GREP_LIMITS.limit, GREP_LIMITS.limit);
   const out: GrepResponse = {
     pattern: q.pattern,
@@ -185,6 +207,7 @@ export async function grep(
     scanned: 0,
     indexed: Boolean(fromIndex),
     truncated: false,
+    ...(notSearched.binary || notSearched.secret ? { notSearched } : {}),
   };
   // a line that lacks every group's literals cannot match: a JavaScript substring test spares the call into RE2
   // (which converts the line to UTF-8 each time) for nearly every line of a candidate file
@@ -200,7 +223,14 @@ export async function grep(
       const lines = texts.get(path);
       if (!lines) continue;
       out.scanned++;
-      const found = matchLines(path, lines, pattern, q, needles);
+      // a minified file's one long line is cut around the match unless the query says how wide
+      const found = matchLines(
+        path,
+        lines,
+        pattern,
+        minified.has(path) ? { ...q, maxColumns: q.maxColumns ?? DEFAULT_MAX_COLUMNS } : q,
+        needles,
+      );
       if (!found.length) continue;
       out.files++;
       const room = limit - out.matches.length;

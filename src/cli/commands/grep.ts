@@ -8,6 +8,7 @@ import { collect, nonNegativeInt, positiveInt } from '../options.ts';
 
 interface GrepOptions {
   fixedStrings?: boolean;
+  text?: boolean;
   ignoreCase?: boolean;
   wordRegexp?: boolean;
   glob?: string[];
@@ -42,6 +43,7 @@ export function registerGrep(program: Command, cli: CliContext): void {
     .option('-m, --max-count <n>', 'at most n matching lines per file', positiveInt)
     .option('--limit <n>', 'at most n matching lines in all (default 10000)', positiveInt)
     .option('-l, --files-with-matches', 'only the paths of files with a match')
+    .option('-a, --text', 'search binary files too, as text')
     .option('--vimgrep', 'one line per match, path:line:column:text')
     .option(
       '--json',
@@ -69,6 +71,7 @@ export async function runGrep(cli: CliContext, pattern: string, opts: GrepOption
       ...(opts.context ? { context: opts.context } : {}),
       ...(opts.maxCount ? { maxPerFile: opts.maxCount } : {}),
       ...(opts.limit ? { limit: opts.limit } : {}),
+      ...(opts.text ? { binary: true } : {}),
     });
     if (!res.matches.length) cli.setExitCode(1);
     if (opts.json) io.stdout.write(`${JSON.stringify(res)}\n`);
@@ -77,6 +80,16 @@ export async function runGrep(cli: CliContext, pattern: string, opts: GrepOption
     if (res.truncated)
       io.stderr.write(
         `${note.yellow('note')}: more matches than shown: narrow the pattern, or raise --limit\n`,
+      );
+    // what was not searched, and why: a grep that finds nothing must not look like a file without the text
+    const { binary = 0, secret = 0 } = res.notSearched ?? {};
+    if (binary)
+      io.stderr.write(
+        `${note.yellow('note')}: ${binary} binary file${binary === 1 ? '' : 's'} not searched (-a/--text searches ${binary === 1 ? 'it' : 'them'})\n`,
+      );
+    if (secret)
+      io.stderr.write(
+        `${note.yellow('note')}: ${secret} file${secret === 1 ? '' : 's'} holding a private key not searched (quarry index --include-secrets indexes ${secret === 1 ? 'it' : 'them'})\n`,
       );
     if (cli.globals().verbose)
       io.stderr.write(
@@ -113,8 +126,12 @@ function printGrep(
     return;
   }
   if (opts.vimgrep) {
-    for (const m of res.matches)
-      for (const [s] of m.ranges) io.stdout.write(`${show(m.path)}:${m.line}:${s + 1}:${visible(m.text)}\n`);
+    for (const m of res.matches) {
+      // columns in the line as it is on disk, even where a long line is shown cut around its match
+      const offset = m.column - 1 - (m.ranges[0]?.[0] ?? 0);
+      for (const [s] of m.ranges)
+        io.stdout.write(`${show(m.path)}:${m.line}:${s + offset + 1}:${visible(m.text)}\n`);
+    }
     return;
   }
   for (const row of grepRows(res.matches)) {

@@ -44,8 +44,15 @@ export async function grepTool(
 
 /** The answer's text: what ripgrep --vimgrep prints (context lines with `-`), then one line of totals. */
 export function grepText(res: GrepResponse, limit: number): string {
+  const { binary = 0, secret = 0 } = res.notSearched ?? {};
+  const left = [
+    binary ? `${binary} binary file${binary === 1 ? '' : 's'} not searched` : '',
+    secret ? `${secret} file${secret === 1 ? '' : 's'} holding a private key not searched` : '',
+  ]
+    .filter(Boolean)
+    .join(', ');
   if (!res.matches.length)
-    return `no line matches ${JSON.stringify(res.pattern)} (${res.scanned} files read)`;
+    return `no line matches ${JSON.stringify(res.pattern)} (${res.scanned} files read${left ? `; ${left}` : ''})`;
   const lines: string[] = [];
   for (const row of grepRows(res.matches)) {
     if (row.kind === 'context') lines.push(`${row.path}-${row.line.line}-${row.line.text}`);
@@ -53,7 +60,7 @@ export function grepText(res: GrepResponse, limit: number): string {
       lines.push(`${row.match.path}:${row.match.line}:${row.match.column}:${row.match.text}`);
   }
   lines.push(
-    `${res.matches.length} matching line${res.matches.length === 1 ? '' : 's'} in ${res.files} file${res.files === 1 ? '' : 's'}${res.truncated ? `; more exist: narrow the pattern or raise limit (now ${limit})` : ''}`,
+    `${res.matches.length} matching line${res.matches.length === 1 ? '' : 's'} in ${res.files} file${res.files === 1 ? '' : 's'}${res.truncated ? `; more exist: narrow the pattern or raise limit (now ${limit})` : ''}${left ? `; ${left}` : ''}`,
   );
   return lines.join('\n');
 }
