@@ -119,9 +119,15 @@ describe('a team index: two repositories in one PostgreSQL, served with per-repo
     for (const twin of ['ACME/B', 'Acme/b']) {
       const r = runCli(['index', other, '--store', store, '--repo', twin, '--no-embed', '--quiet']);
       assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /^quarry: \S+ differs from the repository acme\/b only in case: use --repo acme\/b/m);
+      assert.match(
+        r.stderr,
+        /^quarry: \S+ differs from the repository acme\/b only in case: use --repo acme\/b/m,
+      );
     }
-    assert.equal(runCli(['index', other, '--store', store, '--repo', 'acme/b.', '--no-embed', '--quiet']).code, 2);
+    assert.equal(
+      runCli(['index', other, '--store', store, '--repo', 'acme/b.', '--no-embed', '--quiet']).code,
+      2,
+    );
     const search = runCli(['search', '--json', '--store', store, '--repo', 'acme/b', 'total_due'], { cwd });
     assert.equal(search.code, 0, search.stderr);
     assert.ok(

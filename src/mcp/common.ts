@@ -1,7 +1,7 @@
 /** What every MCP tool shares: the shape of a tool, how its answer becomes a result, and the common arguments. */
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { knownError, publicMessage, QuarryError } from '../errors.ts';
+import { knownError, publicMessage } from '../errors.ts';
 import { allowedRoot, type RootPolicy } from '../host/roots.ts';
 import { type ProjectSet, redacting } from '../host/set.ts';
 import { openProject } from '../project/local.ts';
