@@ -42,6 +42,12 @@ describe('search filters hold, hints included', () => {
     });
     assert.equal(py.code, 1, py.stderr);
     assert.ok(!py.stdout.includes('Router.php'));
+    // grep's type names work too (`-t py` there, `--lang py` here): one vocabulary (regression: `--lang ts` refused)
+    const short = runCli(['search', 'router', '--lang', 'py', '--files', '--mode', 'lexical'], { cwd: root });
+    assert.equal(short.code, py.code, short.stderr);
+    assert.equal(short.stdout, py.stdout);
+    const php = runCli(['search', 'router', '--lang', 'php', '--files', '--mode', 'lexical'], { cwd: root });
+    assert.equal(php.code, 0, php.stderr);
     const none = runCli(['search', 'router', '--path', 'src/nothing', '--mode', 'lexical'], { cwd: root });
     assert.equal(none.code, 2);
     assert.match(none.stderr, /no indexed file matches the filter \(path src\/nothing\)/);

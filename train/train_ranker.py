@@ -4,7 +4,7 @@ cross-validated by repository (whole repositories held out per fold) next to tod
 as flat JSON trees that src/search/ranker.ts evaluates.
 
   python3 train/train_ranker.py /work/train-data/features.jsonl --folds 5 \
-      --report /work/train-data/cv.json --export models/ranker/lexical-v1.json
+      --report /work/train-data/cv.json --export models/ranker/ranker-v2.json
 
 Needs lightgbm and numpy (pip install lightgbm numpy). Deterministic for a given input (fixed seeds, one thread).
 """

@@ -4,7 +4,7 @@ import { QuarryError } from '../errors.ts';
 import { openProject } from '../project/local.ts';
 import { openRemoteProject, remoteRepos } from '../project/remote.ts';
 import type { Project, ProjectSearchOptions } from '../project/types.ts';
-import type { GrepLine, GrepQuery } from '../search/grep.ts';
+import { type GrepLine, type GrepQuery, languageAliases } from '../search/grep.ts';
 import type { SearchResponse, SearchResult } from '../search/search.ts';
 import { openRegistry } from '../store/open.ts';
 import type { RepoInfo, SearchFilter } from '../store/types.ts';
@@ -50,7 +50,9 @@ export function searchFilter(options: {
   const filter: SearchFilter = {};
   for (const key of ['paths', 'pathPrefixes', 'languages', 'excludePaths'] as const) {
     const values = options[key]?.filter((v) => typeof v === 'string');
-    if (values?.length) filter[key] = values;
+    // a language may be named as grep's -t names it (`ts`, `py`, `rs`): one vocabulary on every face
+    if (values?.length)
+      filter[key] = key === 'languages' ? [...new Set(values.flatMap(languageAliases))] : values;
   }
   return Object.keys(filter).length ? filter : undefined;
 }

@@ -138,6 +138,12 @@ const TYPE_ALIASES: Record<string, string[]> = {
 };
 
 /** The languages a -t value names. */
+/** The languages a ripgrep type name or a language names (`ts` → typescript and tsx), or the name itself. */
+export function languageAliases(type: string): string[] {
+  const t = type.toLowerCase();
+  return TYPE_ALIASES[t] ?? [t];
+}
+
 export function typeLanguages(type: string, known: readonly string[]): string[] {
   const t = type.toLowerCase();
   if (TYPE_ALIASES[t]) return TYPE_ALIASES[t];
