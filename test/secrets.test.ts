@@ -128,7 +128,7 @@ describe('secrets (regression: secrets inside ordinary files were indexed and se
         assert.ok(!search.includes(s), `search_code leaked ${s.slice(0, 8)}…`);
         assert.ok(!notify.includes(s), `read_file leaked ${s.slice(0, 8)}…`);
       }
-      assert.match(read, /^\s*4 {2}AWS_SECRET_ACCESS_KEY = "\[REDACTED secret\]"$/m);
+      assert.match(read, /^\s*4 {2}AWS_SECRET_ACCESS_KEY = "\[REDACTED AWS secret key\]"$/m);
     } finally {
       await client.close();
     }
@@ -181,7 +181,7 @@ describe('secrets (regression: secrets inside ordinary files were indexed and se
     assert.ok(dry.stdout.includes(DB_PASSWORD), 'turned off, the file is sent as written');
   });
 
-  it('leaves ordinary code alone: names, lookups, placeholders, hashes', () => {
+  it('leaves ordinary code alone: names, lookups, placeholders, hashes', async () => {
     for (const text of [
       'def check_password(user, password):',
       'password = os.environ["DB_PASSWORD"]',
@@ -193,6 +193,35 @@ describe('secrets (regression: secrets inside ordinary files were indexed and se
       'sha = "a3f5b2c1d4e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0"',
       'integrity: sha512-Zq7Xv2LmR9kW4pN7sJ3yB6cF1hD5gA0eT',
     ])
-      assert.equal(redactSecrets(text).text, text, text);
+      assert.equal((await redactSecrets(text)).text, text, text);
+  });
+
+  it('hides every secret of the corpus and leaves every look-alike as written (test/fixtures/secrets-corpus.jsonl)', async () => {
+    const rows = readFileSync(join(import.meta.dirname, 'fixtures', 'secrets-corpus.jsonl'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map(
+        (l) =>
+          JSON.parse(l) as { id: string; kind: string; shape: string; text: string; secret: string | null },
+      );
+    const secrets = rows.filter((r) => r.kind === 'secret');
+    const lookalikes = rows.filter((r) => r.kind === 'lookalike');
+    assert.ok(secrets.length >= 100 && lookalikes.length >= 100);
+    const missed: string[] = [];
+    const touched: string[] = [];
+    for (const r of secrets) {
+      const out = (await redactSecrets(r.text)).text;
+      // no line of the secret survives, and the line count is kept
+      const parts = r
+        .secret!.split('\n')
+        .map((p) => p.trim())
+        .filter((p) => p.length >= 6);
+      if (parts.some((p) => out.includes(p))) missed.push(`${r.id} ${r.shape}`);
+      assert.equal(out.split('\n').length, r.text.split('\n').length, r.id);
+    }
+    for (const r of lookalikes)
+      if ((await redactSecrets(r.text)).text !== r.text) touched.push(`${r.id} ${r.shape}`);
+    assert.deepEqual(missed, [], 'secrets shown as written');
+    assert.deepEqual(touched, [], 'look-alikes redacted');
   });
 });

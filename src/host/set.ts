@@ -73,29 +73,35 @@ export function redacting(project: Project): Project {
   if (project.config.context.redactSecrets === false) return project;
   let view = redactedViews.get(project);
   if (view) return view;
-  const clean = (text: string) => redactSecrets(text).text;
-  const cleanResult = (r: SearchResult): SearchResult => ({ ...r, snippet: clean(r.snippet) });
+  const clean = async (text: string) => (await redactSecrets(text)).text;
+  const cleanResult = async (r: SearchResult): Promise<SearchResult> => ({
+    ...r,
+    snippet: await clean(r.snippet),
+  });
   view = Object.assign(Object.create(project) as Project, {
     search: async (query: string, options?: ProjectSearchOptions) => {
       const res = await project.search(query, options);
-      return { ...res, results: res.results.map(cleanResult) };
+      return { ...res, results: await Promise.all(res.results.map(cleanResult)) };
     },
     grep: async (query: GrepQuery) => {
       const res = await project.grep(query);
-      const lines = (ls: GrepLine[]) => ls.map((l) => ({ ...l, text: clean(l.text) }));
+      const lines = (ls: GrepLine[]) =>
+        Promise.all(ls.map(async (l) => ({ ...l, text: await clean(l.text) })));
       return {
         ...res,
-        matches: res.matches.map((m) => {
-          const text = clean(m.text);
-          // a redacted line keeps the match ranges that still fit it
-          const ranges = text === m.text ? m.ranges : m.ranges.filter(([, e]) => e <= text.length);
-          return { ...m, text, ranges, before: lines(m.before), after: lines(m.after) };
-        }),
+        matches: await Promise.all(
+          res.matches.map(async (m) => {
+            const text = await clean(m.text);
+            // a redacted line keeps the match ranges that still fit it
+            const ranges = text === m.text ? m.ranges : m.ranges.filter(([, e]) => e <= text.length);
+            return { ...m, text, ranges, before: await lines(m.before), after: await lines(m.after) };
+          }),
+        ),
       };
     },
     readFile: async (path: string, range?: { start?: number; end?: number }) => {
       const slice = await project.readFile(path, range);
-      return { ...slice, lines: clean(slice.lines.join('\n')).split('\n') };
+      return { ...slice, lines: (await clean(slice.lines.join('\n'))).split('\n') };
     },
   });
   redactedViews.set(project, view);
