@@ -400,3 +400,40 @@ describe('quarry mcp --http', () => {
     }
   });
 });
+
+describe('which folders an MCP call may open (host/roots.ts, one rule for every face)', () => {
+  it("serve's /mcp (no root policy) refuses root; stdio's owner may open any; HTTP callers only the served folder", async () => {
+    const { allowedRoot } = await import('../src/host/roots.ts');
+    const home = makeTree({ 'sub/a.py': 'x = 1\n' });
+    const elsewhere = makeTree({ 'b.py': 'y = 2\n' });
+    try {
+      assert.throws(() => allowedRoot(undefined, elsewhere), /does not open other folders: use repo/);
+      assert.equal(allowedRoot({ home, owner: true }, elsewhere), elsewhere);
+      assert.equal(allowedRoot({ home, owner: false }, join(home, 'sub')), join(home, 'sub'));
+      assert.throws(() => allowedRoot({ home, owner: false }, elsewhere), /outside .*opens only that folder/);
+      assert.throws(
+        () => allowedRoot({ home, owner: false }, `${home}/../${elsewhere.split('/').pop()}`),
+        /outside/,
+      );
+      const token = (name: string, repos: '*' | Set<string>, reindex: boolean) => ({ name, repos, reindex });
+      assert.equal(
+        allowedRoot({ home, owner: false, grant: token('agent', '*', true) }, elsewhere),
+        elsewhere,
+      );
+      for (const weak of [
+        token('agent', '*', false),
+        token('reader', new Set(['x']), true),
+        token('command-line', '*', true),
+      ])
+        assert.throws(
+          () => allowedRoot({ home, owner: false, grant: weak }, elsewhere),
+          /outside/,
+          weak.name,
+        );
+      assert.throws(() => allowedRoot({ home, owner: true }, 'relative/dir'), /must be an absolute path/);
+    } finally {
+      removeTree(home);
+      removeTree(elsewhere);
+    }
+  });
+});
