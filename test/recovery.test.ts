@@ -49,6 +49,22 @@ describe('a corrupt index', () => {
     assert.match(r.stderr, /the index is corrupt: run `quarry reset`/);
     assert.equal(runCli(['reset', '--yes'], { cwd: root }).code, 0);
   });
+
+  it('an index truncated to 0 bytes is corrupt, not empty (regression: search said "no matches", exit 1)', () => {
+    assert.equal(runCli(['index', '--quiet'], { cwd: root, env: { QUARRY_EMBED: 'none' } }).code, 0);
+    truncateSync(join(root, '.quarry', 'index.db'), 0);
+    for (const args of [['search', 'router', '--mode', 'lexical'], ['grep', 'Router'], ['status']]) {
+      const r = runCli(args, { cwd: root, env: { QUARRY_EMBED: 'none' } });
+      assert.equal(r.code, 6, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(
+        r.stderr,
+        /^quarry: the index \S+ is empty \(0 bytes\): it was truncated; run `quarry reset`, then `quarry index`\n$/,
+      );
+    }
+    assert.equal(runCli(['reset', '--yes'], { cwd: root }).code, 0);
+    assert.equal(runCli(['index', '--quiet'], { cwd: root, env: { QUARRY_EMBED: 'none' } }).code, 0);
+    assert.equal(runCli(['search', 'router', '--mode', 'lexical', '--files'], { cwd: root }).code, 0);
+  });
 });
 
 describe('the writer lock across hosts (regression: a lock written by another host, as every docker run is, was never reclaimed)', () => {

@@ -158,9 +158,16 @@ export async function openStore(
   if (options.create) ensureIndexDir(root);
   switch (target.driver) {
     case 'sqlite': {
-      const { openSqliteStore, sqliteIndexExists } = await import('./sqlite.ts');
+      const { openSqliteStore, sqliteIndexExists, sqliteIndexSize } = await import('./sqlite.ts');
       if (!options.create && !sqliteIndexExists(target.url))
         throw new QuarryError('NO_INDEX', `no index in ${root}: run \`quarry index\` there first`);
+      // a file quarry made is never empty (its schema is written with it): 0 bytes is a truncated index, not an
+      // empty one, and reading it would answer "no matches" to everything
+      if (!options.create && sqliteIndexSize(target.url) === 0)
+        throw new QuarryError(
+          'IO',
+          `the index ${target.url} is empty (0 bytes): it was truncated; run \`quarry reset\`, then \`quarry index\``,
+        );
       return openSqliteStore(target.url);
     }
     case 'postgres': {

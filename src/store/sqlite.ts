@@ -300,6 +300,15 @@ export function sqliteIndexExists(path: string): boolean {
   return existsSync(path);
 }
 
+/** The index file's size in bytes (undefined when it cannot be read). */
+export function sqliteIndexSize(path: string): number | undefined {
+  try {
+    return statSync(path).size;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Meta key set while FTS5's BM25 statistics wait for a recount (settle()). */
 const UNSETTLED = 'fts_unsettled';
 
