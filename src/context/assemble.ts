@@ -230,24 +230,35 @@ export async function assembleContext(
     ...(taken.size ? { filter: { excludePaths: [...taken] } } : {}),
   });
 
-  if (packing === 'files') {
-    // Aye Chat: whole files in rank order; a file that would cross the hard limit is skipped and the next tried;
-    // once the soft limit is reached, no more files
-    const texts = await project.readLines(search.files.map((f) => f.path).filter((p) => !taken.has(p)));
-    const floor = (search.files[0]?.score ?? 0) * project.config.context.minRelevance;
-    for (const f of search.files) {
-      if (used >= soft || f.score < floor) break;
-      if (taken.has(f.path)) continue;
-      const b = wholeFile(texts.get(f.path), f.path, 'retrieved');
-      if (!b) continue;
-      if (!add(b)) skipped.push({ path: f.path, tokens: countTokens(renderBlock({ ...b, n: 0 })) });
-      else taken.add(f.path);
-    }
-  } else {
+  if (packing === 'files') await packFiles(project, search, taken, { soft, used: () => used, add }, skipped);
+  else {
     const paths = [...new Set(search.results.map((r) => r.path))].filter((p) => !taken.has(p));
     packChunks(project, await project.readLines(paths), search, taken, hard - used, blocks, skipped);
   }
   return finish(project, question, options, { packing, total, reserve, soft, blocks, skipped, search });
+}
+
+/**
+ * `files` packing (Aye Chat): whole files in rank order; a file that would cross the hard limit is skipped and the
+ * next tried; once the soft limit is reached, or relevance falls off, no more files.
+ */
+async function packFiles(
+  project: Project,
+  search: SearchResponse,
+  taken: Set<string>,
+  budget: { soft: number; used: () => number; add: (b: Omit<ContextBlock, 'n' | 'tokens'>) => boolean },
+  skipped: AssembledContext['skipped'],
+): Promise<void> {
+  const texts = await project.readLines(search.files.map((f) => f.path).filter((p) => !taken.has(p)));
+  const floor = (search.files[0]?.score ?? 0) * project.config.context.minRelevance;
+  for (const f of search.files) {
+    if (budget.used() >= budget.soft || f.score < floor) break;
+    if (taken.has(f.path)) continue;
+    const b = wholeFile(texts.get(f.path), f.path, 'retrieved');
+    if (!b) continue;
+    if (!budget.add(b)) skipped.push({ path: f.path, tokens: countTokens(renderBlock({ ...b, n: 0 })) });
+    else taken.add(f.path);
+  }
 }
 
 /**
