@@ -209,6 +209,15 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
     assert.match(textOf(r), /top_k/);
     const r2 = (await client.callTool({ name: 'search_code', arguments: {} })) as Text;
     assert.equal(r2.isError, true);
+    // an argument the tool does not take is refused with the ones it does (regression: dropped without a word)
+    const r3 = (await client.callTool({
+      name: 'grep',
+      arguments: { pattern: 'Router', fixed_strings: true },
+    })) as Text;
+    assert.equal(r3.isError, true);
+    assert.match(textOf(r3), /grep takes no argument "fixed_strings": its arguments are pattern, fixed,/);
+    const { tools } = await client.listTools();
+    assert.equal(tools.find((t) => t.name === 'grep')?.inputSchema.additionalProperties, false);
   });
 
   it('a second reindex while one runs reports the running one', async () => {

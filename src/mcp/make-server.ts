@@ -1,4 +1,5 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
 import type { RootPolicy } from '../host/roots.ts';
 import type { ProjectSet } from '../host/set.ts';
 import { STRUCTURED_META } from '../project/types.ts';
@@ -28,11 +29,27 @@ export function createMcpServer(set: ProjectSet, options: McpServerOptions = {})
   const roots = projectsByRoot(set, options.roots);
   server.server.onclose = () => roots.close();
   const ctx: ToolContext = { set, projectOf: roots.projectOf };
-  for (const { name, title, description, inputSchema, annotations, handler } of TOOLS)
+  for (const { name, title, description, inputSchema, annotations, handler } of TOOLS) {
+    const shape = withRootArg(inputSchema, options.roots);
     server.registerTool(
       name,
-      { title, description, inputSchema: withRootArg(inputSchema, options.roots), annotations },
-      (args, extra) => run(() => handler(args, ctx), extra._meta?.[STRUCTURED_META] === true),
+      { title, description, inputSchema: strictArguments(name, shape), annotations },
+      (args, extra) => run(() => handler(args as never, ctx), extra._meta?.[STRUCTURED_META] === true),
     );
+  }
   return server;
+}
+
+/**
+ * A tool's arguments as an object that refuses keys it does not know, naming them and the ones it takes: an agent
+ * that guesses `fixed_strings` for `fixed` learns it at once, instead of its argument being dropped without a word.
+ */
+function strictArguments(tool: string, shape: z.ZodRawShape) {
+  const known = Object.keys(shape);
+  return z.strictObject(shape, {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys'
+        ? `${tool} takes no argument ${issue.keys.map((k) => `"${k}"`).join(', ')}: its arguments are ${known.join(', ')}`
+        : undefined,
+  });
 }
