@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { openEmbedder } from '../src/embed/open.ts';
 import { embedPending } from '../src/indexing/embedding.ts';
 import { indexProject, indexStatus, openProject } from '../src/project/local.ts';
-import { git, makeTree, removeTree, runCli, testConfig } from './helpers.ts';
+import { git, makeTree, removeTree, runCli, testConfig, waitForOutput } from './helpers.ts';
 
 const trees: string[] = [];
 after(() => trees.forEach(removeTree));
@@ -91,6 +92,49 @@ describe('freshness an agent can see', () => {
     }
     const killed = JSON.parse(runCli(['search', 'start app', '--json'], { cwd: root, env }).stdout);
     assert.match(killed.stale, /^the last index run was interrupted/);
+  });
+
+  it('says "being updated" only while a running index has files to re-read (regression: every start-up sync said so)', async () => {
+    const root = makeTree({ 'src/app.ts': 'export function startApp() {\n  return 1;\n}\n' });
+    trees.push(root);
+    const env = { QUARRY_EMBED: 'none' };
+    assert.equal(runCli(['index', '--quiet'], { cwd: root, env }).code, 0);
+    const holder = spawn(
+      process.execPath,
+      ['--import', 'tsx', new URL('./hold-writer.ts', import.meta.url).pathname, root],
+      { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    try {
+      await waitForOutput(holder, /locked/);
+      const project = await openProject({
+        root,
+        userConfig: false,
+        overrides: { embed: { provider: 'none' } },
+      });
+      try {
+        // a sync that walked and found nothing to re-read
+        await project.store.setMeta('run', JSON.stringify({ startedAt: Date.now(), pending: 0 }));
+        assert.equal((await project.search('start app', { mode: 'lexical' })).stale, undefined);
+      } finally {
+        await project.close();
+      }
+      const again = await openProject({
+        root,
+        userConfig: false,
+        overrides: { embed: { provider: 'none' } },
+      });
+      try {
+        await again.store.setMeta('run', JSON.stringify({ startedAt: Date.now(), pending: 3 }));
+        assert.match(
+          (await again.search('start app', { mode: 'lexical' })).stale ?? '',
+          /^the index is being updated/,
+        );
+      } finally {
+        await again.close();
+      }
+    } finally {
+      holder.kill('SIGKILL');
+    }
   });
 
   it('status shows an embedding run under way: phase, files, rate', async () => {

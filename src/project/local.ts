@@ -391,9 +391,17 @@ async function staleNote(project: LocalProject, dense: boolean): Promise<string 
 
 async function freshnessOf(project: LocalProject): Promise<Staleness> {
   const { store, root } = project;
+  const run = JSON.parse((await store.getMeta('run')) ?? '{}') as {
+    startedAt?: number;
+    finishedAt?: number;
+    pending?: number;
+  };
+  // a writer that found nothing to change (a start-up sync of an index that is up to date) updates nothing: only a
+  // run with files to re-read makes results stale
   if (await store.activeWriter())
-    return { note: 'the index is being updated: results may miss the latest changes' };
-  const run = JSON.parse((await store.getMeta('run')) ?? '{}') as { startedAt?: number; finishedAt?: number };
+    return run.startedAt && !run.finishedAt && (run.pending ?? 1) > 0
+      ? { note: 'the index is being updated: results may miss the latest changes' }
+      : undefined;
   if (run.startedAt && !run.finishedAt)
     return {
       note: 'the last index run was interrupted: results may miss changes (run `quarry index` to finish it)',
