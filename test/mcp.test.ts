@@ -446,3 +446,46 @@ describe('which folders an MCP call may open (host/roots.ts, one rule for every 
     }
   });
 });
+
+describe('read_file pages a long file by lines and by characters', () => {
+  it('answers at most 20,000 characters of text and says where to read on, until the end', async () => {
+    const { InMemoryTransport } = await import('@modelcontextprotocol/sdk/inMemory.js');
+    const { openedSet } = await import('../src/host/set.ts');
+    const { createMcpServer } = await import('../src/mcp/server.ts');
+    const { indexProject } = await import('../src/project/local.ts');
+    const { openLexical } = await import('./helpers.ts');
+    const line = (i: number) => `export const value${String(i).padStart(4, '0')} = "${'x'.repeat(60)}";`;
+    const root = makeTree({
+      'src/big.ts': `${Array.from({ length: 1500 }, (_, i) => line(i + 1)).join('\n')}\n`,
+    });
+    const project = await openLexical(root);
+    try {
+      await indexProject(project);
+      const server = createMcpServer(openedSet([project]));
+      const [a, b] = InMemoryTransport.createLinkedPair();
+      await server.connect(a);
+      const c = new Client({ name: 'page-test', version: '1' });
+      await c.connect(b);
+      let start = 1;
+      let pages = 0;
+      const seen: string[] = [];
+      for (;;) {
+        const r = (await c.callTool({ name: 'read_file', arguments: { path: 'src/big.ts', start } })) as Text;
+        const text = textOf(r);
+        assert.ok(text.length < 22_000, `page ${pages}: ${text.length} characters`);
+        seen.push(...text.split('\n').filter((l) => /^\s*\d+ {2}export/.test(l)));
+        pages++;
+        const next = /call again with start (\d+)/.exec(text);
+        if (!next) break;
+        start = Number(next[1]);
+      }
+      assert.ok(pages >= 5, `${pages} pages`);
+      assert.equal(seen.length, 1500, 'every line once, in order');
+      assert.match(seen.at(-1)!, /value1500/);
+      await c.close();
+    } finally {
+      await project.close();
+      removeTree(root);
+    }
+  });
+});

@@ -17,17 +17,29 @@ const inputSchema = {
   root: rootArg,
 };
 
-/** read_file: numbered lines of an indexed file, at most 2,000 per call, with how to read on. */
+/** Characters of file text one read_file answer carries at most. */
+const PAGE_CHARS = 20_000;
+
+/** read_file: numbered lines of an indexed file, at most 2,000 (and 20,000 characters) per call, with how to read on. */
 export async function readFile(
   { path, start, end, repo, root }: z.infer<z.ZodObject<typeof inputSchema>>,
   { projectOf }: ToolContext,
 ): Promise<Answer> {
   const project = await projectOf(repo, root);
   // what an agent reads goes to its model: secrets inside the file come replaced, line for line (the set's view)
-  const slice = await project.readFile(path, {
+  const asked = await project.readFile(path, {
     start,
     end: Math.min(end ?? start + 1999, start + 1999),
   });
+  // a page is also at most PAGE_CHARS characters (a minified or generated file's long lines add up fast), always
+  // at least one line
+  let chars = 0;
+  let keep = 0;
+  while (keep < asked.lines.length && (keep === 0 || chars + asked.lines[keep]!.length + 1 <= PAGE_CHARS)) {
+    chars += asked.lines[keep]!.length + 1;
+    keep++;
+  }
+  const slice = { ...asked, lines: asked.lines.slice(0, keep), end: asked.start + keep - 1 };
   const body = numbered(slice.start, slice.lines);
   const more =
     slice.end < slice.total
@@ -48,7 +60,8 @@ export async function readFile(
 export const readFileTool = defineTool({
   name: 'read_file',
   title: 'Read an indexed file',
-  description: 'Numbered lines of an indexed file, start to end (at most 2,000 per call).',
+  description:
+    'Numbered lines of an indexed file, start to end (at most 2,000 lines and 20,000 characters per call; the answer says where to read on).',
   inputSchema,
   annotations: READ_ONLY,
   handler: readFile,
