@@ -179,6 +179,16 @@ describe('tree-sitter chunking', () => {
       js.symbols.map((s) => `${s.kind} ${s.container ? `${s.container}.` : ''}${s.name}`),
       ['class Widget', 'method Widget.render', 'constant MAX'],
     );
+    // methods assigned to a prototype are definitions too (regression: fastify's 35 `Reply.prototype.m` were missing)
+    const proto = await chunkFile(
+      'function Reply (res) {\n  this.res = res\n}\nReply.prototype.send = function (payload) {\n  return this.res.end(payload)\n}\nReply.prototype.code = (c) => c\nReply.prototype.count = 3\nother.send = function () {}\n',
+      'javascript',
+      testConfig().chunk,
+    );
+    assert.deepEqual(
+      proto.symbols.map((s) => `${s.kind} ${s.name}:${s.startLine}`),
+      ['function Reply:1', 'method send:4', 'method code:7'],
+    );
     const py = await chunkFile(
       'TIMEOUT = 30\nregistry = {}\n\ndef run():\n    return TIMEOUT\n',
       'python',

@@ -174,6 +174,11 @@ function defName(node: Node): string | undefined {
     }
     case 'field_definition': // a JavaScript class field: `fetch = (request) => …`
       return (node.childForFieldName('property') ?? node.childForFieldName('name'))?.text;
+    case 'expression_statement': {
+      // `Reply.prototype.send = function …`: the method's name (its class is in the text: `Reply.prototype`)
+      const left = node.firstNamedChild?.childForFieldName('left');
+      return left?.type === 'member_expression' ? left.childForFieldName('property')?.text : undefined;
+    }
     case 'impl_item': {
       const type = node.childForFieldName('type')?.text;
       const trait = node.childForFieldName('trait')?.text;
@@ -234,7 +239,8 @@ function buildDefs(root: Node, query: Query, kinds: Map<string, SymbolKind>): De
     const name = defName(node)?.replace(/\s+/g, ' ').slice(0, 120);
     if (!name) continue;
     const [start, end] = attachedRange(node);
-    flat.push({ start, end, name, kind: kinds.get(node.type) ?? 'function', children: [] });
+    const kind = node.type === 'expression_statement' ? 'method' : (kinds.get(node.type) ?? 'function');
+    flat.push({ start, end, name, kind, children: [] });
   }
   flat.sort((a, b) => a.start - b.start || b.end - a.end);
   const top: Def[] = [];

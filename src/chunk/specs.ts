@@ -50,6 +50,11 @@ const JS_EXTRA = [
   ...['public_field_definition', 'field_definition'].flatMap((field) =>
     ['arrow_function', 'function_expression'].map((fn) => `(${field} value: (${fn})) @def`),
   ),
+  // methods assigned to a prototype: `Reply.prototype.send = function (payload) { … }`
+  ...['arrow_function', 'function_expression'].map(
+    (fn) =>
+      `(expression_statement (assignment_expression left: (member_expression object: (member_expression property: (property_identifier) @_proto (#eq? @_proto "prototype"))) right: (${fn}))) @def`,
+  ),
 ];
 
 export const GRAMMAR_SPECS: Record<string, GrammarSpec> = {
