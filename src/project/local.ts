@@ -434,12 +434,12 @@ async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepRes
       candidates: async (plan) => store.exact?.candidates(plan),
       paths: async () => (await store.listFiles()).filter((f) => f.method !== 'skipped').map((f) => f.path),
       // what a file indexed without chunks is, asked of its bytes on disk (the store keeps no reason)
-      skipped: async () => {
+      skipped: async (keep) => {
         const root = project.location === project.root ? project.root : undefined;
         if (!root) return [];
         const out: Array<{ path: string; reason: 'binary' | 'minified' | 'secret' }> = [];
         for (const f of await store.listFiles()) {
-          if (f.method !== 'skipped') continue;
+          if (f.method !== 'skipped' || !keep(f.path)) continue;
           let buf: Buffer;
           try {
             buf = readFileSync(join(root, f.path));

@@ -108,8 +108,11 @@ export interface GrepSource {
   /** Every indexed path (files with text). */
   paths(): Promise<string[]>;
   readLines(paths: string[]): Promise<Map<string, string[]>>;
-  /** Files indexed without chunks (binary, minified, a secret inside), by what their bytes are now. */
-  skipped?(): Promise<Array<{ path: string; reason: 'binary' | 'minified' | 'secret' }>>;
+  /** Files indexed without chunks (binary, minified, a secret inside) that `keep` lets through, by what their bytes
+   * are now (only those files are read). */
+  skipped?(
+    keep: (path: string) => boolean,
+  ): Promise<Array<{ path: string; reason: 'binary' | 'minified' | 'secret' }>>;
 }
 
 /** Longest line of a minified file a grep answer shows by default: cut around its match. */
@@ -197,7 +200,7 @@ export async function grep(
   const fromIndex = plan ? await source.candidates(plan) : undefined;
   // files indexed without chunks are in no trigram index: minified text is searched (and binary with `binary`),
   // a secret never; what is left out is counted, so the answer can say why a file was not searched
-  const skipped = ((await source.skipped?.()) ?? []).filter((f) => passes(f.path));
+  const skipped = (await source.skipped?.(passes)) ?? [];
   const notSearched = { binary: 0, secret: 0 };
   const extra: string[] = [];
   for (const f of skipped)

@@ -759,17 +759,17 @@ function learnedFileScores(
   features: Map<string, number[]>,
 ): Map<string, number> {
   const model = shippedRanker();
-  const byLex = [...fileScores.entries()]
+  const byScore = [...fileScores.entries()]
     .filter(([, score]) => score > 0)
     .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
   const out = new Map<string, number>();
   let floor = 1;
-  for (const [path] of byLex.slice(0, LEARNED_TOP)) {
+  for (const [path] of byScore.slice(0, LEARNED_TOP)) {
     const s = 1 / (1 + Math.exp(-scoreRanker(model, features.get(path) ?? [])));
     out.set(path, s);
     floor = Math.min(floor, s);
   }
-  const rest = byLex.slice(LEARNED_TOP);
+  const rest = byScore.slice(LEARNED_TOP);
   const maxRest = rest[0]?.[1] || 1;
   for (const [path, score] of rest) out.set(path, (floor / 2) * (score / maxRest));
   return out;
@@ -1072,7 +1072,6 @@ export async function search(
   const relevance = reranked.size
     ? new Map(ordered.map((c, i) => [c, 1 - i / ordered.length]))
     : new Map(ordered.map((c) => [c, c.final / (ordered[0]?.final || 1)]));
-  const ranked = ordered;
   if (config.search.graphHop > 0 && !reranked.size)
     files = await hopToCallees(store, files, config.search.graphHop);
   const { gitRecency, gitCochange } = config.search;
@@ -1082,7 +1081,7 @@ export async function search(
   }
   // one ranking: the chunks follow the files' order, each file led by its best chunk, so that `--files`, the chunk
   // list and the context agree on what comes first
-  const led = await followFiles(store, ranked, files, relevance, q.terms, topK);
+  const led = await followFiles(store, ordered, files, relevance, q.terms, topK);
   const shown = diversify(led, (c) => c.final, config.search.mmrLambda, topK);
   files = files.slice(0, topFiles);
 
