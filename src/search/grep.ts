@@ -22,6 +22,20 @@ export interface GrepQuery {
   filter?: SearchFilter;
   /** -C: lines of context before and after each matching line. */
   context?: number;
+  /** -B and -A: lines of context before, and after, each matching line (each overrides -C on its side). */
+  before?: number;
+  after?: number;
+  /** -c: count the matching lines of each file instead of returning them (`counts`; no overall limit applies). */
+  count?: boolean;
+  /** --files: list the files a search would read (`paths`), searching nothing; the pattern may be empty. */
+  listFiles?: boolean;
+  /** --hidden: search hidden files and folders too (a name starting with a dot), which ripgrep leaves out. */
+  hidden?: boolean;
+  /**
+   * --no-ignore: search files that ignore rules leave out of the index (.gitignore, .quarryignore, quarry's defaults),
+   * read from disk. Files with a secret-looking name and symbolic links are still never read.
+   */
+  noIgnore?: boolean;
   /** At most this many matching lines in all (the answer says when more were left out). */
   limit?: number;
   /** -m: at most this many matching lines per file. */
@@ -67,6 +81,15 @@ export interface GrepResponse {
    * match.
    */
   notSearched?: { binary: number; secret: number };
+  /** With `count`: the matching lines of each file with a match, in path order. */
+  counts?: Array<{ path: string; count: number }>;
+  /** With `listFiles`: the files a search would read, in path order. */
+  paths?: string[];
+  /**
+   * Files read from disk because they changed since the last index (modified or new), and indexed files left out
+   * because they are gone from disk: grep answers from the working tree, as ripgrep does.
+   */
+  fromDisk?: { changed: number; deleted: number };
 }
 
 /** One printed row of a grep answer: a matching line, a context line, or a gap between groups that do not touch. */
@@ -113,6 +136,8 @@ export interface GrepSource {
   skipped?(
     keep: (path: string) => boolean,
   ): Promise<Array<{ path: string; reason: 'binary' | 'minified' | 'secret' }>>;
+  /** How many files the source read from disk instead of the index, and how many indexed files it left out as gone. */
+  fromDisk?(): { changed: number; deleted: number };
 }
 
 /** Longest line of a minified file a grep answer shows by default: cut around its match. */
@@ -167,15 +192,39 @@ function pathTest(q: GrepQuery, languages: string[] | undefined): (path: string)
     ? { ...q.filter, languages: [...(q.filter?.languages ?? []), ...languages] }
     : q.filter;
   return (path) =>
-    passesFilter(path, filter) && (!inc || inc.ignores(path)) && !(exc?.ignores(path) ?? false);
+    (q.hidden || !isHidden(path)) &&
+    passesFilter(path, filter) &&
+    (!inc || inc.ignores(path)) &&
+    !(exc?.ignores(path) ?? false);
+}
+
+/** ripgrep's hidden files: any part of the path starts with a dot (`.github/workflows/ci.yml`, `src/.eslintrc`). */
+export function isHidden(path: string): boolean {
+  return path.startsWith('.') || path.includes('/.');
+}
+
+/**
+ * Paths in the order ripgrep's `--sort path` prints them: part by part, so a folder's files come before a sibling
+ * whose name extends the folder's (`a/b.ts` before `a-c.ts`, where a plain string sort puts `-` before `/`).
+ */
+export function comparePaths(a: string, b: string): number {
+  const pa = a.split('/');
+  const pb = b.split('/');
+  for (let i = 0; i < Math.min(pa.length, pb.length); i++) {
+    const x = pa[i] as string;
+    const y = pb[i] as string;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return pa.length - pb.length;
 }
 
 /** Checks a query's bounds and compiles its pattern (BAD_INPUT, with what to do, when it cannot be used). */
 export function prepareGrep(q: GrepQuery): { pattern: LinePattern; plan: TrigramPlan } {
+  if (q.listFiles && !q.pattern) return { pattern: { ranges: () => [] }, plan: null };
   if (!q.pattern) throw new QuarryError('BAD_INPUT', 'grep needs a pattern: quarry grep PATTERN');
   if (q.pattern.length > GREP_LIMITS.pattern)
     throw new QuarryError('BAD_INPUT', `the pattern is over ${GREP_LIMITS.pattern} characters: shorten it`);
-  if ((q.context ?? 0) > GREP_LIMITS.context)
+  if (Math.max(q.context ?? 0, q.before ?? 0, q.after ?? 0) > GREP_LIMITS.context)
     throw new QuarryError('BAD_INPUT', `context is at most ${GREP_LIMITS.context} lines`);
   const pattern = compilePattern(q.pattern, {
     fixed: q.fixed ?? false,
@@ -206,7 +255,9 @@ export async function grep(
   for (const f of skipped)
     if (f.reason === 'minified' || (f.reason === 'binary' && q.binary)) extra.push(f.path);
     else notSearched[f.reason === 'binary' ? 'binary' : 'secret']++;
-  const paths = [...new Set([...(fromIndex ?? (await source.paths())).filter(passes), ...extra])].sort();
+  const paths = [...new Set([...(fromIndex ?? (await source.paths())).filter(passes), ...extra])].sort(
+    comparePaths,
+  );
   const minified = new Set(extra);
   const limit = Math.min(q.limit ?? GREP_LIMITS.limit, GREP_LIMITS.limit);
   const out: GrepResponse = {
@@ -217,7 +268,12 @@ export async function grep(
     indexed: Boolean(fromIndex),
     truncated: false,
     ...(notSearched.binary || notSearched.secret ? { notSearched } : {}),
+    ...(source.fromDisk ? { fromDisk: source.fromDisk() } : {}),
   };
+  // ripgrep's --files lists what it would read, binary files included (it reads no content to list them)
+  if (q.listFiles)
+    return { ...out, paths: [...new Set([...paths, ...skipped.map((f) => f.path)])].sort(comparePaths) };
+  if (q.count) out.counts = [];
   // a line that lacks every group's literals cannot match: a JavaScript substring test spares the call into RE2
   // (which converts the line to UTF-8 each time) for nearly every line of a candidate file
   // (ASCII literals only: lower-casing is exact on them, where a Greek capital sigma lower-cases by its context)
@@ -242,6 +298,10 @@ export async function grep(
       );
       if (!found.length) continue;
       out.files++;
+      if (out.counts) {
+        out.counts.push({ path, count: found.length });
+        continue;
+      }
       const room = limit - out.matches.length;
       if (found.length > room) {
         out.matches.push(...found.slice(0, room));
@@ -263,7 +323,9 @@ function matchLines(
   needles: string[][] | null,
 ): GrepMatch[] {
   const out: GrepMatch[] = [];
-  const ctx = q.context ?? 0;
+  const before = q.before ?? q.context ?? 0;
+  const after = q.after ?? q.context ?? 0;
+  const bare = Boolean(q.count); // a count needs the lines that match, not their context
   for (let n = 0; n < lines.length; n++) {
     const line = lines[n] as string;
     if (needles) {
@@ -280,8 +342,8 @@ function matchLines(
       column: first[0] + 1,
       text: shown.text,
       ranges: ranges.map(([s, e]) => [s - shown.offset, e - shown.offset] as [number, number]),
-      before: around(lines, Math.max(0, n - ctx), n, q.maxColumns),
-      after: around(lines, n + 1, Math.min(lines.length, n + 1 + ctx), q.maxColumns),
+      before: bare ? [] : around(lines, Math.max(0, n - before), n, q.maxColumns),
+      after: bare ? [] : around(lines, n + 1, Math.min(lines.length, n + 1 + after), q.maxColumns),
     });
     if (q.maxPerFile && out.length >= q.maxPerFile) break;
   }

@@ -178,7 +178,15 @@ export interface WalkOptions {
   onSkip?: (skip: WalkSkip) => void;
   /** Called for every path an ignore rule leaves out (a folder once, not its contents). */
   onIgnore?: (ignored: WalkIgnore) => void;
+  /**
+   * Past every ignore rule (ripgrep's --no-ignore): no default, config, exclude or ignore file applies, only the
+   * folders of version control and quarry's own. Secret-looking names, links and size limits still apply.
+   */
+  noIgnore?: boolean;
 }
+
+/** What a walk past every ignore rule still leaves out: version control's folders and quarry's own. */
+const ALWAYS_IGNORED = ['.git/', '.hg/', '.svn/', '.bzr/', '.jj/', '_darcs/', '.quarry/'];
 
 /**
  * Lists the files of `root` that quarry indexes. Symbolic links are never followed (like git, which stores a link,
@@ -192,7 +200,9 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
     options.onSkip?.(s);
   };
 
-  const base = baseMatchers(root, config);
+  const base: Matcher[] = options.noIgnore
+    ? [{ base: '', ig: defaultsMatcher(ALWAYS_IGNORED), source: 'version control' }]
+    : baseMatchers(root, config);
   const onIgnore = options.onIgnore;
   /** Ignored? Reported to `onIgnore` with its rule when someone listens. */
   const left = (matchers: readonly Matcher[], rel: string, dir: boolean, over: ReadonlySet<Matcher>) => {
@@ -213,7 +223,7 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
       return;
     }
     let matchers = inherited;
-    for (const name of ['.gitignore', '.quarryignore']) {
+    for (const name of options.noIgnore ? [] : ['.gitignore', '.quarryignore']) {
       const text = entries.some((e) => e.name === name) ? readPatterns(join(dirAbs, name)) : undefined;
       if (text) matchers = [...matchers, ignoreFile(dirRel, name, text)];
     }

@@ -1,5 +1,9 @@
+import { existsSync, statSync } from 'node:fs';
+import { isAbsolute, join, relative, sep } from 'node:path';
 import type { Command } from 'commander';
+import { QuarryError } from '../../errors.ts';
 import { redacting, searchFilter } from '../../host/set.ts';
+import type { LocalProject, Project } from '../../project/types.ts';
 import { type GrepMatch, type GrepResponse, grepRows } from '../../search/grep.ts';
 import type { CliContext } from '../context.ts';
 import { safePath, visible } from '../format.ts';
@@ -8,6 +12,15 @@ import { collect, nonNegativeInt, positiveInt } from '../options.ts';
 
 interface GrepOptions {
   fixedStrings?: boolean;
+  count?: boolean;
+  onlyMatching?: boolean;
+  afterContext?: number;
+  beforeContext?: number;
+  files?: boolean;
+  hidden?: boolean;
+  /** false with --no-ignore */
+  ignore?: boolean;
+  projectWide?: boolean;
   text?: boolean;
   ignoreCase?: boolean;
   wordRegexp?: boolean;
@@ -28,7 +41,11 @@ export function registerGrep(program: Command, cli: CliContext): void {
     .description(
       'lines matching a regular expression (or -F text), from the index, as ripgrep prints them (exit 0: found, 1: none, 2: an error)',
     )
-    .argument('<pattern>', "RE2 syntax (ripgrep's, less backreferences and lookarounds)")
+    .argument('[pattern]', "RE2 syntax (ripgrep's, less backreferences and lookarounds)")
+    .argument(
+      '[paths...]',
+      'only files under these folders or files (default: the folder you stand in, as ripgrep)',
+    )
     .option('-F, --fixed-strings', 'the pattern is text, not a regular expression')
     .option('-i, --ignore-case', 'match without regard to case')
     .option('-w, --word-regexp', 'only matches with a word boundary on each side')
@@ -40,6 +57,14 @@ export function registerGrep(program: Command, cli: CliContext): void {
     .option('-t, --type <type>', 'only this language (python, ts, rust, …; repeat, or py,ts)', collect)
     .option('--path <path>', 'only files under this folder or file (repeat, or a,b)', collect)
     .option('-C, --context <n>', 'lines of context around each match', nonNegativeInt)
+    .option('-A, --after-context <n>', 'lines of context after each match', nonNegativeInt)
+    .option('-B, --before-context <n>', 'lines of context before each match', nonNegativeInt)
+    .option('-c, --count', 'the number of matching lines of each file with a match, path:count')
+    .option('-o, --only-matching', 'each match on its own line, without the rest of its line')
+    .option('--files', 'list the files a search would read, and search nothing (no pattern)')
+    .option('--hidden', 'search hidden files and folders too (names starting with a dot)')
+    .option('--no-ignore', 'search files that ignore rules leave out of the index too (read from disk)')
+    .option('--project-wide', 'search the whole project, wherever you stand')
     .option('-m, --max-count <n>', 'at most n matching lines per file', positiveInt)
     .option('--limit <n>', 'at most n matching lines in all (default 10000)', positiveInt)
     .option('-l, --files-with-matches', 'only the paths of files with a match')
@@ -49,19 +74,54 @@ export function registerGrep(program: Command, cli: CliContext): void {
       '--json',
       'JSON: {pattern, matches: [{path, line, column, text, ranges, before, after}], files, scanned, indexed, truncated}',
     )
-    .action((pattern: string, opts: GrepOptions) => runGrep(cli, pattern, opts));
+    .action((pattern: string | undefined, paths: string[], opts: GrepOptions) => {
+      // `quarry grep --files [path…]` takes no pattern, as `rg --files` takes none
+      if (opts.files) return runGrep(cli, '', [...(pattern ? [pattern] : []), ...paths], opts);
+      if (pattern === undefined)
+        throw new QuarryError('BAD_INPUT', 'grep needs a pattern: quarry grep PATTERN [PATH…]');
+      return runGrep(cli, pattern, paths, opts);
+    });
 }
 
-export async function runGrep(cli: CliContext, pattern: string, opts: GrepOptions): Promise<void> {
+/**
+ * Where a grep looks, as ripgrep decides it: the paths given (on the command line or with --path), else the folder
+ * you stand in when it is inside the project (--project-wide: the whole project).
+ */
+function scopeOf(opened: Project, typed: string[], projectWide: boolean): string[] | undefined {
+  const local = (opened as Partial<LocalProject>).root;
+  const root = local && !opened.remote && opened.location === local ? local : undefined;
+  const prefix = (rel: string) => {
+    if (rel === '.') return '';
+    // a folder is a prefix ending in a slash, so that `src` does not also take `src2/`
+    return root && existsSync(join(root, rel)) && statSync(join(root, rel)).isDirectory() ? `${rel}/` : rel;
+  };
+  if (typed.length) return typed.map((p) => prefix(projectPath(opened, p)));
+  if (projectWide || !root) return undefined;
+  const here = relative(root, process.cwd()).split(sep).join('/');
+  if (!here || here.startsWith('..') || isAbsolute(here)) return undefined;
+  return [`${here}/`];
+}
+
+export async function runGrep(
+  cli: CliContext,
+  pattern: string,
+  paths: string[],
+  opts: GrepOptions,
+): Promise<void> {
   const { io } = cli;
   const started = performance.now();
   await withProject(cli.globals(), async (opened) => {
     const project = redacting(opened); // secrets in matched lines are shown as on every face
-    const filter = searchFilter({
-      pathPrefixes: opts.path?.map((p) => projectPath(opened, p)).map((p) => (p === '.' ? '' : p)),
-    });
+    const scope = scopeOf(opened, [...paths, ...(opts.path ?? [])], Boolean(opts.projectWide));
+    const filter = searchFilter({ pathPrefixes: scope?.includes('') ? undefined : scope });
     const res = await project.grep({
       pattern,
+      ...(opts.files ? { listFiles: true } : {}),
+      ...(opts.count ? { count: true } : {}),
+      ...(opts.hidden ? { hidden: true } : {}),
+      ...(opts.ignore === false ? { noIgnore: true } : {}),
+      ...(opts.afterContext !== undefined ? { after: opts.afterContext } : {}),
+      ...(opts.beforeContext !== undefined ? { before: opts.beforeContext } : {}),
       ...(opts.fixedStrings ? { fixed: true } : {}),
       ...(opts.ignoreCase ? { ignoreCase: true } : {}),
       ...(opts.wordRegexp ? { word: true } : {}),
@@ -73,7 +133,7 @@ export async function runGrep(cli: CliContext, pattern: string, opts: GrepOption
       ...(opts.limit ? { limit: opts.limit } : {}),
       ...(opts.text ? { binary: true } : {}),
     });
-    if (!res.matches.length) cli.setExitCode(1);
+    if (!(res.paths ?? res.counts ?? res.matches).length) cli.setExitCode(1);
     if (opts.json) io.stdout.write(`${JSON.stringify(res)}\n`);
     else printGrep(cli, res, opts, (rel) => shownPath(opened, rel));
     const note = cli.colors(io.stderr);
@@ -94,7 +154,7 @@ export async function runGrep(cli: CliContext, pattern: string, opts: GrepOption
     if (cli.globals().verbose)
       io.stderr.write(
         note.dim(
-          `${res.matches.length} matching lines in ${res.files} files; ${res.scanned} files read (${res.indexed ? 'trigram index' : 'no literal to look up: every file'}) in ${(performance.now() - started).toFixed(0)} ms\n`,
+          `${res.matches.length} matching lines in ${res.files} files; ${res.scanned} files read (${res.indexed ? 'trigram index' : 'no literal to look up: every file'}; ${res.fromDisk?.changed ?? 0} changed since the index read from disk, ${res.fromDisk?.deleted ?? 0} gone left out) in ${(performance.now() - started).toFixed(0)} ms\n`,
         ),
       );
   });
@@ -121,6 +181,14 @@ function printGrep(
     }
     return out + visible(m.text.slice(at));
   };
+  if (res.paths) {
+    for (const p of res.paths) io.stdout.write(`${show(p)}\n`);
+    return;
+  }
+  if (res.counts) {
+    for (const { path, count } of res.counts) io.stdout.write(`${c.magenta(show(path))}:${count}\n`);
+    return;
+  }
   if (opts.filesWithMatches) {
     for (const p of new Set(res.matches.map((m) => m.path))) io.stdout.write(`${c.magenta(show(p))}\n`);
     return;
@@ -134,9 +202,19 @@ function printGrep(
     }
     return;
   }
+  if (opts.onlyMatching) {
+    // ripgrep -o: each match alone, path:line:match (a line with two matches prints two lines)
+    for (const m of res.matches)
+      for (const [s, e] of m.ranges)
+        io.stdout.write(
+          `${c.magenta(show(m.path))}:${c.green(String(m.line))}:${c.bold(c.red(visible(m.text.slice(s, e))))}\n`,
+        );
+    return;
+  }
+  const contextual = Boolean(opts.context || opts.afterContext || opts.beforeContext);
   for (const row of grepRows(res.matches)) {
     if (row.kind === 'gap') {
-      if (opts.context) io.stdout.write('--\n');
+      if (contextual) io.stdout.write('--\n');
     } else if (row.kind === 'context')
       io.stdout.write(
         `${c.magenta(show(row.path))}-${c.green(String(row.line.line))}-${visible(row.line.text)}\n`,

@@ -15,6 +15,10 @@ const inputSchema = {
   type: z.array(z.string()).optional().describe('Languages: python, ts, …'),
   path: z.array(z.string()).optional(),
   context: z.number().int().min(0).max(5).default(0),
+  hidden: z
+    .boolean()
+    .default(false)
+    .describe('Search hidden files and folders too (names starting with a dot), as ripgrep --hidden'),
   limit: z.number().int().min(1).max(500).default(50),
   repo: repoArg,
   root: rootArg,
@@ -36,6 +40,7 @@ export async function grepTool(
     ...(args.type ? { types: args.type } : {}),
     ...(filter ? { filter } : {}),
     context: args.context,
+    ...(args.hidden ? { hidden: true } : {}),
     limit: args.limit,
     maxColumns: MAX_COLUMNS,
   });

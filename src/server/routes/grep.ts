@@ -10,7 +10,7 @@ const list = z.array(z.string()).max(50);
 /** What POST /api/grep takes: the CLI's and the MCP tool's options, bounded as the MCP tool bounds them. */
 const GrepBody = z
   .object({
-    pattern: z.string().min(1).max(GREP_LIMITS.pattern),
+    pattern: z.string().max(GREP_LIMITS.pattern),
     fixed: z.boolean().optional(),
     ignoreCase: z.boolean().optional(),
     word: z.boolean().optional(),
@@ -19,6 +19,12 @@ const GrepBody = z
     path: list.optional(),
     lang: list.optional(),
     context: z.number().int().min(0).max(GREP_LIMITS.context).optional(),
+    before: z.number().int().min(0).max(GREP_LIMITS.context).optional(),
+    after: z.number().int().min(0).max(GREP_LIMITS.context).optional(),
+    count: z.boolean().optional(),
+    listFiles: z.boolean().optional(),
+    hidden: z.boolean().optional(),
+    noIgnore: z.boolean().optional(),
     maxPerFile: z.number().int().min(1).optional(),
     limit: z.number().int().min(1).max(2000).default(200),
     maxColumns: z.number().int().min(20).max(10_000).default(500),

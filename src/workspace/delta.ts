@@ -1,0 +1,48 @@
+import type { QuarryConfig } from '../config/config.ts';
+import { type WalkEntry, walk } from './walk.ts';
+
+/** An indexed file as the delta needs it: where, how big and when written, when it was indexed. */
+export interface IndexedFile {
+  path: string;
+  size: number;
+  mtimeMs: number;
+}
+
+/** The working tree against the index: what a reader that must see every edit reads from disk instead. */
+export interface TreeDelta {
+  /**
+   * Files on disk that the index lacks or holds an older copy of: new, modified (size or mtime differ, as `status`
+   * tells), or left out of the index by ignore rules that the caller lifted (`noIgnore`).
+   */
+  changed: Map<string, WalkEntry>;
+  /** Indexed files that are gone from disk, or that the walk now leaves out. */
+  gone: Set<string>;
+}
+
+export interface DeltaOptions {
+  /** Walk past every ignore rule (ripgrep's --no-ignore): the index's files are still compared by size and time. */
+  noIgnore?: boolean;
+}
+
+/**
+ * What differs between the working tree and an index of it, by one walk and a stat of each file (nothing is read).
+ * The same comparison as `quarry status`'s pending counts.
+ */
+export function treeDelta(
+  root: string,
+  config: QuarryConfig,
+  indexed: readonly IndexedFile[],
+  options: DeltaOptions = {},
+): TreeDelta {
+  const known = new Map(indexed.map((f) => [f.path, f]));
+  const changed = new Map<string, WalkEntry>();
+  const present = new Set<string>();
+  for (const f of walk(root, config, options.noIgnore ? { noIgnore: true } : {}).files) {
+    present.add(f.path);
+    const k = known.get(f.path);
+    if (!k || k.size !== f.size || k.mtimeMs !== f.mtimeMs) changed.set(f.path, f);
+  }
+  const gone = new Set<string>();
+  for (const p of known.keys()) if (!present.has(p)) gone.add(p);
+  return { changed, gone };
+}
