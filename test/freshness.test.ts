@@ -64,20 +64,23 @@ describe('freshness an agent can see', () => {
     git(root, 'commit', '-qm', 'one');
     const env = { QUARRY_EMBED: 'static' };
     assert.equal(runCli(['index', '--quiet'], { cwd: root, env }).code, 0);
-    // a commit since the index: the checkout moved
-    writeFileSync(join(root, 'src/app.ts'), 'export function startApp() {\n  return 2;\n}\n');
-    git(root, 'commit', '-qam', 'two');
+    // a commit since the index that changed no file here: the checkout moved
+    git(root, 'commit', '-q', '--allow-empty', '-m', 'two');
     const moved = runCli(['search', 'start app', '--json'], { cwd: root, env });
     assert.match(
       JSON.parse(moved.stdout).stale,
       /^the checkout moved from [0-9a-f]{12} to [0-9a-f]{12} since the last index/,
     );
     assert.match(runCli(['search', 'start app'], { cwd: root, env }).stderr, /^note: the checkout moved/m);
-    // a new file indexed without vectors: hybrid search says the vectors are not complete
+    // a new file: the search indexes it (its words) before it answers, and hybrid search says the vectors are
+    // not complete
     writeFileSync(join(root, 'src/more.ts'), 'export function moreWork() {}\n');
-    assert.equal(runCli(['index', '--quiet', '--no-embed'], { cwd: root, env }).code, 0);
+    const caught = JSON.parse(
+      runCli(['search', 'more work', '--json', '--mode', 'lexical'], { cwd: root, env }).stdout,
+    );
+    assert.equal(caught.results[0]?.path, 'src/more.ts');
     const partial = JSON.parse(runCli(['search', 'more work', '--json'], { cwd: root, env }).stdout);
-    assert.equal(partial.stale, 'vectors cover 1 of 3 files so far: the rest are found by their words alone');
+    assert.equal(partial.stale, 'vectors cover 2 of 3 files so far: the rest are found by their words alone');
     // a lexical search is not made staler by missing vectors
     const lexical = JSON.parse(
       runCli(['search', 'more work', '--json', '--mode', 'lexical'], { cwd: root, env }).stdout,
@@ -92,6 +95,14 @@ describe('freshness an agent can see', () => {
     }
     const killed = JSON.parse(runCli(['search', 'start app', '--json'], { cwd: root, env }).stdout);
     assert.match(killed.stale, /^the last index run was interrupted/);
+    // many changed files are not indexed by a search: it says how many are pending
+    for (let i = 0; i < 30; i++)
+      writeFileSync(join(root, `src/gen${i}.ts`), `export const gen${i} = ${i};\n`);
+    const many = JSON.parse(runCli(['search', 'start app', '--json'], { cwd: root, env }).stdout);
+    assert.match(
+      many.stale,
+      /^30 files changed since the last index: results may miss them \(run `quarry index`/,
+    );
   });
 
   it('says "being updated" only while a running index has files to re-read (regression: every start-up sync said so)', async () => {

@@ -309,6 +309,7 @@ export async function searchProject(
   options: SearchProjectOptions = {},
 ): Promise<SearchResponse> {
   const { onNotice, ...rest } = options;
+  const tree = await catchUp(project);
   let queryVector: Float32Array | undefined;
   let coverage = 1;
   const indexed =
@@ -358,8 +359,54 @@ export async function searchProject(
   });
   if (!res.results.length && !res.files.length && rest.filter)
     await checkFilterMatches(project.store, rest.filter);
-  const stale = await staleNote(project, res.mode !== 'lexical' || Boolean(indexed));
+  const stale = tree?.note ?? (await staleNote(project, res.mode !== 'lexical' || Boolean(indexed)));
   return stale ? { ...res, stale } : res;
+}
+
+/** Largest index whose working tree a search walks to find edits (a walk of 10k files costs about 100 ms). */
+const CATCH_UP_WALK_MAX = 10_000;
+/** Most changed files a search indexes itself (their words, not yet their vectors) before it answers. */
+const CATCH_UP_FILES = 24;
+const caughtUp = new WeakMap<LocalProject, { at: number; verdict: Promise<{ note?: string } | undefined> }>();
+
+/**
+ * The working tree is the truth for search too: files changed since the last index (modified, new, deleted) are
+ * found by a walk, and when they are few they are indexed lexically before the search runs (each file in its own
+ * transaction, under the writer lock, which is never waited for); their vectors come with the next `quarry index`.
+ * When they are many, or another writer holds the index, the answer says how many files are pending. An index over
+ * CATCH_UP_WALK_MAX files is not walked (a watcher keeps such a tree fresh); asked at most every FRESHNESS_MS.
+ */
+function catchUp(project: LocalProject): Promise<{ note?: string } | undefined> {
+  const seen = caughtUp.get(project);
+  if (seen && performance.now() - seen.at < FRESHNESS_MS) return seen.verdict;
+  const verdict = catchUpNow(project).catch(() => undefined);
+  caughtUp.set(project, { at: performance.now(), verdict });
+  return verdict;
+}
+
+async function catchUpNow(project: LocalProject): Promise<{ note?: string } | undefined> {
+  const { store, root, config } = project;
+  if (project.location !== root) return undefined;
+  const files = await store.listFiles();
+  if (files.length > CATCH_UP_WALK_MAX) return undefined;
+  const { changed, gone } = treeDelta(root, config, files);
+  const paths = [...changed.keys(), ...gone];
+  if (!paths.length) return undefined;
+  const pending = `${paths.length} file${paths.length === 1 ? '' : 's'} changed since the last index`;
+  if (paths.length > CATCH_UP_FILES)
+    return {
+      note: `${pending}: results may miss ${paths.length === 1 ? 'it' : 'them'} (run \`quarry index\`, or keep \`quarry watch\` running)`,
+    };
+  if (await store.activeWriter())
+    return { note: `${pending}, and the index is being updated: results may miss the latest changes` };
+  try {
+    await indexRepository({ root, config, store, paths, workers: 0, lockWaitMs: 0 });
+    return undefined;
+  } catch {
+    return {
+      note: `${pending}: results may miss ${paths.length === 1 ? 'it' : 'them'} (run \`quarry index\`)`,
+    };
+  }
 }
 
 const embeddingSeen = new WeakMap<LocalProject, { at: number; status: Promise<EmbeddingStatus> }>();
