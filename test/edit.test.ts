@@ -159,6 +159,18 @@ describe('quarry edit, undo and history (end to end, against a model server on 1
     assert.equal(readFileSync(join(root, 'app/rates.py'), 'utf8'), dirty);
   });
 
+  it("says --force in edit's hint when apply will need it: a new file git has never seen", async () => {
+    // regression: the hint said `quarry apply FILE`, which then refused the untracked file and asked for --force
+    writeFileSync(join(root, 'app/fresh.py'), ORIGINAL);
+    server.reply = editingModel;
+    const shown = await cli(['--root', root, 'edit', 'app/fresh.py', 'rate per minute'], env);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, /`quarry apply --force app\/fresh\.py` writes exactly this diff \(--force: /);
+    const applied = await cli(['--root', root, 'apply', '--force', 'app/fresh.py'], env);
+    assert.equal(applied.code, 0, applied.stderr);
+    assert.match(readFileSync(join(root, 'app/fresh.py'), 'utf8'), /x \* 60/);
+  });
+
   it('refuses paths outside the project', async () => {
     const r = await cli(['--root', root, 'edit', '../../etc/passwd', 'x'], env);
     assert.equal(r.code, 2);

@@ -61,6 +61,9 @@ describe('the web panel in a real browser', () => {
     const files = (await served.project!.store.stats()).files;
     await waitText(page, '#files', new RegExp(`^${files}$`));
     await waitText(page, '#sync', /synced|watching/);
+    // regression: the boxes offered quarry's own example questions on every repository
+    assert.equal(await page.getAttribute('#question', 'placeholder'), 'a question about this repository');
+    assert.equal(await page.getAttribute('#q', 'placeholder'), 'a question, a symbol or a file name');
   });
 
   it('searches, highlights, and opens a result in the read-only file view', async () => {

@@ -70,7 +70,7 @@ export const PANEL_HTML = `<!doctype html>
 <main>
   <section>
     <h2>Search</h2>
-    <form class="row" id="search-form"><input id="q" placeholder="where is the writer lock taken?" autocomplete="off"><button>Search</button></form>
+    <form class="row" id="search-form"><input id="q" placeholder="a question, a symbol or a file name" autocomplete="off"><button>Search</button></form>
     <div class="msg" id="search-msg"></div>
     <div id="results"></div>
   </section>
@@ -82,7 +82,7 @@ export const PANEL_HTML = `<!doctype html>
   </section>
   <section>
     <h2>Ask</h2>
-    <form class="row" id="ask-form"><input id="question" placeholder="how does indexing resume after a crash?" autocomplete="off"><button>Ask</button></form>
+    <form class="row" id="ask-form"><input id="question" placeholder="a question about this repository" autocomplete="off"><button>Ask</button></form>
     <div class="msg" id="ask-msg"></div>
     <div id="answer"></div>
     <div id="sources"></div>

@@ -95,9 +95,14 @@ export async function runEdit(
     io.stdout.write(colorDiff(edit.diff, c));
     if (!opts.write) {
       edits.savePending(project, edit, instruction);
+      // a file git cannot restore (uncommitted changes, or never committed) is written only with --force: say so now
+      const force = edits.hasUncommittedChanges(project.root, edit.path) ? ' --force' : '';
+      const why = force
+        ? ' (--force: it has uncommitted changes or is new to git; quarry keeps a snapshot)'
+        : '';
       io.stdout.write(
         c.dim(
-          `(not written: \`quarry apply ${edit.path}\` writes exactly this diff; --write asks again and writes)\n`,
+          `(not written: \`quarry apply${force} ${edit.path}\` writes exactly this diff${why}; --write${force} asks again and writes)\n`,
         ),
       );
       return;
