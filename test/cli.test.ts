@@ -297,3 +297,40 @@ describe('quarry CLI', () => {
     assert.equal(JSON.parse(stdout).added, 16);
   });
 });
+
+describe('quarry index without weights', () => {
+  it('counts the failed download in the time it reports (regression: 18.8 s reported for a 36.5 s run)', async () => {
+    const { createServer } = await import('node:http');
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    // a hub that answers after a second, with nothing
+    const hub = createServer((_req, res) => {
+      setTimeout(() => res.writeHead(404).end(), 1200);
+    });
+    await new Promise<void>((r) => hub.listen(0, '127.0.0.1', r));
+    const cache = mkdtempSync(join(tmpdir(), 'quarry-cache-'));
+    const root = makeTree({ 'src/a.ts': 'export const a = 1;\n' });
+    try {
+      const { port } = hub.address() as import('node:net').AddressInfo;
+      const r = await runCliAsync(['index', root], {
+        env: {
+          QUARRY_EMBED: 'local',
+          XDG_CACHE_HOME: cache,
+          QUARRY_HUB_URL: `http://127.0.0.1:${port}`,
+          QUARRY_MODEL_DIR: '',
+        },
+      });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, /semantic search is off/);
+      const m = /in (\d+(?:\.\d+)?) ?s \((\d+(?:\.\d+)?) ?s of it getting the embedding model ready\)/.exec(
+        r.stdout,
+      );
+      assert.ok(m, r.stdout);
+      assert.ok(Number(m[2]) >= 1 && Number(m[1]) >= Number(m[2]), r.stdout);
+    } finally {
+      hub.close();
+      rmSync(cache, { recursive: true, force: true });
+      removeTree(root);
+    }
+  });
+});

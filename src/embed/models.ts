@@ -119,7 +119,13 @@ export async function installWeights(
 }
 
 /** Downloads the default weights into the cache, checking their hash before they are used. */
-export async function downloadWeights(env: NodeJS.ProcessEnv = process.env, url = DEFAULT_WEIGHTS_URL) {
+/** Where the weights are downloaded from: the hub's address, or QUARRY_HUB_URL's (a mirror) in its place. */
+export function weightsUrl(env: NodeJS.ProcessEnv = process.env): string {
+  const hub = env.QUARRY_HUB_URL?.replace(/\/+$/, '');
+  return hub ? DEFAULT_WEIGHTS_URL.replace('https://huggingface.co', hub) : DEFAULT_WEIGHTS_URL;
+}
+
+export async function downloadWeights(env: NodeJS.ProcessEnv = process.env, url = weightsUrl(env)) {
   const dir = cacheModelDir(env);
   mkdirSync(dir, { recursive: true });
   const dest = join(dir, 'model.onnx');

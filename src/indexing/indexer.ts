@@ -44,6 +44,11 @@ export interface IndexReport {
   chunksWritten: number;
   /** The run's own work, from the writer lock on (waiting for another writer is `waitedMs`). */
   durationMs: number;
+  /**
+   * Time spent before the run getting the embedder ready (a weights download tried, the static table distilled),
+   * set by the caller that opened it: the whole command took `setupMs + waitedMs + durationMs`.
+   */
+  setupMs?: number;
   /** Time spent waiting for another writer (`--wait`). */
   waitedMs?: number;
   /** True when the run was stopped (signal) before it finished; the index is consistent and resumes. */

@@ -274,6 +274,7 @@ export async function indexProject(
   options: IndexProjectOptions = {},
 ): Promise<IndexReport> {
   const { embed = true, onNotice, onDistill, ...rest } = options;
+  const started = performance.now();
   const embedder =
     embed && project.store.vectors
       ? await openEmbedder(project.config, {
@@ -282,14 +283,16 @@ export async function indexProject(
           ...(onDistill ? { onDistill } : {}),
         })
       : undefined;
+  const setupMs = performance.now() - started;
   try {
-    return await indexRepository({
+    const report = await indexRepository({
       ...rest,
       root: project.root,
       config: project.config,
       store: project.store,
       ...(embedder ? { embedder } : {}),
     });
+    return { ...report, setupMs };
   } finally {
     await embedder?.close();
   }

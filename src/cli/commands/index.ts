@@ -123,7 +123,7 @@ async function printIndexReport(
   const out = cli.colors(io.stdout);
   const changed = report.added + report.updated + report.deleted + (report.embedding?.embedded ?? 0);
   io.stdout.write(
-    `${out.green(report.interrupted ? 'interrupted' : 'indexed')} ${project.root} in ${formatDuration(report.durationMs)}${report.waitedMs ? ` (after waiting ${formatDuration(report.waitedMs)} for another quarry)` : ''}: ` +
+    `${out.green(report.interrupted ? 'interrupted' : 'indexed')} ${project.root} in ${formatDuration(report.durationMs + (report.setupMs ?? 0))}${(report.setupMs ?? 0) >= 1000 ? ` (${formatDuration(report.setupMs ?? 0)} of it getting the embedding model ready)` : ''}${report.waitedMs ? ` (after waiting ${formatDuration(report.waitedMs)} for another quarry)` : ''}: ` +
       `${report.files} files (${report.added} added, ${report.updated} updated, ${report.deleted} deleted` +
       `${changed === 0 ? ', nothing changed' : ''}), ${stats.chunks} chunks${stats.bytes !== undefined ? `, ${formatBytes(stats.bytes)}` : ''}\n`,
   );
