@@ -189,6 +189,24 @@ describe('tree-sitter chunking', () => {
       proto.symbols.map((s) => `${s.kind} ${s.name}:${s.startLine}`),
       ['function Reply:1', 'method send:4', 'method code:7'],
     );
+    // accessors take the name of the property they define (regression: fastify's getters showed as `method get`);
+    // an object literal's own getter keeps its name, and a plain object's `get` method stays `get`
+    const accessors = await chunkFile(
+      "Object.defineProperties(Reply.prototype, {\n  statusCode: {\n    get () { return this.code },\n    set (v) { this.code = v }\n  }\n})\nObject.defineProperty(Reply.prototype, 'server', {\n  get () { return this.srv }\n})\nconst o = { get size () { return 1 }, get () { return 2 } }\n",
+      'typescript',
+      testConfig().chunk,
+    );
+    assert.deepEqual(
+      accessors.symbols.map((s) => `${s.kind} ${s.name}:${s.startLine}`),
+      [
+        'method statusCode:3',
+        'method statusCode:4',
+        'method server:8',
+        'method size:10',
+        'method get:10',
+        'constant o:10',
+      ],
+    );
     const py = await chunkFile(
       'TIMEOUT = 30\nregistry = {}\n\ndef run():\n    return TIMEOUT\n',
       'python',

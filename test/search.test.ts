@@ -8,7 +8,7 @@ import {
 } from '../src/project/local.ts';
 import { analyzeQuery, frameFunctions } from '../src/search/query.ts';
 import { fileRole, testedBasename } from '../src/workspace/roles.ts';
-import { makeTree, openLexical, removeTree, searchLexically } from './helpers.ts';
+import { makeTree, openLexical, removeTree, runCli, searchLexically } from './helpers.ts';
 
 /** Several files share the words of each query, so only the hint can pick the right one. */
 const FILES: Record<string, string> = {
@@ -271,6 +271,26 @@ describe('one hop over the references (search.graph_hop)', () => {
       assert.ok(!off.slice(0, 2).includes('src/render.py'), `render.py is no lexical match: ${off}`);
       const on = await files(0.9);
       assert.deepEqual(on.slice(0, 2), ['src/report.py', 'src/render.py']);
+    } finally {
+      removeTree(root);
+    }
+  });
+});
+
+describe('result labels', () => {
+  it('name the definition the query matched in a merged chunk (regression: schemaVersion shown for acquireWriter)', () => {
+    const root = makeTree({
+      'src/db.ts':
+        'export function schemaVersion(db: number): number {\n  return db + 1;\n}\n\nexport function acquireWriter(db: number): number {\n  return db * 2;\n}\n\nexport function other(): void {}\n',
+    });
+    try {
+      assert.equal(runCli(['index', '--no-embed', '--quiet'], { cwd: root }).code, 0);
+      const label = (q: string) =>
+        JSON.parse(runCli(['search', '--json', q], { cwd: root }).stdout).results[0];
+      const merged = label('acquire writer');
+      assert.equal(merged.startLine, 1, 'the three functions are one chunk');
+      assert.equal(merged.symbol, 'acquireWriter');
+      assert.equal(label('schemaVersion').symbol, 'schemaVersion');
     } finally {
       removeTree(root);
     }

@@ -179,6 +179,10 @@ function defName(node: Node): string | undefined {
       const left = node.firstNamedChild?.childForFieldName('left');
       return left?.type === 'member_expression' ? left.childForFieldName('property')?.text : undefined;
     }
+    case 'method_definition': {
+      const own = node.childForFieldName('name')?.text;
+      return (own && ACCESSOR_KEYS.has(own) && describedProperty(node)) || own;
+    }
     case 'impl_item': {
       const type = node.childForFieldName('type')?.text;
       const trait = node.childForFieldName('trait')?.text;
@@ -203,6 +207,39 @@ function defName(node: Node): string | undefined {
       return child?.text;
     }
   }
+}
+
+/** Keys of a property descriptor that hold functions: `get () {…}` in one is an accessor of the described property. */
+const ACCESSOR_KEYS = new Set(['get', 'set', 'value']);
+
+/**
+ * The property a descriptor's `get`/`set`/`value` method defines: `statusCode` in
+ * `Object.defineProperties(X.prototype, { statusCode: { get () {…} } })`, `server` in
+ * `Object.defineProperty(X.prototype, 'server', { get () {…} })`. Undefined for any other object's method.
+ */
+function describedProperty(method: Node): string | undefined {
+  const object = method.parent;
+  if (object?.type !== 'object') return undefined;
+  const holder = object.parent;
+  if (holder?.type === 'pair') {
+    // the pair's own object must be an argument of Object.defineProperties (or another descriptor map)
+    const key = holder.childForFieldName('key');
+    const args = holder.parent?.parent;
+    if (
+      args?.type !== 'arguments' ||
+      !/\.defineProperties$/.test(args.parent?.childForFieldName('function')?.text ?? '')
+    )
+      return undefined;
+    return key?.text.replace(/^['"`]|['"`]$/g, '');
+  }
+  if (
+    holder?.type === 'arguments' &&
+    /\.defineProperty$/.test(holder.parent?.childForFieldName('function')?.text ?? '')
+  ) {
+    const name = holder.namedChildren[1];
+    return name?.type === 'string' ? name.text.slice(1, -1) : undefined;
+  }
+  return undefined;
 }
 
 /** Rows of `node` widened over the export/decorator wrapper and the comments directly above it. */

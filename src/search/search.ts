@@ -2,7 +2,7 @@ import { pushCodeTokens } from '../chunk/tokens.ts';
 import type { QuarryConfig } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
 import type { Reranker } from '../rerank/rerank.ts';
-import type { ChunkHit, FileHit, SearchFilter, Store, StoredChunk } from '../store/types.ts';
+import type { ChunkHit, FileHit, SearchFilter, Store, StoredChunk, SymbolHit } from '../store/types.ts';
 import { detectLanguage } from '../workspace/languages.ts';
 import { ABOUT_TESTS, type FileRole, fileRole, testedBasename } from '../workspace/roles.ts';
 import { type FileEvidence, fileFeatures, queryShape, symbolNames } from './features.ts';
@@ -1236,7 +1236,11 @@ function applyRerank(
 
 /** The shown chunks as results: their stored text's snippet and place, and each signal. */
 async function presentResults(store: Store, top: Candidate[], terms: string[]): Promise<SearchResult[]> {
-  const texts = new Map((await store.getChunks(top.map((c) => c.hit.chunkId))).map((c) => [c.chunkId, c]));
+  const [chunks, symbols] = await Promise.all([
+    store.getChunks(top.map((c) => c.hit.chunkId)),
+    store.listSymbols([...new Set(top.map((c) => c.hit.path))]),
+  ]);
+  const texts = new Map(chunks.map((c) => [c.chunkId, c]));
   const termSet = new Set(terms);
   // scores as printed never rise down the list: after diversification a result keeps at most the score above it
   let ceiling = Number.POSITIVE_INFINITY;
@@ -1249,8 +1253,13 @@ async function presentResults(store: Store, top: Candidate[], terms: string[]): 
       path: c.hit.path,
       startLine,
       endLine: stored?.endLine ?? c.hit.endLine,
-      symbol: stored?.symbol ?? c.hit.symbol,
-      kind: stored?.kind ?? c.hit.kind,
+      ...matchedSymbol(
+        { symbol: stored?.symbol ?? c.hit.symbol, kind: stored?.kind ?? c.hit.kind },
+        symbols.get(c.hit.path) ?? [],
+        startLine,
+        stored?.endLine ?? c.hit.endLine,
+        termSet,
+      ),
       score: ceiling,
       snippet: snip.text,
       snippetLine: startLine + snip.offset,
@@ -1267,6 +1276,45 @@ async function presentResults(store: Store, top: Candidate[], terms: string[]): 
       chunkId: c.hit.chunkId,
     };
   });
+}
+
+/**
+ * The label of a shown chunk: the definition in it that the query's words name, where the chunk holds several (small
+ * definitions merged into one chunk are labelled by their first; `acquireWriter` asked for is named, not the
+ * `schemaVersion` above it), else the chunk's own.
+ */
+function matchedSymbol(
+  own: { symbol: string | null; kind: string | null },
+  symbols: SymbolHit[],
+  start: number,
+  end: number,
+  terms: ReadonlySet<string>,
+): { symbol: string | null; kind: string | null } {
+  let best: SymbolHit | undefined;
+  // the chunk's own label wins a tie: it is the definition the chunk was cut for
+  let bestScore = own.symbol ? nameScore(own.symbol, terms) : 0;
+  for (const s of symbols) {
+    if (s.startLine < start || s.startLine > end) continue;
+    const score = nameScore(s.name, terms);
+    if (score > bestScore) {
+      best = s;
+      bestScore = score;
+    }
+  }
+  return best ? { symbol: best.name, kind: best.kind } : own;
+}
+
+/** How well a name matches the query's words: 2 for the whole name, 1 for each of its words (camelCase, snake_case). */
+function nameScore(name: string, terms: ReadonlySet<string>): number {
+  const words = new Set(
+    name
+      .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+      .toLowerCase()
+      .split(/[^a-z0-9]+/),
+  );
+  let score = terms.has(name.toLowerCase()) ? 2 : 0;
+  for (const t of terms) if (words.has(t)) score++;
+  return score;
 }
 
 /**
