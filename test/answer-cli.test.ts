@@ -84,7 +84,8 @@ describe('the answer commands without a model: ask --dry-run, symbols, def, refs
     assert.deepEqual(JSON.parse(unused.stdout).references, []);
     const map = runCli(['--root', root, 'map', '--tokens', '300']);
     assert.equal(map.code, 0, map.stderr);
-    assert.match(map.stdout, /^\S+\.\w+\n {2}\d+: \w+ /);
+    // signature lines, numbered: `path:` then ` 12│fn checksum(…`
+    assert.match(map.stdout, /^\S+\.\w+:\n *\d+│\S/);
     const missing = runCli(['--root', root, 'symbols', 'nope.rs']);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /nope\.rs is not in the index/);

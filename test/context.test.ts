@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { ask } from '../src/answer/ask.ts';
 import { routeQuestion } from '../src/answer/router.ts';
 import { assembleContext, mergeRanges, renderBlock } from '../src/context/assemble.ts';
-import { buildRepoMap } from '../src/context/repomap.ts';
+import { buildRepoMap, questionMentions } from '../src/context/repomap.ts';
 import type { QuarryError } from '../src/errors.ts';
 import { openLlm } from '../src/llm/provider.ts';
 import { contextWindow, countTokens, outputBudget, safetyMargin } from '../src/llm/tokens.ts';
@@ -195,7 +195,10 @@ describe('context assembly', () => {
     const order = map.entries.map((e) => e.path);
     assert.ok(order.indexOf('lib/util.py') < order.indexOf('lib/lonely.py'));
     assert.equal(order[0], 'lib/util.py');
-    assert.ok(map.text.startsWith('lib/util.py\n  1: function shared_helper_function'));
+    assert.ok(map.text.startsWith('lib/util.py:\n1│def shared_helper_function'), map.text);
+    // without signatures: `line: kind name`
+    const bare = await buildRepoMap(project.store, { budget: 2000, signatures: false });
+    assert.ok(bare.text.startsWith('lib/util.py\n  1: function shared_helper_function'));
     const tiny = await buildRepoMap(project.store, { budget: 20 });
     assert.ok(tiny.tokens <= 20);
     assert.ok(tiny.omitted > 0);
@@ -382,5 +385,56 @@ describe('context where relevance falls off', () => {
     } finally {
       removeTree(root);
     }
+  });
+});
+
+describe('the repository map as signatures (Aider-style), personalised by the question', () => {
+  let root: string;
+  let project: Project;
+  before(async () => {
+    root = makeTree({
+      'src/store.ts':
+        'export class Store {\n  private db = 0;\n\n  constructor() {}\n\n  acquireWriter(timeoutMs: number): boolean {\n    return timeoutMs > this.db;\n  }\n\n  release(): void {}\n}\n',
+      'src/engine.ts':
+        "import { Store } from './store';\nexport function runEngine(s: Store): boolean {\n  return s.acquireWriter(5);\n}\n",
+      'src/rarely.ts': 'export function seldomUsedHelper(x: number): number {\n  return x;\n}\n',
+      'test/store.test.ts':
+        "import { Store } from '../src/store';\nexport const EXPECTED_ROWS = 3;\nexport function makeStore(): Store {\n  return new Store();\n}\n",
+    });
+    project = await openLexical(root);
+    await indexProject(project);
+  });
+  after(async () => {
+    await project.close();
+    removeTree(root);
+  });
+
+  it('shows each definition line with its enclosing class, and leaves test constants out', async () => {
+    const map = await buildRepoMap(project.store, { budget: 2000 });
+    assert.ok(
+      map.text.includes(
+        'src/store.ts:\n 1│export class Store {\n  ⋮\n 4│  constructor() {}\n  ⋮\n 6│  acquireWriter(timeoutMs: number): boolean {',
+      ),
+      map.text,
+    );
+    assert.doesNotMatch(map.text, /EXPECTED_ROWS/);
+    assert.match(map.text, /makeStore\(\): Store/);
+  });
+
+  it('leans towards what the question names', async () => {
+    const plain = await buildRepoMap(project.store, { budget: 2000 });
+    const asked = await buildRepoMap(project.store, {
+      budget: 2000,
+      mentions: questionMentions('where is seldomUsedHelper called?'),
+    });
+    const at = (m: typeof plain) => m.entries.findIndex((e) => e.path === 'src/rarely.ts');
+    assert.ok(at(asked) === 0 && at(plain) > 0, `${at(plain)} → ${at(asked)}`);
+    assert.deepEqual(questionMentions('fix Session.flush in src/store.ts'), [
+      'fix',
+      'Session',
+      'flush',
+      'src',
+      'store',
+    ]);
   });
 });

@@ -160,7 +160,7 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
     const plain = await client.callTool({ name: 'repo_map', arguments: { budget: 300 } });
     assert.equal((plain as { structuredContent?: unknown }).structuredContent, undefined);
     assert.equal(textOf(plain), textOf(map));
-    assert.match(textOf(map), /^\S+\.\w+\n\s+\d+: /m);
+    assert.match(textOf(map), /^\S+\.\w+:\n\s*\d+│\S/m);
   });
 
   it('a call may name another indexed project by its absolute root; relative roots and unindexed folders are refused', async () => {

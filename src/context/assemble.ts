@@ -12,7 +12,7 @@ import { analyzeQuery } from '../search/query.ts';
 import type { SearchResponse } from '../search/search.ts';
 import { detectLanguage } from '../workspace/languages.ts';
 import { redactSecrets } from './redact.ts';
-import { buildRepoMap } from './repomap.ts';
+import { buildRepoMap, questionMentions } from './repomap.ts';
 
 export type { AssembledContext, AssembleOptions, ContextBlock } from '../project/types.ts';
 
@@ -402,6 +402,7 @@ async function finish(
       ? await buildRepoMap(project.store, {
           budget: s.reserve,
           focus: [...new Set(s.blocks.map((b) => b.path))],
+          mentions: questionMentions(question),
         })
       : null;
   const system = options.system ?? project.config.context.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;

@@ -12,6 +12,23 @@ export interface RepoMapOptions {
   focus?: string[];
   /** Definitions listed per file. Default 12. */
   defsPerFile?: number;
+  /**
+   * Words of the question (`questionMentions`): a definition whose name the question spells, and the files that
+   * define it or whose path holds it, lead the ranking (Aider's personalisation by mentioned identifiers).
+   */
+  mentions?: string[];
+  /** Each definition's signature line with its enclosing scope (default), or only `line: kind name`. */
+  signatures?: boolean;
+}
+
+/**
+ * The words of a question that may name a definition or a file: identifiers of 3+ characters (`acquireWriter`,
+ * `parse_config`, the parts of `Session.flush` and of `src/store/sqlite.ts`), lower-case words included.
+ */
+export function questionMentions(question: string): string[] {
+  const out = new Set<string>();
+  for (const w of question.split(/[^A-Za-z0-9_$]+/)) if (w.length >= 3 && !/^\d/.test(w)) out.add(w);
+  return [...out];
 }
 
 const DAMPING = 0.85;
@@ -58,7 +75,12 @@ const MAX_DEFINERS = 50;
  * edges run from a file that uses a name to the files that define it (Aider's repository map). Edge weights follow
  * Aider: √(uses), ×10 for long compound names, ×0.1 for private names and for names defined in more than 5 files.
  */
-export function rankDefinitions(graph: ReferenceGraph, focus: string[] = []): MapEntry[] {
+export function rankDefinitions(
+  graph: ReferenceGraph,
+  focus: string[] = [],
+  mentions: string[] = [],
+): MapEntry[] {
+  const mentioned = new Set(mentions.map((m) => m.toLowerCase()));
   const definers = new Map<string, Set<string>>();
   for (const d of graph.defs) {
     let set = definers.get(d.name);
@@ -87,6 +109,7 @@ export function rankDefinitions(graph: ReferenceGraph, focus: string[] = []): Ma
     if (r.name.startsWith('_')) mul *= 0.1;
     if (defs.size > 5) mul *= 0.1;
     if (r.name.length <= 2 || GENERIC.has(r.name.toLowerCase())) mul *= 0.1;
+    if (mentioned.has(r.name.toLowerCase())) mul *= 10;
     const from = ids.get(r.path)!;
     for (const dp of defs) {
       if (dp === r.path) continue;
@@ -99,8 +122,20 @@ export function rankDefinitions(graph: ReferenceGraph, focus: string[] = []): Ma
   // the random surfer restarts at the question's files when there are any (Aider's personalisation), else anywhere,
   // leaning toward code
   const personal = new Float64Array(n);
-  const focused = focus.filter((p) => ids.has(p));
-  if (focused.length) for (const p of focused) personal[ids.get(p)!] = 1 / focused.length;
+  const focused = new Set(focus.filter((p) => ids.has(p)));
+  // files that define a name the question spells, or whose path holds one of its words, are the question's too
+  if (mentioned.size) {
+    for (const d of graph.defs) if (mentioned.has(d.name.toLowerCase())) focused.add(d.path);
+    for (const p of ids.keys())
+      if (
+        p
+          .toLowerCase()
+          .split(/[^a-z0-9_$]+/)
+          .some((part) => part.length >= 3 && mentioned.has(part))
+      )
+        focused.add(p);
+  }
+  if (focused.size) for (const p of focused) personal[ids.get(p)!] = 1 / focused.size;
   else {
     let total = 0;
     for (const [p, i] of ids) total += personal[i] = MAP_ROLE[role(p)];
@@ -152,6 +187,58 @@ function renderEntry(e: MapEntry, defsPerFile: number): string {
   return `${e.path}\n${lines.join('\n')}\n`;
 }
 
+/** Longest signature line shown, in characters. */
+const SIGNATURE_CHARS = 160;
+
+/**
+ * A file's block as signatures (Aider's map, as a tree-sitter context view): each shown definition's first line as
+ * written, numbered, after the line of its enclosing definition (the class of a method) when that is not shown
+ * itself; `⋮` where lines are left out.
+ */
+function renderSignatures(
+  e: MapEntry,
+  defsPerFile: number,
+  lineOf: (line: number) => string | undefined,
+): string {
+  const shown = e.defs.slice(0, defsPerFile);
+  const rows = new Map<number, string>();
+  for (const d of shown) {
+    const text = lineOf(d.line);
+    if (text === undefined) continue;
+    rows.set(d.line, text);
+    // the enclosing scope: the nearest definition above that contains this one, by name
+    const scope = d.container ? e.defs.find((o) => o.name === d.container && o.line < d.line) : undefined;
+    if (scope && !rows.has(scope.line)) {
+      const t = lineOf(scope.line);
+      if (t !== undefined) rows.set(scope.line, t);
+    }
+  }
+  if (!rows.size) return renderEntry(e, defsPerFile);
+  const width = String(Math.max(...rows.keys())).length;
+  const out: string[] = [`${e.path}:`];
+  let last = 0;
+  for (const line of [...rows.keys()].sort((a, b) => a - b)) {
+    if (last && line > last + 1) out.push(`${' '.repeat(width)}⋮`);
+    const text = rows.get(line)!.trimEnd();
+    out.push(
+      `${String(line).padStart(width)}│${text.length > SIGNATURE_CHARS ? `${text.slice(0, SIGNATURE_CHARS)}…` : text}`,
+    );
+    last = line;
+  }
+  const more = e.defs.length - shown.length;
+  if (more > 0) out.push(`${' '.repeat(width)}⋮ ${more} more`);
+  return `${out.join('\n')}\n`;
+}
+
+/** Entries worth a map's tokens: named definitions, and no constants of test files (fixtures, expected values). */
+function worthShowing(e: MapEntry): MapEntry | undefined {
+  const test = fileRole(e.path) === 'test';
+  const defs = e.defs.filter(
+    (d) => d.name.trim() && !(test && (d.kind === 'constant' || d.kind === 'variable')),
+  );
+  return defs.length ? { ...e, defs } : undefined;
+}
+
 /**
  * Definitions, and the uses of defined names per file: only a name that something defines can link two files, so
  * the store is asked about those names alone.
@@ -165,18 +252,50 @@ export async function referenceGraph(store: Store): Promise<ReferenceGraph> {
 
 /** The repository map within a token budget: the best-ranked files first, each with its top definitions. */
 export async function buildRepoMap(store: Store, options: RepoMapOptions): Promise<RepoMap> {
-  const entries = rankDefinitions(await referenceGraph(store), options.focus);
+  const entries = rankDefinitions(await referenceGraph(store), options.focus, options.mentions)
+    .map(worthShowing)
+    .filter((e): e is MapEntry => e !== undefined);
   const per = options.defsPerFile ?? 12;
+  const signatures = options.signatures !== false;
   const kept: MapEntry[] = [];
   let text = '';
   let tokens = 0;
-  for (const e of entries) {
-    const block = renderEntry(e, per);
-    const t = countTokens(block);
-    if (tokens + t > options.budget) continue;
-    kept.push(e);
-    text += block;
-    tokens += t;
+  // files are read a few at a time, in rank order, until the budget is spent (a map shows tens of files)
+  const BATCH = 16;
+  for (let i = 0; i < entries.length; i += BATCH) {
+    const batch = entries.slice(i, i + BATCH);
+    const lines = signatures ? await definitionLines(store, batch) : undefined;
+    for (const e of batch) {
+      const block = lines ? renderSignatures(e, per, (n) => lines.get(e.path)?.get(n)) : renderEntry(e, per);
+      const t = countTokens(block);
+      if (tokens + t > options.budget) continue;
+      kept.push(e);
+      text += block;
+      tokens += t;
+    }
+    if (options.budget - tokens < 20) {
+      // nothing more fits: the rest are omitted without reading them
+      return { entries: kept, text, tokens, omitted: entries.length - kept.length };
+    }
   }
   return { entries: kept, text, tokens, omitted: entries.length - kept.length };
+}
+
+/** The text of each entry's definition lines, from the index's chunks (by line number, per path). */
+async function definitionLines(store: Store, entries: MapEntry[]): Promise<Map<string, Map<number, string>>> {
+  const chunks = await store.getFilesChunks(entries.map((e) => e.path));
+  const out = new Map<string, Map<number, string>>();
+  for (const e of entries) {
+    const wanted = new Set(e.defs.map((d) => d.line));
+    const got = new Map<number, string>();
+    for (const c of chunks.get(e.path) ?? []) {
+      const text = c.text.split('\n');
+      for (let k = 0; k < text.length; k++) {
+        const line = c.startLine + k;
+        if (wanted.has(line) && !got.has(line)) got.set(line, text[k] as string);
+      }
+    }
+    out.set(e.path, got);
+  }
+  return out;
 }

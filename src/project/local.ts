@@ -173,7 +173,10 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
       const end = Math.min(lines.length, Math.floor(range.end ?? lines.length) || lines.length);
       return { path: rel, start, end, total: lines.length, lines: lines.slice(start - 1, end) };
     },
-    repoMap: async (o) => (await import('../context/repomap.ts')).buildRepoMap(store, o),
+    async repoMap({ question, ...o }) {
+      const m = await import('../context/repomap.ts');
+      return m.buildRepoMap(store, { ...o, ...(question ? { mentions: m.questionMentions(question) } : {}) });
+    },
     status: () => indexStatus(project),
     nearest: (q) => nearestIn(store, q),
     async repos() {

@@ -199,8 +199,10 @@ export async function openRemoteProject(options: RemoteOptions): Promise<Project
           ...(range.end ? { end: String(range.end) } : {}),
         },
       }),
-    repoMap: (o: { budget: number; focus?: string[] }) =>
-      client.call<RepoMap>('map', { query: { ...q, tokens: String(o.budget), focus: o.focus } }),
+    repoMap: (o: { budget: number; focus?: string[]; question?: string }) =>
+      client.call<RepoMap>('map', {
+        query: { ...q, tokens: String(o.budget), focus: o.focus, ...(o.question ? { q: o.question } : {}) },
+      }),
     status: () => client.call<IndexStatus>('status', { query: q }),
     repos: async () => (await client.call<{ repos: RepoInfo[] }>('repos')).repos,
     close: async () => {},

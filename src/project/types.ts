@@ -213,7 +213,8 @@ export interface Project {
   outline(path: string): Promise<Outline>;
   /** Lines of an indexed file (never a file the index does not hold). */
   readFile(path: string, range?: { start?: number; end?: number }): Promise<FileSlice>;
-  repoMap(options: { budget: number; focus?: string[] }): Promise<RepoMap>;
+  /** The repository map; `question` leans it towards the identifiers and file names the question spells. */
+  repoMap(options: { budget: number; focus?: string[]; question?: string }): Promise<RepoMap>;
   status(): Promise<IndexStatus>;
   /** The repositories next to this one in its store (just this one for a store that holds one). */
   repos(): Promise<RepoInfo[]>;

@@ -33,10 +33,11 @@ export function registerSymbolCommands(program: Command, cli: CliContext): void 
   program
     .command('map')
     .description('the repository map: files and their most-used definitions, ranked by references (PageRank)')
+    .argument('[question...]', 'lean the map towards what a question names (its identifiers and file names)')
     .option('--tokens <n>', 'token budget', positiveInt, 2048)
     .option('--focus <file...>', 'lean the ranking towards these files')
     .option('--json', 'print JSON')
-    .action((opts: MapOptions) => runMap(cli, opts));
+    .action((question: string[], opts: MapOptions) => runMap(cli, { ...opts, question: question.join(' ') }));
 }
 
 export async function runSymbols(
@@ -90,6 +91,7 @@ export async function runRefs(cli: CliContext, name: string, opts: { json?: bool
 
 interface MapOptions {
   tokens: number;
+  question?: string;
   focus?: string[];
   json?: boolean;
 }
@@ -97,7 +99,11 @@ interface MapOptions {
 export async function runMap(cli: CliContext, opts: MapOptions): Promise<void> {
   const { io } = cli;
   await withProject(cli.globals(), async (project) => {
-    const map = await project.repoMap({ budget: opts.tokens, ...(opts.focus ? { focus: opts.focus } : {}) });
+    const map = await project.repoMap({
+      budget: opts.tokens,
+      ...(opts.focus ? { focus: opts.focus } : {}),
+      ...(opts.question ? { question: opts.question } : {}),
+    });
     if (opts.json) io.stdout.write(`${JSON.stringify(map)}\n`);
     else {
       io.stdout.write(map.text ? lines(map.text) : 'no definitions in the index\n');

@@ -4,16 +4,21 @@ import { type Answer, defineTool, READ_ONLY, repoArg, rootArg, type ToolContext 
 const inputSchema = {
   budget: z.number().int().min(200).max(20_000).default(2000),
   focus: z.array(z.string()).optional().describe('Paths to lean toward'),
+  question: z.string().max(2000).optional().describe('Lean toward what this question names'),
   repo: repoArg,
   root: rootArg,
 };
 
 /** repo_map: the most referenced files and their definitions, within a token budget. */
 export async function repoMap(
-  { budget, focus, repo, root }: z.infer<z.ZodObject<typeof inputSchema>>,
+  { budget, focus, question, repo, root }: z.infer<z.ZodObject<typeof inputSchema>>,
   { projectOf }: ToolContext,
 ): Promise<Answer> {
-  const map = await (await projectOf(repo, root)).repoMap({ budget, ...(focus ? { focus } : {}) });
+  const map = await (await projectOf(repo, root)).repoMap({
+    budget,
+    ...(focus ? { focus } : {}),
+    ...(question ? { question } : {}),
+  });
   return {
     text: `${map.text}${map.omitted ? `\n… ${map.omitted} more files with definitions: raise budget to see them` : ''}`,
     data: {

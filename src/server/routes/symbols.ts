@@ -31,16 +31,18 @@ export async function outline(c: Context<Env>): Promise<Response> {
   return c.json(await (await projectFor(c, c.req.query('repo'))).outline(c.req.query('path') ?? ''));
 }
 
-/** GET /api/map?tokens=…&focus=…: the repository map, to a token budget. */
+/** GET /api/map?tokens=…&focus=…&q=…: the repository map, to a token budget, leaning towards a question's names. */
 export async function map(c: Context<Env>): Promise<Response> {
   const tokens = Number(c.req.query('tokens') ?? 2048);
   if (!Number.isInteger(tokens) || tokens < 64 || tokens > 100_000)
     throw new QuarryError('BAD_INPUT', 'tokens must be a whole number from 64 to 100000');
   const focus = c.req.queries('focus');
+  const question = c.req.query('q')?.slice(0, 2000);
   return c.json(
     await (await projectFor(c, c.req.query('repo'))).repoMap({
       budget: tokens,
       ...(focus ? { focus } : {}),
+      ...(question ? { question } : {}),
     }),
   );
 }
