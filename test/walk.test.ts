@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { linkSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { walk } from '../src/workspace/walk.ts';
-import { makeTree, removeTree, testConfig } from './helpers.ts';
+import { trackedByDefaults, type WalkIgnore, walk } from '../src/workspace/walk.ts';
+import { makeTree, removeTree, runCli, testConfig } from './helpers.ts';
 
 const trees: string[] = [];
 after(() => trees.forEach(removeTree));
@@ -163,5 +164,48 @@ describe('walking the tree', () => {
     assert.deepEqual(paths(root), []);
     writeFileSync(join(root, 'one.py'), 'print(1)\n');
     assert.deepEqual(paths(root), ['one.py']);
+  });
+});
+
+describe('defaults that show their work (issue: build/ held tracked source and was skipped without a word)', () => {
+  const git = (root: string, ...args: string[]) =>
+    execFileSync('git', ['-c', 'user.email=t@t', '-c', 'user.name=t', ...args], { cwd: root });
+  it('walks a build/ folder that holds source git tracks; skips one git ignores or does not track', () => {
+    const root = makeTree({
+      'build/generate.js': 'module.exports = () => 1;\n',
+      'build/node_modules/dep/index.js': 'x\n',
+      'out/report.txt': 'generated\n',
+      'target/debug/app.rs': 'fn main() {}\n',
+      'lib/a.js': 'const a = 1;\n',
+      'vendor/pkg/v.go': 'package v\n',
+      '.gitignore': 'target/\n',
+    });
+    try {
+      git(root, 'init', '-q');
+      git(root, 'add', 'build/generate.js', 'lib/a.js', 'vendor', '.gitignore', 'out');
+      git(root, 'commit', '-qm', 'init');
+      // build/ holds tracked source: walked (its node_modules still skipped); out/ holds only tracked text, not
+      // source; target/ is git-ignored; vendor/ is skipped whatever git tracks
+      assert.deepEqual(paths(root), ['.gitignore', 'build/generate.js', 'lib/a.js']);
+      const ignored: WalkIgnore[] = [];
+      walk(root, testConfig(), { onIgnore: (i) => ignored.push(i) });
+      assert.deepEqual([...trackedByDefaults(root, ignored)].sort(), [
+        ['out', 1],
+        ['vendor', 1],
+      ]);
+      // and status names them, with how to bring one back
+      assert.equal(runCli(['index', '--no-embed', '--quiet'], { cwd: root }).code, 0);
+      const status = runCli(['status'], { cwd: root }).stdout;
+      assert.match(
+        status,
+        /quarry's defaults left out 2 files git tracks: out\/ \(1\), vendor\/ \(1\) \(a line `!out\/` in \.quarryignore brings a folder back\)/,
+      );
+      assert.match(
+        runCli(['files', '--ignored'], { cwd: root }).stdout,
+        /vendor\/ +by quarry's defaults \(1 file git tracks\)/,
+      );
+    } finally {
+      removeTree(root);
+    }
   });
 });

@@ -6,7 +6,14 @@ import type { Embedder } from '../embed/types.ts';
 import { QuarryError } from '../errors.ts';
 import type { FileUpdate, Store } from '../store/types.ts';
 import { gitHead, gitRemote, isDirectory } from '../workspace/root.ts';
-import { statPaths, type WalkEntry, type WalkSkip, walk } from '../workspace/walk.ts';
+import {
+  statPaths,
+  trackedByDefaults,
+  type WalkEntry,
+  type WalkIgnore,
+  type WalkSkip,
+  walk,
+} from '../workspace/walk.ts';
 import { type EmbedReport, embedPending } from './embedding.ts';
 import { createFilePool } from './pool.ts';
 import type { FileTask } from './process-file.ts';
@@ -231,7 +238,7 @@ function findFiles(
   gone: string[];
   files: number;
   /** What ignore rules left out (a full walk's count; folders once, not their contents). */
-  ignored?: { files: number; folders: number };
+  ignored?: WalkSkipped['ignored'];
 } {
   const { root, config } = options;
   if (options.paths) {
@@ -247,7 +254,8 @@ function findFiles(
       files: known.size - gone.length + files.filter((f) => !known.has(f.path)).length,
     };
   }
-  const ignored = { files: 0, folders: 0 };
+  const ignored: WalkSkipped['ignored'] = { files: 0, folders: 0 };
+  const ignores: WalkIgnore[] = [];
   const walked = walk(root, config, {
     onSkip: (s) => {
       if (s.reason === 'unreadable') warn(`skipped unreadable ${s.path} (${s.detail})`);
@@ -257,8 +265,19 @@ function findFiles(
       if (i.dir && /(^|\/)\.(git|quarry)$/.test(i.path)) return;
       if (i.dir) ignored.folders++;
       else ignored.files++;
+      ignores.push(i);
     },
   });
+  // what quarry's defaults hid that git tracks: named by `status`, so no tracked code is left out unsaid
+  const tracked = trackedByDefaults(root, ignores);
+  if (tracked.size)
+    ignored.tracked = [...tracked]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 20)
+      .map(([path, files]) => ({
+        path: ignores.find((i) => i.path === path)?.dir ? `${path}/` : path,
+        files,
+      }));
   const present = new Set(walked.files.map((f) => f.path));
   const gone = [...known.keys()].filter((p) => !present.has(p));
   return { walked, gone, files: walked.files.length, ignored };
@@ -267,10 +286,15 @@ function findFiles(
 /** What a full walk left out, by reason, and what ignore rules left out. */
 export interface WalkSkipped {
   reasons: Partial<Record<WalkSkip['reason'], number>>;
-  ignored: { files: number; folders: number };
+  ignored: {
+    files: number;
+    folders: number;
+    /** Paths quarry's defaults left out that hold files git tracks (a folder ends in `/`), most files first. */
+    tracked?: Array<{ path: string; files: number }>;
+  };
 }
 
-function walkSkipped(skipped: WalkSkip[], ignored: { files: number; folders: number }): WalkSkipped {
+function walkSkipped(skipped: WalkSkip[], ignored: WalkSkipped['ignored']): WalkSkipped {
   const reasons: WalkSkipped['reasons'] = {};
   for (const s of skipped) reasons[s.reason] = (reasons[s.reason] ?? 0) + 1;
   return { reasons, ignored };

@@ -146,7 +146,10 @@ export interface IndexStatus extends StoreStats {
    * rules left out (folders once); `skippedFiles` are those indexed without chunks (binary, minified, a secret by
    * content).
    */
-  skipped?: { reasons: Record<string, number>; ignored: { files: number; folders: number } } | null;
+  skipped?: {
+    reasons: Record<string, number>;
+    ignored: { files: number; folders: number; tracked?: Array<{ path: string; files: number }> };
+  } | null;
   /** Vectors: which embedder, and how far phase 1 (a vector per file) and phase 2 (per chunk) have come. */
   embedding: EmbeddingStatus & {
     /** Every file has its coarse vector and every chunk that gets one has it. */

@@ -1,8 +1,10 @@
-import { type Dirent, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { type Dirent, existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import type { QuarryConfig } from '../config/config.ts';
 import { DEFAULT_IGNORES, looksLikeSecretPath } from './ignore-rules.ts';
+import { detectLanguage } from './languages.ts';
 
 export interface WalkEntry {
   /** Repository-relative POSIX path. */
@@ -159,9 +161,78 @@ function isIgnored(
 
 const NONE: ReadonlySet<Matcher> = new Set();
 
+const DEFAULTS_SOURCE = "quarry's defaults";
+
+/**
+ * Build-output folders that quarry's defaults skip only while git tracks no source file in them: a project's own
+ * `build/` scripts (fastify's `build/*.js`, which generate `lib/`) are code to search. `dist/` is not among them: a
+ * committed `dist/` is a generated bundle. Vendored folders are skipped whatever git tracks: that is what they are for.
+ */
+const BUILD_FOLDERS = new Set(['build', 'out', 'target', 'obj']);
+
+/** How long what git tracks under a folder is believed (a watcher asks on every save). */
+const TRACKED_TTL_MS = 10_000;
+const trackedCache = new Map<string, { at: number; files: string[] | undefined }>();
+
+/**
+ * The files git tracks under a folder of `root` (repository-relative), or undefined outside a git work tree or when
+ * git cannot say. Cached for TRACKED_TTL_MS.
+ */
+export function trackedUnder(root: string, dirRel: string): string[] | undefined {
+  const key = `${root}\u0000${dirRel}`;
+  const seen = trackedCache.get(key);
+  if (seen && performance.now() - seen.at < TRACKED_TTL_MS) return seen.files;
+  let files: string[] | undefined;
+  if (existsSync(join(root, '.git'))) {
+    const r = spawnSync('git', ['-C', root, 'ls-files', '-z', '--', dirRel], {
+      encoding: 'utf8',
+      maxBuffer: 256 * 1024 * 1024,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    if (r.status === 0) files = r.stdout.split('\0').filter(Boolean);
+  }
+  trackedCache.set(key, { at: performance.now(), files });
+  return files;
+}
+
+/**
+ * How many files git tracks in each path quarry's defaults left out (a folder counts the files under it): what the
+ * defaults hid that the project keeps in version control, for `status` and `files --ignored` to name. Paths with
+ * none are left out; empty outside a git work tree. One `git ls-files` for the whole tree.
+ */
+export function trackedByDefaults(root: string, ignored: readonly WalkIgnore[]): Map<string, number> {
+  const out = new Map<string, number>();
+  const wanted = ignored.filter((i) => i.rule === DEFAULTS_SOURCE && !/^\.(git|quarry)$/.test(i.path));
+  if (!wanted.length || !existsSync(join(root, '.git'))) return out;
+  const r = spawnSync('git', ['-C', root, 'ls-files', '-z'], {
+    encoding: 'utf8',
+    maxBuffer: 1024 * 1024 * 1024,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  if (r.status !== 0) return out;
+  const dirs = new Set(wanted.filter((i) => i.dir).map((i) => i.path));
+  const files = new Set(wanted.filter((i) => !i.dir).map((i) => i.path));
+  for (const f of r.stdout.split('\0')) {
+    if (!f) continue;
+    if (files.has(f)) out.set(f, 1);
+    for (let at = f.indexOf('/'); at > 0; at = f.indexOf('/', at + 1)) {
+      const d = f.slice(0, at);
+      if (dirs.has(d)) out.set(d, (out.get(d) ?? 0) + 1);
+    }
+  }
+  return out;
+}
+
+/** A default-ignored build folder that git tracks source files in is searched like any other. */
+function liftedBuildFolder(root: string, m: Matcher | undefined, rel: string): boolean {
+  if (!m || m.source !== DEFAULTS_SOURCE) return false;
+  if (!BUILD_FOLDERS.has(rel.slice(rel.lastIndexOf('/') + 1))) return false;
+  return (trackedUnder(root, rel) ?? []).some((f) => detectLanguage(f).grammar !== undefined);
+}
+
 /** The rules every folder starts from: quarry's defaults, the config's `ignore`, git's exclude file. */
 function baseMatchers(root: string, config: QuarryConfig): Matcher[] {
-  const base: Matcher[] = [{ base: '', ig: defaultsMatcher(DEFAULT_IGNORES), source: "quarry's defaults" }];
+  const base: Matcher[] = [{ base: '', ig: defaultsMatcher(DEFAULT_IGNORES), source: DEFAULTS_SOURCE }];
   if (config.ignore.length)
     base.push({ base: '', ig: ignore().add(config.ignore), source: 'quarry.toml ignore' });
   const exclude = readPatterns(join(root, '.git', 'info', 'exclude'));
@@ -235,9 +306,16 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
         continue;
       }
       if (entry.isDirectory()) {
-        if (left(matchers, rel, true, overridden)) continue;
+        const by = ignoredBy(matchers, rel, true, overridden);
+        const lifted = liftedBuildFolder(root, by, rel);
+        if (by && !lifted) {
+          onIgnore?.({ path: rel, dir: true, rule: by.source });
+          continue;
+        }
         let next = overridden;
         for (const m of matchers) {
+          // a lifted build folder keeps the defaults inside it (its own node_modules/ is still skipped)
+          if (lifted && m === by) continue;
           if (next.has(m) || !verdict(m, rel, true)?.ignored) continue;
           if (next === overridden) next = new Set(overridden);
           (next as Set<Matcher>).add(m);
@@ -303,10 +381,13 @@ export function statPaths(
     else {
       const slash = dirRel.lastIndexOf('/');
       const parent = stateOf(slash < 0 ? '' : dirRel.slice(0, slash));
-      if (!parent || isIgnored(parent.matchers, dirRel, true, parent.overridden)) state = null;
+      const by = parent ? ignoredBy(parent.matchers, dirRel, true, parent.overridden) : undefined;
+      const lifted = liftedBuildFolder(root, by, dirRel);
+      if (!parent || (by && !lifted)) state = null;
       else {
         let next = parent.overridden;
         for (const m of parent.matchers) {
+          if (lifted && m === by) continue;
           if (next.has(m) || !verdict(m, dirRel, true)?.ignored) continue;
           if (next === parent.overridden) next = new Set(parent.overridden);
           (next as Set<Matcher>).add(m);

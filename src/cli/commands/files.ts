@@ -3,7 +3,13 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { type QuarryConfig, resolveConfig } from '../../config/config.ts';
 import { contentVerdict } from '../../indexing/process-file.ts';
-import { SKIP_REASONS, type WalkIgnore, type WalkSkip, walk } from '../../workspace/walk.ts';
+import {
+  SKIP_REASONS,
+  trackedByDefaults,
+  type WalkIgnore,
+  type WalkSkip,
+  walk,
+} from '../../workspace/walk.ts';
 import type { CliContext } from '../context.ts';
 import { safePath, visible } from '../format.ts';
 import { projectRootOf } from '../open.ts';
@@ -111,7 +117,11 @@ export function listFiles(root: string, config: QuarryConfig, content: boolean):
       status: 'skip',
       reason: `${SKIP_REASONS[s.reason]}${s.detail ? ` (${s.detail})` : ''}`,
     });
-  for (const i of ignored)
-    out.push({ path: i.dir ? `${i.path}/` : i.path, status: 'ignore', reason: `by ${i.rule}` });
+  const tracked = trackedByDefaults(root, ignored);
+  for (const i of ignored) {
+    const n = tracked.get(i.path);
+    const git = n ? ` (${n} file${n === 1 ? '' : 's'} git tracks)` : '';
+    out.push({ path: i.dir ? `${i.path}/` : i.path, status: 'ignore', reason: `by ${i.rule}${git}` });
+  }
   return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }

@@ -3,6 +3,7 @@ import { type LocalProject, projectStatus, type StatusReport } from '../../proje
 import type { OverlayProject } from '../../project/overlay.ts';
 import { DATA_CHUNK_VECTORS } from '../../workspace/roles.ts';
 import type { CliContext, Colors } from '../context.ts';
+import { visible } from '../format.ts';
 import { openAnyProject } from '../open.ts';
 import { formatBytes, formatDuration } from '../progress.ts';
 
@@ -101,7 +102,19 @@ function leftOut(s: StatusReport): string {
     parts.push(
       `${ig.folders} folder${ig.folders === 1 ? '' : 's'} and ${ig.files} file${ig.files === 1 ? '' : 's'} ignored`,
     );
-  return `${parts.join(', ') || 'nothing'} (\`quarry files --all\` says why for each)`;
+  let out = `${parts.join(', ') || 'nothing'} (\`quarry files --all\` says why for each)`;
+  // what quarry's defaults hid although git tracks it: said by name, with how to bring it back
+  const tracked = ig?.tracked ?? [];
+  if (tracked.length) {
+    const total = tracked.reduce((n, t) => n + t.files, 0);
+    const named = tracked
+      .slice(0, 5)
+      .map((t) => `${visible(t.path)} (${t.files})`)
+      .join(', ');
+    const example = tracked.find((t) => t.path.endsWith('/'))?.path ?? tracked[0]!.path;
+    out += `; quarry's defaults left out ${total} file${total === 1 ? '' : 's'} git tracks: ${named}${tracked.length > 5 ? ', …' : ''} (a line \`!${visible(example)}\` in .quarryignore brings ${example.endsWith('/') ? 'a folder' : 'a file'} back)`;
+  }
+  return out;
 }
 
 const SKIP_WORDS: Record<string, string> = {
