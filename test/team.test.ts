@@ -477,7 +477,7 @@ describe('a team index: two repositories in one PostgreSQL, served with per-repo
 });
 
 describe('the shared embedding cache', () => {
-  it('a second clone of a repository re-embeds nothing that the first one embedded', async () => {
+  it('a second clone, or the repository moved to PostgreSQL or Chroma, re-embeds nothing the first one embedded', async () => {
     const cacheDir = mkdtempSync(join(tmpdir(), 'quarry-shared-cache-'));
     trees.push(cacheDir);
     const env = {
@@ -505,6 +505,29 @@ describe('the shared embedding cache', () => {
       assert.ok(reports[0]!.embedded > 0);
       assert.equal(reports[1]!.embedded, 0, 'the second clone found every vector in the shared cache');
       assert.equal(reports[1]!.fromCache, reports[0]!.embedded + reports[0]!.fromCache);
+      // the same repository moved to PostgreSQL and to Chroma embeds nothing either (regression: PostgreSQL
+      // re-embedded 2,683 of 2,704 texts this machine's cache held)
+      for (const kind of ['postgres', 'chroma'] as const) {
+        const server = await startServer(kind);
+        try {
+          const moved = await openProject({
+            root: copyPolyglot(trees),
+            create: true,
+            userConfig: false,
+            env,
+            overrides: { store: { url: server.url, repo: 'acme/moved' } },
+          });
+          try {
+            const r = (await indexProject(moved)).embedding!;
+            assert.equal(r.embedded, 0, `${kind}: every vector came from this machine's cache`);
+            assert.equal(r.fromCache, reports[0]!.embedded + reports[0]!.fromCache);
+          } finally {
+            await moved.close();
+          }
+        } finally {
+          await server.dispose();
+        }
+      }
       // off: the second clone embeds again
       const off = await openProject({
         root: copyPolyglot(trees),

@@ -6,9 +6,9 @@ import type { QuarryConfig } from '../config/config.ts';
 import type { EmbeddingCache, Store } from '../store/types.ts';
 
 /**
- * The user's embedding cache, shared by every index on this machine: vectors by (embedder, sha256 of the text), so a
- * second clone, a worktree or a copy of a repository re-embeds only what differs. A team's PostgreSQL store shares
- * its own cache across machines and needs none of this. Safe to delete at any time.
+ * The user's embedding cache, shared by every index on this machine, whatever its store: vectors by (embedder, sha256
+ * of the text), so a second clone, a worktree, a copy of a repository, or the same repository moved to PostgreSQL or
+ * Chroma re-embeds only what differs. Safe to delete at any time.
  */
 export function userCachePath(env: NodeJS.ProcessEnv = process.env): string {
   if (env.QUARRY_SHARED_CACHE_PATH) return env.QUARRY_SHARED_CACHE_PATH;
@@ -76,15 +76,17 @@ export function tieredCache(first: EmbeddingCache | undefined, second: Embedding
 }
 
 /**
- * The cache an index run uses: with `embed.shared_cache` on (the default) and a store on this machine, the store's
- * own and the user's; a server store's cache is already shared by everyone who uses it.
+ * The cache an index run uses: with `embed.shared_cache` on (the default), the store's own first, then the user's
+ * (what the user's cache had is copied into the store's). A server store's own cache is shared by everyone who uses
+ * it; the user's still holds what this machine embedded for its other indexes (regression: indexing into PostgreSQL
+ * re-embedded 2,683 of 2,704 texts that this machine's cache held).
  */
 export function cacheFor(
   store: Store,
   config: QuarryConfig,
   env: NodeJS.ProcessEnv = process.env,
 ): { cache: EmbeddingCache | undefined; close(): void } {
-  if (config.embed.sharedCache === false || store.cacheShared) return { cache: store.cache, close() {} };
+  if (config.embed.sharedCache === false) return { cache: store.cache, close() {} };
   try {
     const user = openUserCache(userCachePath(env));
     return { cache: tieredCache(store.cache, user), close: () => user.close() };

@@ -52,8 +52,6 @@ export interface StoreTraits {
   keyed: boolean;
   /** The store can list and remove its repositories without opening one (a server with no checkout can serve it). */
   registry: boolean;
-  /** Its embedding cache is already shared across repositories and machines (no user-level cache needed). */
-  sharedCache: boolean;
   /** How a person names this index: its file, or its key in its store. */
   where: string;
   /** Said after a reset, when deleting leaves something to know. */
@@ -67,7 +65,6 @@ export function storeTraits(target: StoreTarget): StoreTraits {
         file: target.url,
         keyed: false,
         registry: false,
-        sharedCache: false,
         where: target.url,
         resetNote: '',
       };
@@ -76,7 +73,6 @@ export function storeTraits(target: StoreTarget): StoreTraits {
         file: undefined,
         keyed: true,
         registry: true,
-        sharedCache: true,
         where: `${target.repo} in postgres`,
         resetNote: '',
       };
@@ -85,7 +81,6 @@ export function storeTraits(target: StoreTarget): StoreTraits {
         file: undefined,
         keyed: true,
         registry: false,
-        sharedCache: false,
         where: `${target.repo} in chroma`,
         resetNote: ' (its Chroma collections are replaced at the next index)',
       };

@@ -399,8 +399,6 @@ const int8 = (v: string) => Number(v);
 
 export class PostgresStore implements Store {
   readonly kind = 'postgres';
-  /** Every machine that uses this database shares its embedding cache. */
-  readonly cacheShared = true;
   readonly location: string;
   readonly lexical: LexicalIndex;
   readonly vectors: VectorIndex;

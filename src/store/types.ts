@@ -203,8 +203,6 @@ export interface WriterInfo {
 export interface StoreCore {
   /** `sqlite`, `postgres`, `chroma`. */
   readonly kind: string;
-  /** The store's embedding cache is already shared across repositories and machines (a server's). */
-  readonly cacheShared?: boolean;
   /** Where the store lives, for messages (`/repo/.quarry/index.db`, `postgres://host:5432/db#repo`). */
   readonly location: string;
 
