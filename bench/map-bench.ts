@@ -4,7 +4,7 @@
  * share of queries, per repository and in all, for the map as `ask` builds it (personalised by the question) and
  * unpersonalised. Numbers go to docs/context.md; not a test.
  *
- *   node --import tsx bench/map-bench.ts QUERIES.jsonl --root TREES [--budget 1000] [--signatures false]
+ *   node --import tsx bench/map-bench.ts QUERIES.jsonl --root TREES [--budget 1000] [--signatures false] [--defs N]
  *
  * TREES holds one indexed folder per repository (`owner+name`), as the practice sets' preparation makes them.
  */
@@ -20,6 +20,7 @@ const { values, positionals } = parseArgs({
     root: { type: 'string' },
     budget: { type: 'string', default: '1000' },
     signatures: { type: 'string', default: 'true' },
+    defs: { type: 'string' },
   },
 });
 const file = positionals[0];
@@ -39,6 +40,7 @@ const queries = readFileSync(file, 'utf8')
   .map((l) => JSON.parse(l) as Query);
 const budget = Number(values.budget);
 const signatures = values.signatures !== 'false';
+const defs = values.defs ? { defsPerFile: Number(values.defs) } : {};
 const byRepo = new Map<string, Query[]>();
 for (const q of queries) byRepo.set(q.repo, [...(byRepo.get(q.repo) ?? []), q]);
 
@@ -47,7 +49,7 @@ const total = { n: 0, personal: 0, plain: 0, files: 0, ms: 0 };
 for (const [repo, qs] of byRepo) {
   const project = await openProject({ root: join(values.root, repo.replace('/', '+')), userConfig: false });
   try {
-    const plain = await buildRepoMap(project.store, { budget, signatures });
+    const plain = await buildRepoMap(project.store, { budget, signatures, ...defs });
     const plainFiles = new Set(plain.entries.map((e) => e.path));
     let personal = 0;
     let unpersonal = 0;
@@ -58,6 +60,7 @@ for (const [repo, qs] of byRepo) {
       const map = await buildRepoMap(project.store, {
         budget,
         signatures,
+        ...defs,
         mentions: questionMentions(q.query),
       });
       ms += performance.now() - started;

@@ -410,7 +410,7 @@ describe('the repository map as signatures (Aider-style), personalised by the qu
   });
 
   it('shows each definition line with its enclosing class, and leaves test constants out', async () => {
-    const map = await buildRepoMap(project.store, { budget: 2000 });
+    const map = await buildRepoMap(project.store, { budget: 2000, defsPerFile: 12 });
     assert.ok(
       map.text.includes(
         'src/store.ts:\n 1│export class Store {\n  ⋮\n 4│  constructor() {}\n  ⋮\n 6│  acquireWriter(timeoutMs: number): boolean {',
