@@ -82,7 +82,25 @@ export async function openAnyProject(g: Globals): Promise<Project> {
     }
     return withOverlay(g, project);
   }
-  return openProject({ ...(g.root ? { root: g.root } : {}) });
+  return (await openWorktreeHere(g)) ?? openProject({ ...(g.root ? { root: g.root } : {}) });
+}
+
+/**
+ * A linked git worktree of a repository whose main tree quarry has indexed, with no index of its own: an overlay on
+ * that index (project/worktree.ts), unless `--no-overlay` or QUARRY_OVERLAY=off. Undefined for any other checkout.
+ */
+async function openWorktreeHere(g: Globals): Promise<Project | undefined> {
+  const here = overlayRoot(g);
+  if (!here) return undefined;
+  const { indexedMainWorktree } = await import('../workspace/root.ts');
+  if (!indexedMainWorktree(here)) return undefined;
+  const note = (m: string) => process.stderr.write(`quarry: ${m}\n`);
+  const { openWorktree } = await import('../project/worktree.ts');
+  return openWorktree(here, {
+    onNotice: (m) => {
+      if (g.verbose || !m.startsWith('overlay: ')) note(m);
+    },
+  });
 }
 
 /**

@@ -39,6 +39,11 @@ export interface OverlayOptions {
   maxChanged?: number;
   /** Seconds between two checks of the working tree by a long-lived overlay (an MCP server, a chat). Default 2. */
   refreshSeconds?: number;
+  /**
+   * Files the base index holds in another version than its commit's (a main worktree's uncommitted edits, which its
+   * index follows): they count as changed here too, so this tree's versions of them are the ones searched.
+   */
+  baseChanged?: () => string[];
 }
 
 export interface OverlayInfo {
@@ -90,7 +95,7 @@ export async function openOverlay(
     notice(`local changes not applied: ${read.error}; searching ${base.name} as it is`);
     return undefined;
   }
-  const changed = read.changed;
+  const changed = [...new Set([...read.changed, ...(options.baseChanged?.() ?? [])])].sort();
   if (!changed.length) return undefined;
   const max = options.maxChanged ?? 20_000;
   if (changed.length > max) {
@@ -149,7 +154,8 @@ export async function openOverlay(
       overlay.error = undefined;
       changedSet.clear();
       for (const p of now.changed) changedSet.add(p);
-      overlay.changed = now.changed;
+      for (const p of options.baseChanged?.() ?? []) changedSet.add(p);
+      overlay.changed = [...changedSet].sort();
     } else
       overlay.error = `local changes not applied since the last sync: ${'error' in now ? now.error : `this checkout no longer has ${short}`}`;
     const report = await indexRepository({

@@ -4,8 +4,9 @@
  * them with a negation (`!vendor/`).
  */
 export const DEFAULT_IGNORES: readonly string[] = [
-  // version control and quarry itself
+  // version control and quarry itself (a linked worktree's `.git` is a file naming its git folder)
   '.git/',
+  '.git',
   '.hg/',
   '.svn/',
   '.bzr/',

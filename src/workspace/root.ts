@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 
 export const QUARRY_DIR = '.quarry';
 
@@ -169,4 +169,32 @@ function gitFailure(args: string[], err: unknown): string {
       .pop() ||
     (e.code === 'ETIMEDOUT' ? 'timed out' : e.signal ? `killed by ${e.signal}` : (e.message ?? 'failed'));
   return `git ${args.slice(0, 2).join(' ')} failed: ${said}`;
+}
+
+/**
+ * The main working tree of the repository `root` is a linked worktree of (`git worktree add`), when that one holds a
+ * quarry index of its own and `root` does not: a worktree then searches over that index, with only its differences
+ * indexed here (project/worktree.ts). Undefined for a main working tree, a checkout with its own index, or no git.
+ */
+export function indexedMainWorktree(root: string): string | undefined {
+  if (existsSync(indexPaths(root).db)) return undefined;
+  // a linked worktree's `.git` is a file: `gitdir: <main>/.git/worktrees/<name>`
+  try {
+    if (statSync(join(root, '.git')).isDirectory()) return undefined;
+  } catch {
+    return undefined;
+  }
+  let common: string;
+  try {
+    common = execFileSync('git', ['-C', root, 'rev-parse', '--path-format=absolute', '--git-common-dir'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 10_000,
+    }).trim();
+  } catch {
+    return undefined;
+  }
+  if (basename(common) !== '.git') return undefined; // a bare repository's worktree: no main tree
+  const main = dirname(common);
+  return main !== resolve(root) && existsSync(indexPaths(main).db) ? main : undefined;
 }

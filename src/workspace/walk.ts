@@ -257,7 +257,7 @@ export interface WalkOptions {
 }
 
 /** What a walk past every ignore rule still leaves out: version control's folders and quarry's own. */
-const ALWAYS_IGNORED = ['.git/', '.hg/', '.svn/', '.bzr/', '.jj/', '_darcs/', '.quarry/'];
+const ALWAYS_IGNORED = ['.git/', '.git', '.hg/', '.svn/', '.bzr/', '.jj/', '_darcs/', '.quarry/'];
 
 /**
  * Lists the files of `root` that quarry indexes. Symbolic links are never followed (like git, which stores a link,

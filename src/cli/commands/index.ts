@@ -1,6 +1,9 @@
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { UserConfig } from '../../config/config.ts';
 import { indexProject, type LocalProject, openProject } from '../../project/local.ts';
+import type { OverlayProject } from '../../project/overlay.ts';
+import { findProjectRoot, indexedMainWorktree } from '../../workspace/root.ts';
 import { SKIP_REASONS } from '../../workspace/walk.ts';
 import { spawnBackgroundIndex } from '../background.ts';
 import type { CliContext, Colors } from '../context.ts';
@@ -19,6 +22,7 @@ interface IndexOptions {
   background?: boolean;
   json?: boolean;
   quiet?: boolean;
+  own?: boolean;
 }
 
 export function registerIndex(program: Command, cli: CliContext): void {
@@ -27,6 +31,10 @@ export function registerIndex(program: Command, cli: CliContext): void {
     .description('index a folder (default: the current project), or bring its index up to date')
     .argument('[dir]', 'folder to index')
     .option('--wait', 'wait for another running `quarry index` instead of exiting')
+    .option(
+      '--own',
+      "in a git worktree of an indexed repository: a full index of its own, not an overlay on the main tree's",
+    )
     .option(
       '--replace',
       "index this folder under a --repo key that holds another source (its files replace the key's)",
@@ -59,6 +67,9 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
   const overrides: UserConfig = {};
   if (opts.maxFileSize) overrides.maxFileBytes = opts.maxFileSize;
   if (opts.includeSecrets) overrides.includeSecrets = true;
+  const root = resolve(dir ?? g.root ?? findProjectRoot(process.cwd()) ?? process.cwd());
+  if (!opts.own && !opts.maxFileSize && !opts.includeSecrets && indexedMainWorktree(root))
+    return indexWorktree(cli, root, opts);
   const project = await openProject({ root: dir ?? g.root, create: true, overrides });
   const progress = new Progress(io.stderr, err, !opts.quiet && !opts.json);
   const controller = new AbortController();
@@ -104,6 +115,42 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
     progress.end();
+    await project.close();
+  }
+}
+
+/**
+ * `quarry index` in a linked worktree of an indexed repository: the overlay on the main tree's index is made (or
+ * brought up to date): a lexical index of this tree and vectors for the files that differ, nothing else.
+ */
+async function indexWorktree(cli: CliContext, root: string, opts: IndexOptions): Promise<void> {
+  const { io } = cli;
+  const err = cli.colors(io.stderr);
+  const started = performance.now();
+  const { openWorktree } = await import('../../project/worktree.ts');
+  const project = await openWorktree(root, {
+    onNotice: (m) => {
+      if (!m.startsWith('overlay: ')) io.stderr.write(`${err.yellow('note')}: ${m}\n`);
+    },
+  });
+  if (!project) return;
+  try {
+    const overlay = (project as Partial<OverlayProject>).overlay;
+    const main = indexedMainWorktree(root);
+    const report = {
+      worktree: root,
+      base: main,
+      changed: overlay?.changed.length ?? 0,
+      files: overlay?.lastSync.files ?? 0,
+      embedded: overlay?.lastSync.embedded ?? 0,
+      ms: Math.round(performance.now() - started),
+    };
+    if (opts.json) io.stdout.write(`${JSON.stringify(report)}\n`);
+    else if (!opts.quiet)
+      io.stdout.write(
+        `${cli.colors(io.stdout).green('indexed')} worktree ${root} over ${main}'s index in ${formatDuration(report.ms)}: ${report.changed} file${report.changed === 1 ? ' differs' : 's differ'} (their vectors made here, every other one shared); \`quarry index --own\` makes a full index instead\n`,
+      );
+  } finally {
     await project.close();
   }
 }
