@@ -5,7 +5,11 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { makeTree, removeTree, runCli } from './helpers.ts';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { CLI, makeTree, removeTree, runCli } from './helpers.ts';
+
+const TSX = new URL(import.meta.resolve('tsx')).pathname;
 
 const env = { QUARRY_EMBED: 'static' };
 
@@ -40,6 +44,30 @@ describe('a git worktree of an indexed repository', () => {
   after(() => {
     removeTree(wt);
     removeTree(main);
+  });
+
+  it('quarry mcp started in the worktree serves its overlay (no index of its own is made)', async () => {
+    const client = new Client({ name: 'quarry-test', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: ['--import', TSX, CLI, '--root', wt, 'mcp'],
+        env: { ...process.env, ...env, QUARRY_SHARED_CACHE: 'off' } as Record<string, string>,
+        stderr: 'pipe',
+      }),
+    );
+    try {
+      const res = (await client.callTool({
+        name: 'search_code',
+        arguments: { query: 'branchOnlyFeature' },
+      })) as {
+        content: Array<{ text: string }>;
+      };
+      assert.match(res.content[0]!.text, /src\/branchOnly\.ts/);
+    } finally {
+      await client.close();
+    }
+    assert.ok(!existsSync(join(wt, '.quarry', 'index.db')), 'no index of its own');
   });
 
   it('indexes only what differs, over the main tree index, and answers as a full index of it would', () => {

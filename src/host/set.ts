@@ -183,6 +183,11 @@ export interface ServedSetOptions {
   cwd?: string;
   /** Relay another quarry (its HTTP API) instead of a store. */
   remote?: { url: string; token?: string; overlayRoot?: string };
+  /**
+   * A linked git worktree of an indexed main tree (project/worktree.ts): served as its overlay on the main index,
+   * brought up to date with the tree before each search (at most every 2 s) instead of by a watcher.
+   */
+  worktree?: string;
 }
 
 /** Opens each repository once, on first use; a failed open is forgotten, so the next request tries again. */
@@ -233,6 +238,23 @@ export async function openServedSet(options: ServedSetOptions): Promise<ProjectS
       list: () => remoteRepos(url, token),
       get: async (name) => redacting(await opened.get(name ?? chooseDefault(names, undefined))),
       close: () => opened.closeAll(),
+    });
+  }
+
+  if (options.worktree) {
+    const { openWorktree } = await import('../project/worktree.ts');
+    const log = (m: string) => process.stderr.write(`quarry: ${m}\n`);
+    const project = await openWorktree(options.worktree, { onNotice: log });
+    if (!project)
+      throw new QuarryError('NO_INDEX', `${options.worktree} is no worktree of an indexed repository`);
+    return withSearch({
+      live: null,
+      list: () => project.repos(),
+      async get(name) {
+        if (name !== undefined && name !== project.name) throw notHere(name);
+        return redacting(project);
+      },
+      close: () => project.close(),
     });
   }
 

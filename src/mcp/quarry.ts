@@ -1,8 +1,10 @@
+import { resolve } from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { requireProject } from '../host/listen.ts';
 import { openServedSet, type ProjectSet } from '../host/set.ts';
 import type { Grant } from '../host/tokens.ts';
 import { type LiveProject, openLiveProject } from '../watch/live.ts';
+import { findProjectRoot, indexedMainWorktree } from '../workspace/root.ts';
 import { createMcpServer } from './make-server.ts';
 
 export interface McpOptions {
@@ -30,8 +32,15 @@ export async function createQuarryMcp(
   options: McpOptions & { log?: (m: string) => void },
 ): Promise<QuarryMcp> {
   if (!options.remote) requireProject(process.cwd(), 'mcp', options);
-  const live = options.remote ? null : await openLiveProject({ ...options, create: true });
-  const set = await openServedSet(options.remote ? { remote: options.remote } : { live });
+  // a linked worktree of an indexed repository is served as its overlay on the main tree's index
+  const here = options.remote
+    ? undefined
+    : resolve(options.root ?? findProjectRoot(process.cwd()) ?? process.cwd());
+  const worktree = here && indexedMainWorktree(here) ? here : undefined;
+  const live = options.remote || worktree ? null : await openLiveProject({ ...options, create: true });
+  const set = await openServedSet(
+    options.remote ? { remote: options.remote } : worktree ? { worktree } : { live },
+  );
   return {
     live,
     set,

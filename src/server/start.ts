@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
 import { serve } from '@hono/node-server';
 import { resolveConfig } from '../config/config.ts';
 import { checkPort, listenError, noProjectHere } from '../host/listen.ts';
@@ -6,7 +7,7 @@ import { openServedSet, type ProjectSet } from '../host/set.ts';
 import { storeTarget, storeTraits } from '../store/open.ts';
 import type { SyncStatus } from '../watch/autosync.ts';
 import { type LiveProject, openLiveProject } from '../watch/live.ts';
-import { findProjectRoot } from '../workspace/root.ts';
+import { findProjectRoot, indexedMainWorktree } from '../workspace/root.ts';
 
 export interface Listening {
   port: number;
@@ -68,6 +69,9 @@ async function openSetOnce(options: SetOptions, opened: (live: LiveProject) => v
   if (!root && storeTraits(storeTarget(config, cwd)).registry)
     return { set: await openServedSet({ cwd }), live: null };
   if (!root && !options.init) throw noProjectHere(cwd, 'serve');
+  // a linked worktree of an indexed repository is served as its overlay on the main tree's index
+  if (root && indexedMainWorktree(resolve(root)))
+    return { set: await openServedSet({ worktree: root }), live: null };
   const live = await openLiveProject({
     ...(options.root ? { root: options.root } : {}),
     create: true,
