@@ -63,6 +63,19 @@ describe('auto-sync: the watcher keeps the index fresh', () => {
     await until(async () => !(await has('src/new_feature.py')), 'deleted file dropped');
   });
 
+  it('lets grep trust the index while it has nothing pending (no walk of the tree), and walk while it has', async () => {
+    writeFileSync(join(root, 'src/quiet.py'), 'def quiet_watch_marker():\n    return 5\n');
+    await until(() => has('src/quiet.py'), 'created file indexed');
+    await until(
+      async () => !(await project.grep({ pattern: 'quiet_watch_marker' })).fromDisk,
+      'the watcher is quiet',
+    );
+    const trusted = await project.grep({ pattern: 'quiet_watch_marker' });
+    assert.equal(trusted.matches[0]?.path, 'src/quiet.py');
+    // --no-ignore reads what the index never holds: it always walks
+    assert.ok((await project.grep({ pattern: 'quiet_watch_marker', noIgnore: true })).fromDisk);
+  });
+
   it('follows a rename, and a folder moved or removed as a whole', async () => {
     renameSync(join(root, 'src/util.py'), join(root, 'src/tools.py'));
     await until(async () => (await has('src/tools.py')) && !(await has('src/util.py')), 'rename followed');

@@ -7,7 +7,7 @@ import type { Embedder } from '../embed/types.ts';
 import { isQuarryError } from '../errors.ts';
 import { embedPending } from '../indexing/embedding.ts';
 import { indexRepository } from '../indexing/indexer.ts';
-import type { LocalProject as Project } from '../project/local.ts';
+import { keptFreshBy, type LocalProject as Project } from '../project/local.ts';
 import type { WriterLock } from '../store/types.ts';
 
 /** What `quarry status`, the panel and MCP show about keeping the index fresh. */
@@ -68,6 +68,8 @@ export async function startAutoSync(project: Project, options: AutoSyncOptions =
       ignore: WATCH_IGNORES,
     });
     sync.st.watching = true;
+    // searches and greps in this process trust the index while the watcher has nothing pending
+    keptFreshBy(project, () => sync.quiet());
   } catch (err) {
     // a tree larger than the system lets one user watch (inotify's max_user_watches), or no watcher at all: a walk
     // every few seconds keeps the index fresh, slower but never a crash
@@ -111,6 +113,11 @@ class AutoSyncRun {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
+
+  /** Watching, and nothing seen that is not indexed yet: the index equals the tree. */
+  quiet(): boolean {
+    return this.st.watching && !this.stopped && !this.running && !this.fullWanted && this.changed.size === 0;
+  }
   private embedAbort: AbortController | undefined;
   private embedder: Promise<Embedder | undefined> | undefined;
   // the caches embedding looks in (the user's shared one opened once, for as long as the sync runs)
