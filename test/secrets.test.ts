@@ -95,6 +95,8 @@ describe('secrets (regression: secrets inside ordinary files were indexed and se
         ctx.blocks.some((b) => b.path === 'app/notify.ts'),
     );
     for (const s of SECRETS) assert.ok(!ctx.user.includes(s), `${s.slice(0, 8)}… reached the prompt`);
+    // the repository map's signature lines too (regression: `AWS_ACCESS_KEY_ID = "AKIA…"` reached the prompt there)
+    assert.ok(ctx.map?.text.includes('AWS_ACCESS_KEY_ID'), 'the map shows the definition');
     assert.match(ctx.user, /AWS_ACCESS_KEY_ID = "\[REDACTED AWS access key\]"/);
     assert.match(ctx.user, /const GITHUB_TOKEN = '\[REDACTED GitHub token\]'/);
     assert.match(ctx.user, /"PASSWORD": "\[REDACTED secret\]"/);

@@ -2,6 +2,7 @@ import { countTokens } from '../llm/tokens.ts';
 import type { MapEntry, RepoMap } from '../project/types.ts';
 import type { ReferenceGraph, Store } from '../store/types.ts';
 import { type FileRole, fileRole } from '../workspace/roles.ts';
+import { redactSecrets } from './redact.ts';
 
 export type { MapEntry, RepoMap } from '../project/types.ts';
 
@@ -272,7 +273,11 @@ export async function buildRepoMap(store: Store, options: RepoMapOptions): Promi
     const batch = entries.slice(i, i + BATCH);
     const lines = signatures ? await definitionLines(store, batch) : undefined;
     for (const e of batch) {
-      const block = lines ? renderSignatures(e, per, (n) => lines.get(e.path)?.get(n)) : renderEntry(e, per);
+      // a signature line is code as written: a secret in a definition (`AWS_KEY = "AKIA…"`) is redacted, on every
+      // face and in every prompt, as retrieved code is
+      const block = lines
+        ? (await redactSecrets(renderSignatures(e, per, (n) => lines.get(e.path)?.get(n)))).text
+        : renderEntry(e, per);
       const t = countTokens(block);
       if (tokens + t > options.budget) continue;
       kept.push(e);
