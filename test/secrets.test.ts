@@ -82,6 +82,16 @@ describe('secrets (regression: secrets inside ordinary files were indexed and se
       );
   });
 
+  it('grep shows matched and context lines redacted, each on its line (one redaction pass for the whole answer)', () => {
+    const r = runCli(['grep', '-C', '2', 'AWS_ACCESS_KEY_ID|PASSWORD'], { cwd: root });
+    assert.equal(r.code, 0, r.stderr);
+    for (const s of SECRETS) assert.ok(!r.stdout.includes(s), `${s.slice(0, 8)}… reached grep's output`);
+    assert.match(r.stdout, /^app\/settings\.py:\d+:AWS_ACCESS_KEY_ID = "\[REDACTED AWS access key\]"$/m);
+    // every printed line still names its file and line: the joined redaction split back line for line
+    for (const line of r.stdout.trim().split('\n'))
+      assert.match(line, /^(--|app\/settings\.py[:-]\d+[:-].*)$/);
+  });
+
   it('the context sent to a model holds none of the secrets, line numbers kept', async () => {
     const ctx = await assembleContext(
       project,
