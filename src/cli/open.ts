@@ -7,14 +7,19 @@ import type { RepoInfo } from '../store/types.ts';
 import { findProjectRoot } from '../workspace/root.ts';
 import type { Globals } from './context.ts';
 
+/** The folder a project is a checkout of, when it is one here (not a remote, nor a repository read from a store). */
+export function checkoutRoot(project: Project): string | undefined {
+  const local = (project as Partial<LocalProject>).root;
+  return local && !project.remote && project.location === local ? local : undefined;
+}
+
 /**
  * A path as the user typed it, as the index names it (root-relative, POSIX): absolute, relative to where the command
  * runs, or already root-relative all work. A path outside the project is a one-line error.
  */
 export function projectPath(project: Project, typed: string, cwd = process.cwd()): string {
-  const local = (project as Partial<LocalProject>).root;
   // a remote or store-only project has no folder here: a checkout of it around cwd tells where its root is
-  const root = local && !project.remote && project.location === local ? local : findProjectRoot(cwd);
+  const root = checkoutRoot(project) ?? findProjectRoot(cwd);
   const clean = typed.replace(/\\/g, '/');
   if (root) {
     const abs = resolve(cwd, clean);
@@ -39,8 +44,7 @@ export function projectPath(project: Project, typed: string, cwd = process.cwd()
  * project is a folder here (an editor opened there can follow it), as indexed otherwise (a remote, a store).
  */
 export function shownPath(project: Project, rel: string, cwd = process.cwd()): string {
-  const local = (project as Partial<LocalProject>).root;
-  const root = local && !project.remote && project.location === local ? local : findProjectRoot(cwd);
+  const root = checkoutRoot(project) ?? findProjectRoot(cwd);
   if (!root || root === cwd) return rel;
   const out = relative(cwd, join(root, rel)).split(sep).join('/');
   return out || rel;
@@ -93,10 +97,12 @@ async function openWorktreeHere(g: Globals): Promise<Project | undefined> {
   const here = overlayRoot(g);
   if (!here) return undefined;
   const { indexedMainWorktree } = await import('../workspace/root.ts');
-  if (!indexedMainWorktree(here)) return undefined;
+  const main = indexedMainWorktree(here);
+  if (!main) return undefined;
   const note = (m: string) => process.stderr.write(`quarry: ${m}\n`);
   const { openWorktree } = await import('../project/worktree.ts');
   return openWorktree(here, {
+    main,
     onNotice: (m) => {
       if (g.verbose || !m.startsWith('overlay: ')) note(m);
     },

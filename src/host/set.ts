@@ -197,7 +197,7 @@ export interface ServedSetOptions {
    * A linked git worktree of an indexed main tree (project/worktree.ts): served as its overlay on the main index,
    * brought up to date with the tree before each search (at most every 2 s) instead of by a watcher.
    */
-  worktree?: string;
+  worktree?: { root: string; main: string };
 }
 
 /** Opens each repository once, on first use; a failed open is forgotten, so the next request tries again. */
@@ -254,9 +254,9 @@ export async function openServedSet(options: ServedSetOptions): Promise<ProjectS
   if (options.worktree) {
     const { openWorktree } = await import('../project/worktree.ts');
     const log = (m: string) => process.stderr.write(`quarry: ${m}\n`);
-    const project = await openWorktree(options.worktree, { onNotice: log });
-    if (!project)
-      throw new QuarryError('NO_INDEX', `${options.worktree} is no worktree of an indexed repository`);
+    const { root, main } = options.worktree;
+    const project = await openWorktree(root, { main, onNotice: log });
+    if (!project) throw new QuarryError('NO_INDEX', `${root} is no worktree of an indexed repository`);
     return withSearch({
       live: null,
       list: () => project.repos(),

@@ -36,7 +36,8 @@ export async function createQuarryMcp(
   const here = options.remote
     ? undefined
     : resolve(options.root ?? findProjectRoot(process.cwd()) ?? process.cwd());
-  const worktree = here && indexedMainWorktree(here) ? here : undefined;
+  const main = here ? indexedMainWorktree(here) : undefined;
+  const worktree = here && main ? { root: here, main } : undefined;
   const live = options.remote || worktree ? null : await openLiveProject({ ...options, create: true });
   const set = await openServedSet(
     options.remote ? { remote: options.remote } : worktree ? { worktree } : { live },

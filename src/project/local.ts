@@ -518,21 +518,24 @@ async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepRes
       : { changed: new Map<string, WalkEntry>(), gone: new Set<string>() };
   const { changed, gone } = delta;
   const stale = (p: string) => changed.has(p) || gone.has(p);
-  // what a file's bytes are now: text is searched, the others are said (binary, minified, a secret inside)
-  const verdictOf = (path: string): 'text' | 'binary' | 'minified' | 'secret' | undefined => {
-    let buf: Buffer;
+  // what a file's bytes are now: text is searched, the others are said (binary, minified, a secret inside); each
+  // file is read once, its text kept for the search that follows
+  type Verdict = 'text' | 'binary' | 'minified' | 'secret';
+  const fresh = new Map<string, { verdict: Verdict; text?: string } | undefined>();
+  const readNow = (path: string) => {
+    if (fresh.has(path)) return fresh.get(path);
+    let now: { verdict: Verdict; text?: string } | undefined;
     try {
-      buf = readFileSync(join(root!, path));
+      const buf = readFileSync(join(root!, path));
+      const verdict = contentVerdict(buf, { includeSecrets: false }).skip ?? 'text';
+      now = verdict === 'text' ? { verdict, text: decodeText(buf) } : { verdict };
     } catch {
-      return undefined;
+      now = undefined;
     }
-    return contentVerdict(buf, { includeSecrets: false }).skip ?? 'text';
+    fresh.set(path, now);
+    return now;
   };
-  const fresh = new Map<string, ReturnType<typeof verdictOf>>();
-  const verdictNow = (path: string) => {
-    if (!fresh.has(path)) fresh.set(path, verdictOf(path));
-    return fresh.get(path);
-  };
+  const verdictNow = (path: string) => readNow(path)?.verdict;
   const changedText = () => [...changed.keys()].filter((p) => verdictNow(p) === 'text');
   const res = await grep(
     {
@@ -560,7 +563,8 @@ async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepRes
         const disk = paths.filter((p) => changed.has(p));
         const out = await project.readLines(paths.filter((p) => !changed.has(p)));
         for (const p of disk) {
-          const text = readInside(root!, p);
+          // a changed text file was read for its verdict; a minified or binary one is read now
+          const text = readNow(p)?.text ?? readInside(root!, p);
           if (typeof text === 'string') out.set(p, splitLines(text));
         }
         return out;

@@ -21,6 +21,8 @@ import type { Project } from './types.ts';
 
 export interface WorktreeOptions {
   onNotice?: (message: string) => void;
+  /** The main tree, when the caller has already asked `indexedMainWorktree` (it runs git). */
+  main?: string;
 }
 
 /**
@@ -32,7 +34,7 @@ export async function openWorktree(
   root: string,
   options: WorktreeOptions = {},
 ): Promise<Project | undefined> {
-  const main = indexedMainWorktree(root);
+  const main = options.main ?? indexedMainWorktree(root);
   if (!main) return undefined;
   const notice = (m: string) => options.onNotice?.(m);
   const base = await openProject({ root: main });

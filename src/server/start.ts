@@ -70,8 +70,8 @@ async function openSetOnce(options: SetOptions, opened: (live: LiveProject) => v
     return { set: await openServedSet({ cwd }), live: null };
   if (!root && !options.init) throw noProjectHere(cwd, 'serve');
   // a linked worktree of an indexed repository is served as its overlay on the main tree's index
-  if (root && indexedMainWorktree(resolve(root)))
-    return { set: await openServedSet({ worktree: root }), live: null };
+  const main = root ? indexedMainWorktree(resolve(root)) : undefined;
+  if (root && main) return { set: await openServedSet({ worktree: { root, main } }), live: null };
   const live = await openLiveProject({
     ...(options.root ? { root: options.root } : {}),
     create: true,

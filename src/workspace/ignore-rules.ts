@@ -1,10 +1,8 @@
 /**
- * Ignores that apply before any `.gitignore`: version-control folders, dependencies, build outputs, vendored code,
- * lock files, minified bundles, media, archives and compiled binaries. A `.quarryignore` can re-include any of
- * them with a negation (`!vendor/`).
+ * Version control's folders and quarry's own: never walked, whatever the rules say (also under `--no-ignore`). A
+ * linked worktree's `.git` is a file naming its git folder.
  */
-export const DEFAULT_IGNORES: readonly string[] = [
-  // version control and quarry itself (a linked worktree's `.git` is a file naming its git folder)
+export const VERSION_CONTROL_IGNORES: readonly string[] = [
   '.git/',
   '.git',
   '.hg/',
@@ -13,6 +11,15 @@ export const DEFAULT_IGNORES: readonly string[] = [
   '.jj/',
   '_darcs/',
   '.quarry/',
+];
+
+/**
+ * Ignores that apply before any `.gitignore`: version-control folders, dependencies, build outputs, vendored code,
+ * lock files, minified bundles, media, archives and compiled binaries. A `.quarryignore` can re-include any of
+ * them with a negation (`!vendor/`).
+ */
+export const DEFAULT_IGNORES: readonly string[] = [
+  ...VERSION_CONTROL_IGNORES,
   // dependencies and vendored code
   'node_modules/',
   'bower_components/',

@@ -3,7 +3,7 @@ import { type Dirent, existsSync, lstatSync, readdirSync, readFileSync } from 'n
 import { join } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import type { QuarryConfig } from '../config/config.ts';
-import { DEFAULT_IGNORES, looksLikeSecretPath } from './ignore-rules.ts';
+import { DEFAULT_IGNORES, looksLikeSecretPath, VERSION_CONTROL_IGNORES } from './ignore-rules.ts';
 import { detectLanguage } from './languages.ts';
 
 export interface WalkEntry {
@@ -256,9 +256,6 @@ export interface WalkOptions {
   noIgnore?: boolean;
 }
 
-/** What a walk past every ignore rule still leaves out: version control's folders and quarry's own. */
-const ALWAYS_IGNORED = ['.git/', '.git', '.hg/', '.svn/', '.bzr/', '.jj/', '_darcs/', '.quarry/'];
-
 /**
  * Lists the files of `root` that quarry indexes. Symbolic links are never followed (like git, which stores a link,
  * not its target), so the walk cannot loop or leave the root. Works the same with or without a `.git` folder.
@@ -272,7 +269,7 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
   };
 
   const base: Matcher[] = options.noIgnore
-    ? [{ base: '', ig: defaultsMatcher(ALWAYS_IGNORED), source: 'version control' }]
+    ? [{ base: '', ig: defaultsMatcher(VERSION_CONTROL_IGNORES), source: 'version control' }]
     : baseMatchers(root, config);
   const onIgnore = options.onIgnore;
   /** Ignored? Reported to `onIgnore` with its rule when someone listens. */

@@ -3,11 +3,11 @@ import { isAbsolute, join, relative, sep } from 'node:path';
 import type { Command } from 'commander';
 import { QuarryError } from '../../errors.ts';
 import { redacting, searchFilter } from '../../host/set.ts';
-import type { LocalProject, Project } from '../../project/types.ts';
+import type { Project } from '../../project/types.ts';
 import { type GrepMatch, type GrepResponse, grepRows } from '../../search/grep.ts';
 import type { CliContext } from '../context.ts';
 import { safePath, visible } from '../format.ts';
-import { projectPath, shownPath, withProject } from '../open.ts';
+import { checkoutRoot, projectPath, shownPath, withProject } from '../open.ts';
 import { collect, nonNegativeInt, positiveInt } from '../options.ts';
 
 interface GrepOptions {
@@ -88,8 +88,7 @@ export function registerGrep(program: Command, cli: CliContext): void {
  * you stand in when it is inside the project (--project-wide: the whole project).
  */
 function scopeOf(opened: Project, typed: string[], projectWide: boolean): string[] | undefined {
-  const local = (opened as Partial<LocalProject>).root;
-  const root = local && !opened.remote && opened.location === local ? local : undefined;
+  const root = checkoutRoot(opened);
   const prefix = (rel: string) => {
     if (rel === '.') return '';
     // a folder is a prefix ending in a slash, so that `src` does not also take `src2/`

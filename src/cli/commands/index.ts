@@ -68,8 +68,8 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
   if (opts.maxFileSize) overrides.maxFileBytes = opts.maxFileSize;
   if (opts.includeSecrets) overrides.includeSecrets = true;
   const root = resolve(dir ?? g.root ?? findProjectRoot(process.cwd()) ?? process.cwd());
-  if (!opts.own && !opts.maxFileSize && !opts.includeSecrets && indexedMainWorktree(root))
-    return indexWorktree(cli, root, opts);
+  const main = opts.own || opts.maxFileSize || opts.includeSecrets ? undefined : indexedMainWorktree(root);
+  if (main) return indexWorktree(cli, root, main, opts);
   const project = await openProject({ root: dir ?? g.root, create: true, overrides });
   const progress = new Progress(io.stderr, err, !opts.quiet && !opts.json);
   const controller = new AbortController();
@@ -123,12 +123,13 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
  * `quarry index` in a linked worktree of an indexed repository: the overlay on the main tree's index is made (or
  * brought up to date): a lexical index of this tree and vectors for the files that differ, nothing else.
  */
-async function indexWorktree(cli: CliContext, root: string, opts: IndexOptions): Promise<void> {
+async function indexWorktree(cli: CliContext, root: string, main: string, opts: IndexOptions): Promise<void> {
   const { io } = cli;
   const err = cli.colors(io.stderr);
   const started = performance.now();
   const { openWorktree } = await import('../../project/worktree.ts');
   const project = await openWorktree(root, {
+    main,
     onNotice: (m) => {
       if (!m.startsWith('overlay: ')) io.stderr.write(`${err.yellow('note')}: ${m}\n`);
     },
@@ -136,7 +137,6 @@ async function indexWorktree(cli: CliContext, root: string, opts: IndexOptions):
   if (!project) return;
   try {
     const overlay = (project as Partial<OverlayProject>).overlay;
-    const main = indexedMainWorktree(root);
     const report = {
       worktree: root,
       base: main,
