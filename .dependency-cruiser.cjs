@@ -56,6 +56,19 @@ module.exports = {
       to: { circular: true },
     },
     ...upward,
+    {
+      name: 'faces-through-the-seam',
+      comment:
+        'a face (cli/, server/, mcp/) reaches the core through project/ and host/ only; settings (config/) are what ' +
+        'it parses flags and requests into, errors.ts what it reports. Type-only imports aside.',
+      severity: 'error',
+      from: { path: '^src/(cli|server|mcp)/' },
+      to: {
+        path: '^src/',
+        pathNot: '^src/(cli|server|mcp|project|host|config)/|^src/errors\\.ts$',
+        dependencyTypesNot: ['type-only'],
+      },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -1,16 +1,20 @@
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
-import { ask } from '../answer/ask.ts';
-import { applyEdit, proposeEdit, undoEdit } from '../answer/edit.ts';
 import { isQuarryError, QuarryError } from '../errors.ts';
-import { type LlmProvider, openLlm } from '../llm/provider.ts';
-import type { ChatMessage } from '../llm/types.ts';
+import {
+  applyEdit,
+  ask,
+  type ChatMessage,
+  type LlmProvider,
+  openLlm,
+  proposeEdit,
+  undoEdit,
+} from '../host/answers.ts';
+import { projectDataFile } from '../host/checkout.ts';
+import { type AutoSync, startAutoSync } from '../host/serve.ts';
 import type { LocalProject, Project } from '../project/local.ts';
 import type { AssembledContext } from '../project/types.ts';
-import { type AutoSync, startAutoSync } from '../watch/autosync.ts';
-import { indexPaths } from '../workspace/root.ts';
 import type { CliContext, Colors } from './context.ts';
 import { colorDiff, formatSources } from './format.ts';
 import { StreamingMarkdown } from './markdown.ts';
@@ -30,7 +34,7 @@ const HELP = `Ask anything about the code, or:
   !command                 run a shell command`;
 
 function historyFile(root: string | null): string | null {
-  return root ? join(indexPaths(root).dir, 'chat-history') : null;
+  return root ? projectDataFile(root, 'chat-history') : null;
 }
 
 function loadHistory(root: string | null): string[] {

@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { QuarryError } from '../errors.ts';
+import { openRepoRegistry, storeTraitsAt } from '../host/admin.ts';
+import { mainWorktreeOf, projectRootFor } from '../host/checkout.ts';
 import { type LocalProject, openProject, type Project } from '../project/local.ts';
-import { storeTarget, storeTraits } from '../store/open.ts';
 import type { RepoInfo } from '../store/types.ts';
-import { findProjectRoot } from '../workspace/root.ts';
 import type { Globals } from './context.ts';
 
 /** The folder a project is a checkout of, when it is one here (not a remote, nor a repository read from a store). */
@@ -19,7 +19,7 @@ export function checkoutRoot(project: Project): string | undefined {
  */
 export function projectPath(project: Project, typed: string, cwd = process.cwd()): string {
   // a remote or store-only project has no folder here: a checkout of it around cwd tells where its root is
-  const root = checkoutRoot(project) ?? findProjectRoot(cwd);
+  const root = checkoutRoot(project) ?? projectRootFor(undefined, cwd);
   const clean = typed.replace(/\\/g, '/');
   if (root) {
     const abs = resolve(cwd, clean);
@@ -44,7 +44,7 @@ export function projectPath(project: Project, typed: string, cwd = process.cwd()
  * project is a folder here (an editor opened there can follow it), as indexed otherwise (a remote, a store).
  */
 export function shownPath(project: Project, rel: string, cwd = process.cwd()): string {
-  const root = checkoutRoot(project) ?? findProjectRoot(cwd);
+  const root = checkoutRoot(project) ?? projectRootFor(undefined, cwd);
   if (!root || root === cwd) return rel;
   const out = relative(cwd, join(root, rel)).split(sep).join('/');
   return out || rel;
@@ -74,10 +74,10 @@ export async function openAnyProject(g: Globals): Promise<Project> {
   if (repos[0]) {
     // a named repository: through this checkout's settings when there is one (a store that keeps file text serves
     // it from there), else from the store alone
-    const here = g.root ?? findProjectRoot(process.cwd());
+    const here = projectRootFor(g.root);
     if (!here) return openProject({ repo: repos[0] });
     const project = await openProject({ root: here, overrides: { store: { repo: repos[0] } } });
-    if (!storeTraits(storeTarget(project.config, here)).keyed && project.name !== repos[0]) {
+    if (!storeTraitsAt(project.config, here).keyed && project.name !== repos[0]) {
       await project.close();
       throw new QuarryError(
         'BAD_INPUT',
@@ -96,8 +96,7 @@ export async function openAnyProject(g: Globals): Promise<Project> {
 async function openWorktreeHere(g: Globals): Promise<Project | undefined> {
   const here = overlayRoot(g);
   if (!here) return undefined;
-  const { indexedMainWorktree } = await import('../workspace/root.ts');
-  const main = indexedMainWorktree(here);
+  const main = mainWorktreeOf(here);
   if (!main) return undefined;
   const note = (m: string) => process.stderr.write(`quarry: ${m}\n`);
   const { openWorktree } = await import('../project/worktree.ts');
@@ -141,7 +140,7 @@ export async function withOverlay(g: Globals, base: Project): Promise<Project> {
 /** The checkout a shared index is overlaid with: a git working tree here, unless `--no-overlay` or QUARRY_OVERLAY=off. */
 export function overlayRoot(g: Globals): string | undefined {
   if (g.overlay === false || /^(off|0|false|no)$/i.test(process.env.QUARRY_OVERLAY ?? '')) return undefined;
-  const here = g.root ? resolve(g.root) : findProjectRoot(process.cwd());
+  const here = projectRootFor(g.root);
   return here && existsSync(join(here, '.git')) ? here : undefined;
 }
 
@@ -152,12 +151,10 @@ export async function repoList(g: Globals): Promise<RepoInfo[]> {
     const { remoteRepos } = await import('../project/remote.ts');
     return remoteRepos(remote);
   }
-  const here = g.root ?? findProjectRoot(process.cwd());
+  const here = projectRootFor(g.root);
   // a shared store lists its repositories from anywhere: a checkout with no index of its own in that store included
   // (it once failed there, exit 3, trying to open the checkout's own key)
-  const { openRegistry } = await import('../store/open.ts');
-  const { resolveConfig } = await import('../config/config.ts');
-  const registry = await openRegistry(resolveConfig({ root: here ?? process.cwd() }), here ?? process.cwd());
+  const registry = await openRepoRegistry(here ?? process.cwd());
   if (!registry && here) {
     const project = await openProject({ root: here });
     try {
@@ -202,7 +199,7 @@ export async function withLocalProject<T>(g: Globals, fn: (p: LocalProject) => P
 /** The project as a running local server of this checkout serves it, when there is one that answers. */
 export async function warmServerProject(rootOption: string | undefined): Promise<Project | undefined> {
   const { findServer } = await import('../host/discovery.ts');
-  const root = rootOption ? resolve(rootOption) : findProjectRoot(process.cwd());
+  const root = projectRootFor(rootOption);
   const note = root ? findServer(root) : undefined;
   if (!note) return undefined;
   try {
@@ -216,7 +213,7 @@ export async function warmServerProject(rootOption: string | undefined): Promise
 
 /** The root a command that needs no index works on: --root, else the project above cwd, else refused. */
 export function projectRootOf(g: Globals): string {
-  const root = g.root ?? findProjectRoot(process.cwd());
+  const root = projectRootFor(g.root);
   if (!root)
     throw new QuarryError(
       'NO_ROOT',

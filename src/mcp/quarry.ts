@@ -1,10 +1,8 @@
-import { resolve } from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { requireProject } from '../host/listen.ts';
-import { openServedSet, type ProjectSet } from '../host/set.ts';
+import { openServing } from '../host/serve.ts';
+import type { ProjectSet } from '../host/set.ts';
 import type { Grant } from '../host/tokens.ts';
-import { type LiveProject, openLiveProject } from '../watch/live.ts';
-import { findProjectRoot, indexedMainWorktree } from '../workspace/root.ts';
+import type { LiveProject } from '../watch/live.ts';
 import { createMcpServer } from './make-server.ts';
 
 export interface McpOptions {
@@ -31,17 +29,7 @@ export interface QuarryMcp {
 export async function createQuarryMcp(
   options: McpOptions & { log?: (m: string) => void },
 ): Promise<QuarryMcp> {
-  if (!options.remote) requireProject(process.cwd(), 'mcp', options);
-  // a linked worktree of an indexed repository is served as its overlay on the main tree's index
-  const here = options.remote
-    ? undefined
-    : resolve(options.root ?? findProjectRoot(process.cwd()) ?? process.cwd());
-  const main = here ? indexedMainWorktree(here) : undefined;
-  const worktree = here && main ? { root: here, main } : undefined;
-  const live = options.remote || worktree ? null : await openLiveProject({ ...options, create: true });
-  const set = await openServedSet(
-    options.remote ? { remote: options.remote } : worktree ? { worktree } : { live },
-  );
+  const { set, live } = await openServing({ ...options, command: 'mcp', cwd: process.cwd() });
   return {
     live,
     set,

@@ -1,7 +1,7 @@
 import { type Command, Option } from 'commander';
 import type { Packing } from '../../config/config.ts';
+import { SEARCH_MODES, type SearchMode } from '../../host/vocabulary.ts';
 import type { Project } from '../../project/local.ts';
-import { SEARCH_MODES, type SearchMode } from '../../search/search.ts';
 import type { CliContext } from '../context.ts';
 import { formatSources, sources } from '../format.ts';
 import { withProject } from '../open.ts';
@@ -11,7 +11,7 @@ import { positiveInt } from '../options.ts';
  * Heavy modules (the AI SDK, the tokenizer's tables, tree-sitter) load when a command needs them, not every time
  * quarry starts: `quarry search` stays a fast process.
  */
-const lazyAsk = () => import('../../answer/ask.ts');
+const lazyAsk = () => import('../../host/answers.ts');
 
 interface AskOptions {
   model?: string;

@@ -6,7 +6,7 @@ import { projectPath, withLocalProject } from '../open.ts';
 import { positiveInt } from '../options.ts';
 
 /** The edit module (and the AI SDK behind it) loads when a command needs it, not every time quarry starts. */
-const lazyEdit = () => import('../../answer/edit.ts');
+const lazyEdit = () => import('../../host/answers.ts');
 
 interface EditOptions {
   model?: string;

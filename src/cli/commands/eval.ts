@@ -2,10 +2,9 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { QuarryError } from '../../errors.ts';
-import { readQueries, runEval } from '../../eval/eval.ts';
-import { evalGitHistory } from '../../eval/git.ts';
-import { SEARCH_MODES, type SearchMode } from '../../search/search.ts';
-import { findProjectRoot } from '../../workspace/root.ts';
+import { projectRootFor } from '../../host/checkout.ts';
+import { evalGitHistory, readQueries, runEval } from '../../host/eval.ts';
+import { SEARCH_MODES, type SearchMode } from '../../host/vocabulary.ts';
 import type { CliContext } from '../context.ts';
 import { positiveInt } from '../options.ts';
 import { Progress } from '../progress.ts';
@@ -113,7 +112,7 @@ export async function runGitEvaluation(
   const { io } = cli;
   if (file)
     throw new QuarryError('BAD_INPUT', "--git asks the repository's history: give no query file with it");
-  const root = findProjectRoot(resolve(opts.root ?? cli.globals().root ?? process.cwd()));
+  const root = projectRootFor(undefined, resolve(opts.root ?? cli.globals().root ?? process.cwd()));
   if (!root)
     throw new QuarryError('NO_ROOT', 'eval --git runs in a git checkout: cd into one, or pass --root');
   const progress = new Progress(io.stderr, cli.colors(io.stderr), !opts.json);

@@ -1,10 +1,10 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { UserConfig } from '../../config/config.ts';
+import { mainWorktreeOf, projectRootFor } from '../../host/checkout.ts';
+import { SKIP_REASONS } from '../../host/vocabulary.ts';
 import { indexProject, type LocalProject, openProject } from '../../project/local.ts';
 import type { OverlayProject } from '../../project/overlay.ts';
-import { findProjectRoot, indexedMainWorktree } from '../../workspace/root.ts';
-import { SKIP_REASONS } from '../../workspace/walk.ts';
 import { spawnBackgroundIndex } from '../background.ts';
 import type { CliContext, Colors } from '../context.ts';
 import { nonNegativeInt, positiveInt } from '../options.ts';
@@ -67,8 +67,8 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
   const overrides: UserConfig = {};
   if (opts.maxFileSize) overrides.maxFileBytes = opts.maxFileSize;
   if (opts.includeSecrets) overrides.includeSecrets = true;
-  const root = resolve(dir ?? g.root ?? findProjectRoot(process.cwd()) ?? process.cwd());
-  const main = opts.own || opts.maxFileSize || opts.includeSecrets ? undefined : indexedMainWorktree(root);
+  const root = resolve(dir ?? projectRootFor(g.root) ?? process.cwd());
+  const main = opts.own || opts.maxFileSize || opts.includeSecrets ? undefined : mainWorktreeOf(root);
   if (main) return indexWorktree(cli, root, main, opts);
   const project = await openProject({ root: dir ?? g.root, create: true, overrides });
   const progress = new Progress(io.stderr, err, !opts.quiet && !opts.json);

@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
-import { resolveConfig } from '../../config/config.ts';
-import { verifiedWeights } from '../../embed/local.ts';
-import { bundledModelDir, cacheModelDir, findWeights, installWeights } from '../../embed/models.ts';
+import { installModelWeights, modelStatus } from '../../host/models.ts';
 import type { CliContext } from '../context.ts';
 
 export function registerModel(program: Command, cli: CliContext): void {
@@ -25,16 +23,8 @@ export function registerModel(program: Command, cli: CliContext): void {
 export async function runModelStatus(cli: CliContext, opts: { json?: boolean }): Promise<void> {
   const { io } = cli;
   const g = cli.globals();
-  const config = resolveConfig({ ...(g.root ? { root: g.root } : {}) });
-  const path = findWeights({ modelDir: config.embed.modelDir });
-  const info = path ? await verifiedWeights(path) : undefined;
-  const status = {
-    provider: config.embed.provider,
-    model: 'all-MiniLM-L6-v2',
-    weights: info ?? null,
-    cache: cacheModelDir(),
-    tokenizer: bundledModelDir(),
-  };
+  const status = await modelStatus(g.root);
+  const info = status.weights;
   if (opts.json) {
     io.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
     return;
@@ -43,12 +33,12 @@ export async function runModelStatus(cli: CliContext, opts: { json?: boolean }):
   io.stdout.write(
     info
       ? `${c.green('installed')} all-MiniLM-L6-v2 (${info.variant}) at ${info.path}\n  sha256 ${info.sha256}\n  from ${info.source}\n`
-      : `${c.yellow('not installed')}: no weights in ${config.embed.modelDir ?? cacheModelDir()}; run \`quarry model install <model.onnx>\`` +
-          `${config.embed.download ? ' (or quarry downloads them at the next index run)' : ''}\n`,
+      : `${c.yellow('not installed')}: no weights in ${status.weightsDir}; run \`quarry model install <model.onnx>\`` +
+          `${status.download ? ' (or quarry downloads them at the next index run)' : ''}\n`,
   );
 }
 
 export async function runModelInstall(cli: CliContext, path: string): Promise<void> {
-  const info = await installWeights(path);
+  const info = await installModelWeights(path);
   cli.io.stdout.write(`installed all-MiniLM-L6-v2 (${info.variant}) at ${info.path}\n`);
 }

@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
-import { resolveConfig } from '../../config/config.ts';
 import { QuarryError } from '../../errors.ts';
-import { openRegistry } from '../../store/open.ts';
-import { findProjectRoot } from '../../workspace/root.ts';
+import { openRepoRegistry } from '../../host/admin.ts';
+import { projectRootFor } from '../../host/checkout.ts';
 import type { CliContext } from '../context.ts';
 import { remoteOf, repoList } from '../open.ts';
 import { formatBytes } from '../progress.ts';
@@ -55,8 +54,8 @@ export async function runReposRm(
       'repositories are removed where the store is: run this with --store, not --remote',
     );
   const cwd = process.cwd();
-  const root = cli.globals().root ?? findProjectRoot(cwd) ?? cwd;
-  const registry = await openRegistry(resolveConfig({ root }), root);
+  const root = projectRootFor(cli.globals().root, cwd) ?? cwd;
+  const registry = await openRepoRegistry(root);
   if (!registry)
     throw new QuarryError(
       'BAD_INPUT',

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { resolveConfig } from '../../config/config.ts';
 import { QuarryError } from '../../errors.ts';
-import { resetIndex, storeTarget, storeTraits } from '../../store/open.ts';
+import { indexWhere, resetProjectIndex } from '../../host/admin.ts';
 import type { CliContext } from '../context.ts';
 import { projectRootOf } from '../open.ts';
 
@@ -27,14 +26,12 @@ async function confirmed(cli: CliContext, root: string, where: string): Promise<
 export async function runReset(cli: CliContext, opts: { yes?: boolean }): Promise<void> {
   const { io } = cli;
   const root = projectRootOf(cli.globals());
-  const config = resolveConfig({ root });
-  const target = storeTarget(config, root);
-  const { where, resetNote } = storeTraits(target);
+  const { where, resetNote } = indexWhere(root);
   if (!opts.yes && !(await confirmed(cli, root, where))) {
     io.stdout.write('kept\n');
     return;
   }
-  if (!(await resetIndex(config, root))) {
+  if (!(await resetProjectIndex(root))) {
     io.stdout.write(`no index in ${root}: nothing to reset\n`);
     return;
   }

@@ -1,8 +1,7 @@
 import { type Command, Option } from 'commander';
 import { openedSet, type ProjectSet, searchFilter } from '../../host/set.ts';
+import { analyzeQuery, resultJson, SEARCH_MODES, type SearchMode } from '../../host/vocabulary.ts';
 import type { Project } from '../../project/local.ts';
-import { analyzeQuery } from '../../search/query.ts';
-import { resultJson, SEARCH_MODES, type SearchMode } from '../../search/search.ts';
 import type { CliContext } from '../context.ts';
 import { highlightTerms, safePath, visible } from '../format.ts';
 import { openAnyProject, projectPath, repoList, shownPath, warmServerProject } from '../open.ts';

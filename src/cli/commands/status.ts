@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
+import { DATA_CHUNK_VECTORS } from '../../host/vocabulary.ts';
 import { type LocalProject, projectStatus, type StatusReport } from '../../project/local.ts';
 import type { OverlayProject } from '../../project/overlay.ts';
-import { DATA_CHUNK_VECTORS } from '../../workspace/roles.ts';
 import type { CliContext, Colors } from '../context.ts';
 import { visible } from '../format.ts';
 import { openAnyProject } from '../open.ts';

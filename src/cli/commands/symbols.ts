@@ -5,7 +5,7 @@ import { projectPath, withProject } from '../open.ts';
 import { positiveInt } from '../options.ts';
 
 /** The router's formatters load with tree-sitter's tables: when a command needs them, not every time quarry starts. */
-const lazyRouter = () => import('../../answer/router.ts');
+const lazyRouter = () => import('../../host/answers.ts');
 
 export function registerSymbolCommands(program: Command, cli: CliContext): void {
   program

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { requireProject } from '../../host/listen.ts';
+import type { SyncStatus } from '../../host/serve.ts';
 import { openProject } from '../../project/local.ts';
-import type { SyncStatus } from '../../watch/autosync.ts';
 import type { CliContext } from '../context.ts';
 import { INIT_HELP, positiveInt, untilSignal } from '../options.ts';
 
@@ -33,7 +33,7 @@ export async function runWatch(cli: CliContext, opts: { sweep: number; init?: bo
   const { io } = cli;
   const root = cli.globals().root;
   requireProject(process.cwd(), 'watch', { root, init: opts.init });
-  const { startAutoSync } = await import('../../watch/autosync.ts');
+  const { startAutoSync } = await import('../../host/serve.ts');
   const project = await openProject({ ...(root ? { root } : {}), create: true });
   const c = cli.colors(io.stdout);
   let last = '';

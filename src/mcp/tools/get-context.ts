@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { SEARCH_MODES } from '../../search/search.ts';
+import { SEARCH_MODES } from '../../host/vocabulary.ts';
 import { type Answer, defineTool, READ_ONLY, repoArg, rootArg, type ToolContext } from '../common.ts';
 
 const inputSchema = {

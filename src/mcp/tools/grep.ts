@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { searchFilter } from '../../host/set.ts';
-import { type GrepResponse, grepRows } from '../../search/grep.ts';
+import { type GrepResponse, grepRows } from '../../host/vocabulary.ts';
 import { type Answer, defineTool, READ_ONLY, repoArg, rootArg, type ToolContext } from '../common.ts';
 
 /** Longest line an answer shows (minified code has lines of 100 kB). */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { searchFilter } from '../../host/set.ts';
-import { resultJson } from '../../search/search.ts';
+import { resultJson } from '../../host/vocabulary.ts';
 import { type Answer, defineTool, numbered, READ_ONLY, rootArg, type ToolContext } from '../common.ts';
 
 const inputSchema = {

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
-import { ask as askProject } from '../../answer/ask.ts';
 import { isQuarryError } from '../../errors.ts';
+import { ask as askProject } from '../../host/answers.ts';
 import type { Project } from '../../project/types.ts';
 import { body, type Env, projectFor, questionOf } from '../request.ts';
 

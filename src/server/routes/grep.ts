@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import { z } from 'zod';
 import { QuarryError } from '../../errors.ts';
 import { searchFilter } from '../../host/set.ts';
-import { GREP_LIMITS } from '../../search/grep.ts';
+import { GREP_LIMITS } from '../../host/vocabulary.ts';
 import { body, type Env, projectFor } from '../request.ts';
 
 const list = z.array(z.string()).max(50);

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { QuarryError } from '../../errors.ts';
 import { searchFilter } from '../../host/set.ts';
-import { resultJson, searchMode } from '../../search/search.ts';
+import { resultJson, searchMode } from '../../host/vocabulary.ts';
 import type { Env } from '../request.ts';
 
 /** `?k=` and `?files=`: whole numbers from 1 to 400 (`files` may be absent). */
