@@ -27,7 +27,7 @@ export function createWorkerEmbedder(options: WorkerEmbedderOptions): Embedder {
   type Pending = { resolve: (v: Float32Array[]) => void; reject: (e: Error) => void };
   const pending = new Map<number, Pending>();
   const workers = Array.from({ length: count }, () => {
-    const w = startWorker(new URL('./worker.ts', import.meta.url), {
+    const w = startWorker('embed/worker', {
       weights: options.weights,
       threads,
       nice: options.nice ?? 10,

@@ -38,7 +38,7 @@ export function createFilePool(
   type Slot = { w: ReturnType<typeof startWorker>; pending: Map<number, Pending> };
   const workers: Slot[] = [];
   const spawn = (): Slot => {
-    const w = startWorker(new URL('./worker.ts', import.meta.url), { root, config });
+    const w = startWorker('indexing/worker', { root, config });
     const slot: Slot = { w, pending: new Map<number, Pending>() };
     const { pending } = slot;
     w.on('message', (m: { id: number; outcome?: FileOutcome; error?: string; wasm?: boolean }) => {

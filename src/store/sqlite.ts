@@ -1278,7 +1278,7 @@ export class SqliteStore implements Store {
   /** Runs a read on the dense reader (a worker with its own connection), started on first use. */
   private onReader(message: ReaderRequest): Promise<Row[]> {
     if (!this.reader) {
-      const worker = startWorker(new URL('./dense-worker.ts', import.meta.url), { path: this.location });
+      const worker = startWorker('store/dense-worker', { path: this.location });
       const pending = new Map<number, { resolve: (rows: Row[]) => void; reject: (e: Error) => void }>();
       worker.on('message', (m: { id: number; rows?: Row[]; error?: string }) => {
         const p = pending.get(m.id);
