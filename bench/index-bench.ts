@@ -12,6 +12,7 @@ import { availableParallelism, cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openProject, searchProject } from '../src/project/local.ts';
+import { benchQueries } from './queries.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -88,41 +89,7 @@ const largest = parsed[parsed.length - 1]!;
 const one = { ms: editOne(target.path) };
 const oneLargest = editOne(largest.path);
 
-// queries: natural-language phrases and identifiers sampled (deterministically) from the index itself
-const symbols = [
-  ...new Set(
-    [
-      ...(
-        await project.store.listSymbols(
-          files
-            .filter((_, i) => i % Math.max(1, Math.floor(files.length / 200)) === 0)
-            .slice(0, 200)
-            .map((f) => f.path),
-        )
-      ).values(),
-    ]
-      .flat()
-      .map((s) => s.name),
-  ),
-];
-const phrases = [
-  'how is the configuration loaded',
-  'parse command line arguments',
-  'retry the request after a failure',
-  'where are errors logged',
-  'close the connection when done',
-  'read the file from disk',
-  'validate user input',
-  'cache the result',
-  'convert the value to a string',
-  'handle a timeout',
-];
-const nQueries = Number(values.queries);
-const queries = Array.from({ length: nQueries }, (_, i) =>
-  i % 2 === 0
-    ? phrases[(i / 2) % phrases.length]!
-    : `where is ${symbols[(i * 7) % symbols.length] ?? 'main'} defined`,
-);
+const queries = await benchQueries(project, files, Number(values.queries));
 await searchProject(project, 'warm up the caches'); // first query pays for statement preparation
 const inProcess: number[] = [];
 for (const q of queries) {

@@ -103,6 +103,16 @@ describe('freshness an agent can see', () => {
       many.stale,
       /^30 files changed since the last index: results may miss them \(run `quarry index`/,
     );
+    // a tree whose last full walk counted more files than a search walks is not walked (nor listed) by a search
+    const big = await openProject({ root, userConfig: false });
+    try {
+      assert.equal(await big.store.getMeta('tree_files'), '2', 'the index counted the files its walk found');
+      await big.store.setMeta('tree_files', '20000');
+    } finally {
+      await big.close();
+    }
+    const unwalked = JSON.parse(runCli(['search', 'start app', '--json'], { cwd: root, env }).stdout);
+    assert.doesNotMatch(unwalked.stale ?? '', /changed since the last index/);
   });
 
   it('says "being updated" only while a running index has files to re-read (regression: every start-up sync said so)', async () => {

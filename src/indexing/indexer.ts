@@ -173,7 +173,11 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
     report.files = files;
     report.skipped = walked.skipped;
     // what the walk left out and why, for `status` (a path sync walks nothing: the last full walk's stands)
-    if (ignored) await store.setMeta('walk_skipped', JSON.stringify(walkSkipped(walked.skipped, ignored)));
+    if (ignored) {
+      await store.setMeta('walk_skipped', JSON.stringify(walkSkipped(walked.skipped, ignored)));
+      // how many files the tree holds, for what must not list them all to know (search's catch-up walk)
+      await store.setMeta('tree_files', String(files));
+    }
     if (gone.length) {
       await store.deleteFiles(gone);
       report.deleted += gone.length;

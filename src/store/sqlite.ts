@@ -489,12 +489,12 @@ export class SqliteStore implements Store {
       chunkRange: db.prepare(
         `SELECT min(c.id) AS lo, max(c.id) AS hi FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ?`,
       ),
-      chunkVocab: db.prepare(
-        `SELECT term, doc FROM chunks_vocab WHERE term IN (SELECT value FROM json_each(?))`,
-      ),
-      fileVocab: db.prepare(
-        `SELECT term, doc FROM files_vocab WHERE term IN (SELECT value FROM json_each(?))`,
-      ),
+      // one term at a time: fts5vocab seeks a term it is given with =, and scans the whole vocabulary for IN (…)
+      chunkVocab: db.prepare(`SELECT doc FROM chunks_vocab WHERE term = ?`).pluck(),
+      fileVocab: db.prepare(`SELECT doc FROM files_vocab WHERE term = ?`).pluck(),
+      // FTS5's own row count, in its averages record (the N of its BM25), read in O(1) rather than counted
+      chunkFtsRows: db.prepare(`SELECT block FROM chunks_fts_data WHERE id = 1`).pluck(),
+      fileFtsRows: db.prepare(`SELECT block FROM files_fts_data WHERE id = 1`).pluck(),
       countChunks: db.prepare(`SELECT COUNT(*) FROM chunks`).pluck(),
       countFts: db.prepare(`SELECT COUNT(*) FROM files WHERE method != 'skipped'`).pluck(),
       touchFile: db.prepare(`UPDATE files SET size = ?, mtime_ms = ? WHERE path = ?`),
@@ -777,10 +777,17 @@ export class SqliteStore implements Store {
 
   private async termStats(terms: string[], scope: 'chunks' | 'files'): Promise<TermStats> {
     const vocab = scope === 'chunks' ? this.stmts.chunkVocab : this.stmts.fileVocab;
-    const total = (scope === 'chunks' ? this.stmts.countChunks : this.stmts.countFts).get() as number;
-    const df = new Map(
-      (vocab.all(JSON.stringify(terms)) as Row[]).map((r) => [r.term as string, r.doc as number]),
-    );
+    const block = (scope === 'chunks' ? this.stmts.chunkFtsRows : this.stmts.fileFtsRows).get() as
+      | Buffer
+      | undefined;
+    const total = block?.length
+      ? readVarints(block)[0]!
+      : ((scope === 'chunks' ? this.stmts.countChunks : this.stmts.countFts).get() as number);
+    const df = new Map<string, number>();
+    for (const term of new Set(terms)) {
+      const docs = vocab.get(term) as number | undefined;
+      if (docs !== undefined) df.set(term, docs);
+    }
     return { total, df };
   }
 
