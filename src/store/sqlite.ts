@@ -494,7 +494,6 @@ export class SqliteStore implements Store {
       fileVocab: db.prepare(`SELECT doc FROM files_vocab WHERE term = ?`).pluck(),
       // FTS5's own row count, in its averages record (the N of its BM25), read in O(1) rather than counted
       chunkFtsRows: db.prepare(`SELECT block FROM chunks_fts_data WHERE id = 1`).pluck(),
-      fileFtsRows: db.prepare(`SELECT block FROM files_fts_data WHERE id = 1`).pluck(),
       countChunks: db.prepare(`SELECT COUNT(*) FROM chunks`).pluck(),
       countFts: db.prepare(`SELECT COUNT(*) FROM files WHERE method != 'skipped'`).pluck(),
       touchFile: db.prepare(`UPDATE files SET size = ?, mtime_ms = ? WHERE path = ?`),
@@ -777,9 +776,9 @@ export class SqliteStore implements Store {
 
   private async termStats(terms: string[], scope: 'chunks' | 'files'): Promise<TermStats> {
     const vocab = scope === 'chunks' ? this.stmts.chunkVocab : this.stmts.fileVocab;
-    const block = (scope === 'chunks' ? this.stmts.chunkFtsRows : this.stmts.fileFtsRows).get() as
-      | Buffer
-      | undefined;
+    // chunks: FTS5's own row count, one row a chunk, read in O(1). Files: those not skipped, as ever (files_fts
+    // holds no row for a file without words, so its count would move the common-word share and the features)
+    const block = scope === 'chunks' ? (this.stmts.chunkFtsRows.get() as Buffer | undefined) : undefined;
     const total = block?.length
       ? readVarints(block)[0]!
       : ((scope === 'chunks' ? this.stmts.countChunks : this.stmts.countFts).get() as number);
