@@ -246,7 +246,21 @@ def cmd_export(a):
     import torch
     from transformers import AutoModel
 
-    model = AutoModel.from_pretrained(a.model).eval()
+    bert = AutoModel.from_pretrained(a.model).eval()
+
+    class Encoder(torch.nn.Module):
+        # keyword arguments: newer transformers' forward() takes more positional ones than the tracer passes
+        def __init__(self):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                             token_type_ids=token_type_ids).last_hidden_state
+
+    model = Encoder().eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
     ids = torch.ones(1, 16, dtype=torch.long)
     torch.onnx.export(model, (ids, ids, torch.zeros_like(ids)), a.out,
                       input_names=["input_ids", "attention_mask", "token_type_ids"],
