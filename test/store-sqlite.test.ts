@@ -135,6 +135,51 @@ describe('SqliteStore specifics', () => {
     await migrated.close();
   });
 
+  it('keeps trigrams without positions: a literal is the AND of its trigrams, and an older table is rebuilt', async () => {
+    const path = freshPath();
+    const s = openSqliteStore(path);
+    const file = (p: string, text: string) => ({
+      file: { path: p, size: text.length, mtimeMs: 5, hash: p, language: 'text', method: 'lines' as const },
+      chunks: [],
+      symbols: [],
+      tokens: { path: p, symbols: '', body: '' },
+      text,
+    });
+    await s.replaceFiles([
+      file('a.txt', 'say "hello" to 𝒳𝒴𝒵 and Ünïcode'),
+      file('b.txt', 'hel lo llo "he'),
+      file('c.txt', 'nothing here'),
+    ]);
+    // b.txt holds every trigram of neither literal: only a.txt is a candidate; case is folded as before
+    assert.deepEqual(await s.exact.candidates([['"hello"']]), ['a.txt']);
+    assert.deepEqual(await s.exact.candidates([['𝒳𝒴𝒵'], ['ünïcode']]), ['a.txt']);
+    assert.deepEqual(await s.exact.candidates([['HELLO'], ['nothing']]), ['a.txt', 'c.txt']);
+    // fewer than three code points (four UTF-16 units): nothing to look up, so every file is read
+    assert.equal(await s.exact.candidates([['𝒳𝒴']]), undefined);
+    await s.close();
+
+    // an index from before: its trigram table kept positions; the migration rebuilds it and marks files for re-reading
+    const db = new Database(path);
+    db.exec(`DROP TABLE text_fts;
+             CREATE VIRTUAL TABLE text_fts USING fts5 (text, content = '', contentless_delete = 1, tokenize = 'trigram');
+             UPDATE meta SET value = '${SCHEMA_VERSION - 1}' WHERE key = 'schema_version'`);
+    db.close();
+    const migrated = openSqliteStore(path);
+    assert.equal(
+      await migrated.exact.candidates([['hello']]),
+      undefined,
+      'empty until re-read: every file is read',
+    );
+    assert.equal((await migrated.getFile('a.txt'))?.size, -1);
+    await migrated.close();
+    const raw = new Database(path, { readonly: true });
+    assert.match(
+      String(raw.prepare(`SELECT sql FROM sqlite_master WHERE name = 'text_fts'`).pluck().get()),
+      /detail = none/,
+    );
+    raw.close();
+  });
+
   it('answers dense queries the same on the reader worker as in this thread', async () => {
     const path = freshPath();
     const s = openSqliteStore(path);
@@ -247,7 +292,8 @@ describe('SqliteStore specifics', () => {
     const db = new Database(path);
     sqliteVec.load(db);
     db.exec(`DROP TABLE chunk_codes`);
-    db.prepare(`UPDATE meta SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION - 1));
+    // the codes came two migrations ago (the last one rebuilt the trigram table)
+    db.prepare(`UPDATE meta SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION - 2));
     db.close();
     const migrated = openSqliteStore(path, { codesMin: 0 });
     assert.deepEqual(await migrated.check(), []);

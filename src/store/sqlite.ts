@@ -165,6 +165,18 @@ const MIGRATIONS: Array<(db: Database.Database) => void> = [
     const hasTable = db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'chunk_vectors'`).get();
     if (hasVec && hasTable) fillCodes(db);
   },
+  (db) => {
+    // the trigram table without positions (detail = none): grep looks a literal up as the AND of its trigrams and
+    // verifies the text, so positions only cost writes and space (on the 100k corpus they were 40% of the index);
+    // files are re-read to fill it, and until then grep reads every file
+    db.exec(`
+      DROP TABLE text_fts;
+      CREATE VIRTUAL TABLE text_fts USING fts5 (
+        text, content = '', contentless_delete = 1, tokenize = 'trigram', detail = none
+      );
+      UPDATE files SET size = -1, hash = '';
+    `);
+  },
 ];
 
 /** Writes every chunk vector's codes (a migration, and a reset of the codes table). */
@@ -193,11 +205,25 @@ function bumpCodes(db: Database.Database): void {
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-/** An FTS5 MATCH expression for a trigram plan: each literal a quoted phrase, which the trigram tokenizer matches as a substring. */
-function ftsTrigramQuery(plan: string[][]): string {
-  const phrase = (s: string) => `"${s.replaceAll('"', '""')}"`;
-  const groups = plan.map((g) => g.map(phrase).join(' AND '));
-  return groups.length === 1 ? (groups[0] as string) : groups.map((g) => `(${g})`).join(' OR ');
+/**
+ * An FTS5 MATCH expression for a trigram plan, or undefined when a group has no literal of three characters (code
+ * points) to look up. `text_fts` keeps no positions (detail = none), so a literal is the AND of its trigrams: a
+ * superset of the files that hold it, which grep verifies against the text anyway.
+ */
+export function ftsTrigramQuery(plan: string[][]): string | undefined {
+  const term = (s: string) => `"${s.replaceAll('"', '""')}"`;
+  const groups: string[] = [];
+  for (const literals of plan) {
+    const grams = new Set<string>();
+    for (const literal of literals) {
+      const chars = Array.from(literal);
+      for (let i = 0; i + 3 <= chars.length; i++) grams.add(chars.slice(i, i + 3).join(''));
+    }
+    if (!grams.size) return undefined;
+    groups.push([...grams].map(term).join(' AND '));
+  }
+  if (!groups.length) return undefined;
+  return groups.length === 1 ? groups[0] : groups.map((g) => `(${g})`).join(' OR ');
 }
 
 export interface SqliteStoreOptions {
@@ -682,12 +708,14 @@ export class SqliteStore implements Store {
       if (count('SELECT count(*) FROM text_fts_docsize') < files) return undefined;
       this.trigramsComplete = true;
     }
+    const match = ftsTrigramQuery(plan);
+    if (match === undefined) return undefined;
     return this.db
       .prepare(
         `SELECT f.path FROM text_fts t JOIN files f ON f.id = t.rowid WHERE text_fts MATCH ? ORDER BY f.path`,
       )
       .pluck()
-      .all(ftsTrigramQuery(plan)) as string[];
+      .all(match) as string[];
   }
 
   async check(): Promise<string[]> {
