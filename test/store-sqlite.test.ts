@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
+import { indexProject } from '../src/project/local.ts';
 import { openSqliteStore, SCHEMA_VERSION } from '../src/store/sqlite.ts';
-import { copyPolyglot, indexLexically, makeTree, removeTree, runCli } from './helpers.ts';
+import { copyPolyglot, indexLexically, makeTree, openLexical, removeTree, runCli } from './helpers.ts';
 import { storeContract } from './store-contract.ts';
 
 const dirs: string[] = [];
@@ -13,6 +14,16 @@ function freshPath(): string {
   const d = makeTree({});
   dirs.push(d);
   return join(d, '.quarry', 'index.db');
+}
+
+/** Indexes a tree lexically and returns the run's report. */
+async function indexProjectAt(root: string) {
+  const p = await openLexical(root);
+  try {
+    return await indexProject(p);
+  } finally {
+    await p.close();
+  }
 }
 
 /** A file update of one-line chunks, one a text, as the tests write them straight into a store. */
@@ -158,24 +169,45 @@ describe('SqliteStore specifics', () => {
     assert.equal(await s.exact.candidates([['𝒳𝒴']]), undefined);
     await s.close();
 
-    // an index from before: its trigram table kept positions; the migration rebuilds it and marks files for re-reading
-    const db = new Database(path);
+    // an index from before: its trigram table kept positions. The migration rebuilds it, and the next index run gives
+    // each unchanged file's text again without parsing it
+    const root = makeTree({
+      'src/a.py': 'def hello():\n    return "hello world"\n',
+      'notes.md': '# nothing here\n',
+    });
+    dirs.push(root);
+    await indexLexically(root);
+    const index = join(root, '.quarry', 'index.db');
+    const db = new Database(index);
     db.exec(`DROP TABLE text_fts;
              CREATE VIRTUAL TABLE text_fts USING fts5 (text, content = '', contentless_delete = 1, tokenize = 'trigram');
              UPDATE meta SET value = '${SCHEMA_VERSION - 1}' WHERE key = 'schema_version'`);
+    const chunkIds = db.prepare('SELECT id FROM chunks ORDER BY id').pluck().all();
     db.close();
-    const migrated = openSqliteStore(path);
+    const migrated = openSqliteStore(index);
     assert.equal(
       await migrated.exact.candidates([['hello']]),
       undefined,
       'empty until re-read: every file is read',
     );
-    assert.equal((await migrated.getFile('a.txt'))?.size, -1);
+    assert.equal((await migrated.getFile('src/a.py'))?.size, -1);
     await migrated.close();
-    const raw = new Database(path, { readonly: true });
+    const report = await indexProjectAt(root);
+    assert.equal(report.touched, 2, 'both files given back unchanged');
+    assert.equal(report.updated + report.added, 0, 'nothing parsed again');
+    const after = openSqliteStore(index);
+    assert.deepEqual(await after.exact.candidates([['hello wor']]), ['src/a.py']);
+    assert.equal((await after.getFile('src/a.py'))?.size, 38);
+    await after.close();
+    const raw = new Database(index, { readonly: true });
     assert.match(
       String(raw.prepare(`SELECT sql FROM sqlite_master WHERE name = 'text_fts'`).pluck().get()),
       /detail = none/,
+    );
+    assert.deepEqual(
+      raw.prepare('SELECT id FROM chunks ORDER BY id').pluck().all(),
+      chunkIds,
+      'the chunks were kept',
     );
     raw.close();
   });

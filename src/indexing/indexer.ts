@@ -4,7 +4,7 @@ import type { QuarryConfig } from '../config/config.ts';
 import { cacheFor } from '../embed/shared-cache.ts';
 import type { Embedder } from '../embed/types.ts';
 import { QuarryError } from '../errors.ts';
-import type { FileUpdate, Store } from '../store/types.ts';
+import type { FileTouch, FileUpdate, Store } from '../store/types.ts';
 import { gitHead, gitRemote, isDirectory } from '../workspace/root.ts';
 import {
   statPaths,
@@ -312,6 +312,8 @@ function planTasks(files: WalkEntry[], known: KnownFiles, store: Store): FileTas
     if (k && k.size === f.size && k.mtimeMs === f.mtimeMs) continue;
     const t: FileTask = k ? { ...f, knownHash: k.hash } : { ...f };
     if (store.content || store.exact) t.keepText = true; // stores that keep it, or index it by trigram
+    // a size of -1 with the hash kept: a migration rebuilt the trigram table; an unchanged file gives its text again
+    if (k?.size === -1 && k.hash && store.exact) t.refillText = true;
     tasks.push(t);
   }
   return tasks;
@@ -352,13 +354,13 @@ function lexicalProgress(
 /** Gathers file updates and touches, and writes them to the store a batch at a time. */
 function batchWriter(store: Store) {
   let batch: FileUpdate[] = [];
-  let touches: Array<{ path: string; size: number; mtimeMs: number }> = [];
+  let touches: FileTouch[] = [];
   let lastCommit = performance.now();
   return {
     update(u: FileUpdate) {
       batch.push(u);
     },
-    touch(t: { path: string; size: number; mtimeMs: number }) {
+    touch(t: FileTouch) {
       touches.push(t);
     },
     due: () => batch.length + touches.length >= COMMIT_FILES || performance.now() - lastCommit > COMMIT_MS,
@@ -433,7 +435,12 @@ async function recordOutcome(
       break;
     }
     case 'unchanged':
-      writer.touch({ path: outcome.path, size: outcome.size, mtimeMs: outcome.mtimeMs });
+      writer.touch({
+        path: outcome.path,
+        size: outcome.size,
+        mtimeMs: outcome.mtimeMs,
+        ...(outcome.text !== undefined ? { text: outcome.text } : {}),
+      });
       report.touched++;
       break;
     case 'gone':

@@ -18,6 +18,8 @@ export interface FileTask {
   keepText?: boolean;
   /** Chunk by lines, without a parser (a retry after tree-sitter's WebAssembly failed on this file). */
   plain?: boolean;
+  /** The index lost this file's text (a rebuilt trigram table): an unchanged file still returns its text. */
+  refillText?: boolean;
 }
 
 export type FileOutcome =
@@ -28,7 +30,7 @@ export type FileOutcome =
       /** Chunked by lines after tree-sitter failed on it; the worker's parser is not to be trusted again. */
       suspect?: boolean;
     }
-  | { status: 'unchanged'; path: string; size: number; mtimeMs: number }
+  | { status: 'unchanged'; path: string; size: number; mtimeMs: number; text?: string }
   | { status: 'gone'; path: string }
   | { status: 'unreadable'; path: string; detail: string };
 
@@ -120,10 +122,22 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
   // the file may have changed since the walk: describe what was read
   const size = buf.length;
   const hash = createHash('sha256').update(buf).digest('hex');
-  if (task.knownHash === hash) return { status: 'unchanged', path: task.path, size, mtimeMs: task.mtimeMs };
+  const unchanged = task.knownHash === hash;
+  if (unchanged && !task.refillText)
+    return { status: 'unchanged', path: task.path, size, mtimeMs: task.mtimeMs };
   const t = { ...task, size };
   const lang = detectLanguage(task.path);
   const verdict = contentVerdict(buf, config);
+  if (unchanged) {
+    const text = verdict.skip ? undefined : verdict.text;
+    return {
+      status: 'unchanged',
+      path: task.path,
+      size,
+      mtimeMs: task.mtimeMs,
+      ...(text !== undefined ? { text } : {}),
+    };
+  }
   if (verdict.skip) return skipped(t, hash, lang.id, verdict.skip);
   const text = verdict.text;
 

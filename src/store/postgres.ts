@@ -15,6 +15,7 @@ import type {
   FileNameHit,
   FileNameQuery,
   FileRecord,
+  FileTouch,
   FileUpdate,
   LexicalIndex,
   LexicalQuery,
@@ -900,7 +901,7 @@ export class PostgresStore implements Store {
       );
   }
 
-  async touchFiles(files: Array<Pick<FileRecord, 'path' | 'size' | 'mtimeMs'>>): Promise<void> {
+  async touchFiles(files: FileTouch[]): Promise<void> {
     if (!files.length) return;
     await this.q(
       `UPDATE quarry_files f SET size = t.size, mtime_ms = t.mtime

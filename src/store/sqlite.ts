@@ -18,6 +18,7 @@ import type {
   FileNameHit,
   FileNameQuery,
   FileRecord,
+  FileTouch,
   FileUpdate,
   LexicalIndex,
   LexicalQuery,
@@ -168,13 +169,14 @@ const MIGRATIONS: Array<(db: Database.Database) => void> = [
   (db) => {
     // the trigram table without positions (detail = none): grep looks a literal up as the AND of its trigrams and
     // verifies the text, so positions only cost writes and space (on the 100k corpus they were 40% of the index);
-    // files are re-read to fill it, and until then grep reads every file
+    // files are re-read to fill it (a size that never matches, the hash kept: an unchanged file only gives its text
+    // again, nothing is parsed), and until then grep reads every file
     db.exec(`
       DROP TABLE text_fts;
       CREATE VIRTUAL TABLE text_fts USING fts5 (
         text, content = '', contentless_delete = 1, tokenize = 'trigram', detail = none
       );
-      UPDATE files SET size = -1, hash = '';
+      UPDATE files SET size = -1 WHERE method != 'skipped';
     `);
   },
 ];
@@ -639,11 +641,19 @@ export class SqliteStore implements Store {
     this.wrote = true;
   }
 
-  async touchFiles(files: Array<Pick<FileRecord, 'path' | 'size' | 'mtimeMs'>>): Promise<void> {
+  async touchFiles(files: FileTouch[]): Promise<void> {
     if (!files.length) return;
+    const s = this.stmts;
     this.db
       .transaction(() => {
-        for (const f of files) this.stmts.touchFile.run(f.size, f.mtimeMs, f.path);
+        for (const f of files) {
+          s.touchFile.run(f.size, f.mtimeMs, f.path);
+          if (f.text === undefined) continue;
+          const id = s.fileId.get(f.path) as number | undefined;
+          if (id === undefined) continue;
+          s.deleteTextFts.run(id);
+          s.insertTextFts.run(id, f.text);
+        }
       })
       .immediate();
   }

@@ -35,6 +35,9 @@ export interface SymbolInput {
 }
 
 /** Everything about one file that changes together, in one transaction. */
+/** A file whose content did not change: its new stat, and its text when the store asked to be given it again. */
+export type FileTouch = Pick<FileRecord, 'path' | 'size' | 'mtimeMs'> & { text?: string };
+
 export interface FileUpdate {
   file: FileRecord;
   chunks: ChunkInput[];
@@ -218,8 +221,11 @@ export interface StoreCore {
   getFile(path: string): Promise<FileRecord | undefined>;
   /** Replaces each file's record, chunks, symbols and lexical rows; each file changes atomically. */
   replaceFiles(updates: FileUpdate[]): Promise<void>;
-  /** Records a new size and mtime for files whose content hash did not change. */
-  touchFiles(files: Array<Pick<FileRecord, 'path' | 'size' | 'mtimeMs'>>): Promise<void>;
+  /**
+   * Records a new size and mtime for files whose content hash did not change; a touch with `text` also puts the
+   * file's text back where the store indexes it (SQLite's trigram table after a migration rebuilt it).
+   */
+  touchFiles(files: FileTouch[]): Promise<void>;
   deleteFiles(paths: string[]): Promise<void>;
 
   getChunks(ids: number[]): Promise<StoredChunk[]>;
