@@ -12,7 +12,8 @@
  *
  *   node --import tsx bench/questions.ts --root /work/eval/trees [--mode lexical,hybrid] [--json out.json] \
  *     bench/questions/*.jsonl
- * The trees must be indexed (`quarry index TREE`). QUARRY_RANKER and the other QUARRY_* settings apply as usual.
+ * The trees must be indexed (`quarry index TREE`). QUARRY_RANKER and the other QUARRY_* settings apply as usual;
+ * `--user-config` also reads the user's config.toml (another embedding model, for example).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -42,6 +43,8 @@ const { values: args, positionals } = parseArgs({
     root: { type: 'string' },
     mode: { type: 'string', default: 'lexical,hybrid' },
     json: { type: 'string' },
+    // read the user's config.toml too (an embedding model other than the default, for example)
+    'user-config': { type: 'boolean', default: false },
     budgets: { type: 'string', default: '2000,8000' },
     limit: { type: 'string' },
   },
@@ -130,7 +133,7 @@ for (const q of questions) {
   const tree = treeFor(args.root, { ...q, gold: q.gold });
   let project = projects.get(tree);
   if (!project) {
-    project = await openProject({ root: tree, userConfig: false });
+    project = await openProject({ root: tree, userConfig: args['user-config'] });
     projects.set(tree, project);
   }
   for (const mode of modes) {
