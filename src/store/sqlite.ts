@@ -534,7 +534,7 @@ export class SqliteStore implements Store {
         `INSERT INTO symbols (file_id, name, name_lc, kind, start_line, end_line, container)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
       ),
-      insertRefs: db.prepare(`INSERT OR REPLACE INTO file_refs (file_id, refs) VALUES (?, ?)`),
+      insertRefs: db.prepare(`INSERT INTO file_refs (file_id, refs) VALUES (?, ?)`),
       insertRefsFts: db.prepare(`INSERT INTO refs_fts (rowid, names) VALUES (?, ?)`),
       deleteRefs: db.prepare(`DELETE FROM file_refs WHERE file_id = ?`),
       deleteRefsFts: db.prepare(`DELETE FROM refs_fts WHERE rowid = ?`),
