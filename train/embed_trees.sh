@@ -5,6 +5,9 @@
 #   train/embed_trees.sh [/work/train-data/trees]
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# with the kernel's autogroups (one per session), nice only ranks processes within a session: lower this session's
+# group too, or the embedding takes half the CPU from a foreground shell in another session
+echo 19 >/proc/self/autogroup 2>/dev/null || true
 trees=${1:-/work/train-data/trees}
 log=${EMBED_LOG:-/work/train-data/logs/embed.log}
 mkdir -p "$(dirname "$log")"
