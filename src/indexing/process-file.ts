@@ -125,19 +125,14 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
   const unchanged = task.knownHash === hash;
   if (unchanged && !task.refillText)
     return { status: 'unchanged', path: task.path, size, mtimeMs: task.mtimeMs };
-  const t = { ...task, size };
-  const lang = detectLanguage(task.path);
   const verdict = contentVerdict(buf, config);
   if (unchanged) {
-    const text = verdict.skip ? undefined : verdict.text;
-    return {
-      status: 'unchanged',
-      path: task.path,
-      size,
-      mtimeMs: task.mtimeMs,
-      ...(text !== undefined ? { text } : {}),
-    };
+    // the index lost only the text: give it back, nothing is chunked
+    const refill = verdict.skip ? {} : { text: verdict.text };
+    return { status: 'unchanged', path: task.path, size, mtimeMs: task.mtimeMs, ...refill };
   }
+  const t = { ...task, size };
+  const lang = detectLanguage(task.path);
   if (verdict.skip) return skipped(t, hash, lang.id, verdict.skip);
   const text = verdict.text;
 

@@ -212,7 +212,7 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
  * points) to look up. `text_fts` keeps no positions (detail = none), so a literal is the AND of its trigrams: a
  * superset of the files that hold it, which grep verifies against the text anyway.
  */
-export function ftsTrigramQuery(plan: string[][]): string | undefined {
+function ftsTrigramQuery(plan: string[][]): string | undefined {
   const term = (s: string) => `"${s.replaceAll('"', '""')}"`;
   const groups: string[] = [];
   for (const literals of plan) {
@@ -702,10 +702,7 @@ export class SqliteStore implements Store {
 
   /** FTS5's row count in a table's averages record (what BM25 reads). */
   private ftsCountedRows(table: string): number {
-    const block = this.db.prepare(`SELECT block FROM ${table}_data WHERE id = 1`).pluck().get() as
-      | Buffer
-      | undefined;
-    return block ? (readVarints(block)[0] ?? 0) : 0;
+    return countedRows(this.db.prepare(`SELECT block FROM ${table}_data WHERE id = 1`).pluck().get()) ?? 0;
   }
 
   /** Files whose text holds a plan's literals (FTS5 trigram phrases match substrings, without regard to case). */
@@ -816,10 +813,9 @@ export class SqliteStore implements Store {
     const vocab = scope === 'chunks' ? this.stmts.chunkVocab : this.stmts.fileVocab;
     // chunks: FTS5's own row count, one row a chunk, read in O(1). Files: those not skipped, as ever (files_fts
     // holds no row for a file without words, so its count would move the common-word share and the features)
-    const block = scope === 'chunks' ? (this.stmts.chunkFtsRows.get() as Buffer | undefined) : undefined;
-    const total = block?.length
-      ? readVarints(block)[0]!
-      : ((scope === 'chunks' ? this.stmts.countChunks : this.stmts.countFts).get() as number);
+    const total =
+      (scope === 'chunks' ? countedRows(this.stmts.chunkFtsRows.get()) : undefined) ??
+      ((scope === 'chunks' ? this.stmts.countChunks : this.stmts.countFts).get() as number);
     const df = new Map<string, number>();
     for (const term of new Set(terms)) {
       const docs = vocab.get(term) as number | undefined;
@@ -1460,6 +1456,11 @@ export function openSqliteStore(path: string, options?: SqliteStoreOptions): Sql
 }
 
 /** SQLite's varints (big-endian, 7 bits a byte, the ninth byte whole), as FTS5 stores sizes and totals. */
+/** The row count in an FTS5 averages record (its `_data` row 1), or undefined when the table has none yet. */
+function countedRows(block: unknown): number | undefined {
+  return block instanceof Uint8Array && block.length ? readVarints(block as Buffer)[0] : undefined;
+}
+
 function readVarints(buf: Buffer): number[] {
   const out: number[] = [];
   let i = 0;

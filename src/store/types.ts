@@ -34,10 +34,10 @@ export interface SymbolInput {
   container: string | null;
 }
 
-/** Everything about one file that changes together, in one transaction. */
 /** A file whose content did not change: its new stat, and its text when the store asked to be given it again. */
 export type FileTouch = Pick<FileRecord, 'path' | 'size' | 'mtimeMs'> & { text?: string };
 
+/** Everything about one file that changes together, in one transaction. */
 export interface FileUpdate {
   file: FileRecord;
   chunks: ChunkInput[];
