@@ -14,6 +14,12 @@
  * two source files; names used in more files than they are defined in come first (the common names whose uses crowd a
  * lexical list), then the rest, evenly spread.
  *
+ * `--tests N` adds up to N queries whose answer is a test file: half ask for the tests of a source definition in the
+ * words people use (`tests for flush`, `where is Session.flush tested`) → the one or two test files that use it
+ * (those named for the defining file first), half name a test itself, as a failing run prints it
+ * (`test_flush_expired`) → the test file that defines it. The mined commit gold leaves tests out, so without these
+ * the ranker could only learn that a test file never comes first.
+ *
  * One output line per query and mode: {id, repo, language, kind, mode, gold, files, X}, X[i] being files[i]'s
  * FEATURE_NAMES vector, files in today's order (so the baseline is their order).
  */
@@ -25,7 +31,7 @@ import { indexProject, indexStatus, openProject, searchProject } from '../src/pr
 import type { SearchMode } from '../src/search/search.ts';
 import { FEATURE_NAMES } from '../src/search/features.ts';
 import { indexPaths, isDirectory } from '../src/workspace/root.ts';
-import { fileRole } from '../src/workspace/roles.ts';
+import { fileRole, testedBasename } from '../src/workspace/roles.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -37,6 +43,7 @@ const { values: args } = parseArgs({
     layout: { type: 'string', default: 'plain' }, // plain: trees/<owner>+<name>; sha: trees/<owner>+<name>@<sha12>
     modes: { type: 'string', default: 'lexical,hybrid' },
     symbols: { type: 'string', default: '0' },
+    tests: { type: 'string', default: '0' },
     'max-commit': { type: 'string', default: '100000' },
     'max-docstring': { type: 'string', default: '100000' },
   },
@@ -50,6 +57,7 @@ if (!args.corpus || !args.trees || !args.out) {
 const top = Number(args.top);
 const modes = args.modes.split(',') as SearchMode[];
 const symbolsPerTree = Number(args.symbols);
+const testsPerTree = Number(args.tests);
 const only = args.repos ? new Set(args.repos.split(',')) : undefined;
 
 interface Row {
@@ -119,6 +127,58 @@ async function symbolQueries(project: Awaited<ReturnType<typeof openProject>>, b
   });
 }
 
+const TEST_PHRASES = [
+  (n: string) => `tests for ${n}`,
+  (n: string) => `where is ${n} tested`,
+  (n: string) => `${n} tests`,
+  (n: string) => `the test for ${n}`,
+  (n: string) => `unit tests of ${n}`,
+];
+const TEST_NAME = /^test|^Test|_test$|Tests?$|Spec$/;
+
+/** Queries whose answer is a test file (see the header). */
+async function testQueries(project: Awaited<ReturnType<typeof openProject>>, base: Row, k: number): Promise<Row[]> {
+  if (k <= 0 || !project.store.references) return [];
+  const all = await project.store.allDefinitions();
+  const base_ = (p: string) => p.slice(p.lastIndexOf('/') + 1);
+  // the tests of a source definition: names defined in one source file and used by one or two test files
+  const defs = all.filter(
+    (d) => KINDS.has(d.kind) && d.name.length >= 4 && fileRole(d.path) === 'code' && !/^(test|main|new|init)/i.test(d.name),
+  );
+  const definers = new Map<string, Set<string>>();
+  for (const d of defs) definers.set(d.name, (definers.get(d.name) ?? new Set()).add(d.path));
+  const single = [...definers.entries()].filter(([, p]) => p.size === 1).map(([n]) => n);
+  const testsOf = new Map<string, Set<string>>();
+  for (const r of await project.store.references.useCounts(single))
+    if (fileRole(r.path) === 'test') testsOf.set(r.name, (testsOf.get(r.name) ?? new Set()).add(r.path));
+  const tested = single.filter((n) => (testsOf.get(n)?.size ?? 0) >= 1 && testsOf.get(n)!.size <= 2).sort();
+  const source = (n: string) => base_([...definers.get(n)!][0]!);
+  const named = tested.filter((n) => [...testsOf.get(n)!].some((t) => testedBasename(t) === source(n)));
+  const other = tested.filter((n) => !named.includes(n));
+  const half = Math.ceil(k / 2);
+  const forTests = [...evenly(named, Math.ceil((half * 2) / 3)), ...evenly(other, half - Math.min(named.length, Math.ceil((half * 2) / 3)))];
+  const rows: Row[] = forTests.map((name, i) => {
+    const def = defs.find((d) => d.name === name)!;
+    const spelled = def.container && i % 3 === 1 ? `${def.container}.${name}` : name;
+    return {
+      ...base,
+      id: `${base.repo}#tests-${i}`,
+      query: TEST_PHRASES[i % TEST_PHRASES.length]!(spelled),
+      gold: [...testsOf.get(name)!],
+      kind: 'tests',
+    };
+  });
+  // a test by its name: defined in one test file
+  const testDefs = all.filter((d) => fileRole(d.path) === 'test' && d.name.length >= 8 && TEST_NAME.test(d.name));
+  const where = new Map<string, Set<string>>();
+  for (const d of testDefs) where.set(d.name, (where.get(d.name) ?? new Set()).add(d.path));
+  const names = [...where.entries()].filter(([, p]) => p.size === 1).map(([n]) => n).sort();
+  evenly(names, k - rows.length).forEach((name, i) => {
+    rows.push({ ...base, id: `${base.repo}#testname-${i}`, query: name, gold: [...where.get(name)!], kind: 'symbol-test' });
+  });
+  return rows;
+}
+
 writeFileSync(args.out, '');
 writeFileSync(`${args.out}.features.json`, JSON.stringify(FEATURE_NAMES));
 for (const [dir, all] of byTree) {
@@ -134,7 +194,11 @@ for (const [dir, all] of byTree) {
   const status = await indexStatus(project);
   const hybrid = modes.includes('hybrid') && status.embedding.complete === true && !(await project.store.activeWriter());
   const t1 = performance.now();
-  const rows = [...capped(all), ...(await symbolQueries(project, all[0]!, symbolsPerTree))];
+  const rows = [
+    ...capped(all),
+    ...(await symbolQueries(project, all[0]!, symbolsPerTree)),
+    ...(await testQueries(project, all[0]!, testsPerTree)),
+  ];
   let out = '';
   for (const mode of modes) {
     if (mode === 'hybrid' && !hybrid) continue;

@@ -116,6 +116,8 @@ export async function verifiedWeights(path: string): Promise<WeightsInfo> {
 export interface LocalEmbedder extends Embedder {
   /** Runs sequences of token ids as they are (no tokenising, no truncation): one pooled vector each. */
   embedIds(batch: number[][]): Promise<Float32Array[]>;
+  /** The token ids a text is embedded as (its kind's prefix, cut to the model's length), for embedding elsewhere. */
+  encode(text: string, kind: EmbedKind): number[];
   readonly weightsSha256: string;
 }
 
@@ -158,6 +160,7 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
     maxTokens: MAX_TOKENS,
     weightsSha256: info.sha256,
     embedIds: runBatch,
+    encode: (text, kind) => encode(prefix[kind] + text),
     countTokens: (text) => encode(text).length,
     async embed(texts: string[], kind: EmbedKind): Promise<Float32Array[]> {
       const p = prefix[kind];

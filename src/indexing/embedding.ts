@@ -84,7 +84,8 @@ export function chunksToEmbed<T>(path: string, chunks: T[]): T[] {
 /** Texts embedded between two writes to the embedding cache. */
 const CACHE_SLICE = 64;
 
-const textHash = (text: string) => createHash('sha1').update(text).digest('hex');
+/** The embedding cache's key for a text. */
+export const textHash = (text: string) => createHash('sha1').update(text).digest('hex');
 
 /**
  * Embeds what the index lacks, coarse file vectors first (every file becomes findable by meaning quickly), then
