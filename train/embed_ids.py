@@ -32,12 +32,15 @@ def weights(onnx_path, out):
             consumers.setdefault(x, []).append(n)
     arrays = {}
 
+    # the exporter's prefix before BERT's own names (`inner.` for quarry's MiniLM, `bert.` for a fine-tuned export)
+    prefix = next(n[: n.index("embeddings.")] for n in inits if "embeddings.word_embeddings" in n)
+
     def hf(name):
-        return name[len("inner."):] if name.startswith("inner.") else name
+        return name[len(prefix):] if name.startswith(prefix) else name
 
     # float tensors that BERT names itself: biases, LayerNorms, the token type table
     for name, a in inits.items():
-        if name.startswith("inner.") and a.dtype == np.float32 and not name.endswith("_scale"):
+        if name.startswith(prefix) and a.dtype == np.float32 and not name.endswith("_scale"):
             arrays[hf(name)] = a
     # each int8 matrix: `<w>_q` and `<w>_scale` make `<w>` through Cast and Mul
     for name in inits:
@@ -45,7 +48,7 @@ def weights(onnx_path, out):
             continue
         w = name[:-2]
         q, scale = inits[name], inits[w + "_scale"]
-        if w.startswith("inner."):  # an embedding table keeps its name
+        if w.startswith(prefix) and "embeddings." in w:  # an embedding table keeps its name
             key = hf(w)
         else:  # a MatMul weight [in, out]: name it by the bias added to its product
             mm = [n for n in consumers.get(w, []) if n.op_type == "MatMul"]

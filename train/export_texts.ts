@@ -11,15 +11,18 @@
  * OUT.check (the hashes of the sample). Each tree must already have a lexical index (`quarry index --no-embed`).
  */
 import { writeFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createLocalEmbedder } from '../src/embed/local.ts';
-import { findWeights } from '../src/embed/models.ts';
+import { findWeights, weightsFileIn } from '../src/embed/models.ts';
 import { openUserCache } from '../src/embed/shared-cache.ts';
 import { chunksToEmbed, chunkText, coarseText, textHash } from '../src/indexing/embedding.ts';
 import { openProject } from '../src/project/local.ts';
 
 const { values: args, positionals: trees } = parseArgs({
   options: {
+    'model-dir': { type: 'string' },
+    model: { type: 'string' },
     out: { type: 'string' },
     check: { type: 'string', default: '500' },
   },
@@ -29,9 +32,14 @@ if (!args.out || !trees.length) {
   console.error('usage: export_texts.ts --out PREFIX TREE…');
   process.exit(2);
 }
-const weights = findWeights();
-if (!weights) throw new Error('no all-MiniLM-L6-v2 weights: run scripts/setup.sh');
-const embedder = await createLocalEmbedder({ weights });
+// quarry's all-MiniLM-L6-v2, or a model of one's own in ONNX (`--model-dir`, as `embed.provider = "onnx"` runs it)
+const weights = args['model-dir'] ? weightsFileIn(args['model-dir']) : findWeights();
+if (!weights) throw new Error('no model weights: run scripts/setup.sh, or pass a --model-dir with model.onnx');
+const embedder = await createLocalEmbedder(
+  args['model-dir']
+    ? { weights, custom: { dir: args['model-dir'], name: args.model ?? basename(args['model-dir']) } }
+    : { weights },
+);
 const cache = openUserCache();
 const seen = new Set<string>();
 const fresh: Array<{ hash: string; ids: number[] }> = [];
