@@ -20,6 +20,8 @@
  * (`test_flush_expired`) → the test file that defines it. The mined commit gold leaves tests out, so without these
  * the ranker could only learn that a test file never comes first.
  *
+ * `--user-config` reads the user's config.toml too (another embedding model: its trees embedded with it first).
+ *
  * One output line per query and mode: {id, repo, language, kind, mode, gold, files, X}, X[i] being files[i]'s
  * FEATURE_NAMES vector, files in today's order (so the baseline is their order).
  */
@@ -44,6 +46,7 @@ const { values: args } = parseArgs({
     modes: { type: 'string', default: 'lexical,hybrid' },
     symbols: { type: 'string', default: '0' },
     tests: { type: 'string', default: '0' },
+    'user-config': { type: 'boolean', default: false },
     'max-commit': { type: 'string', default: '100000' },
     'max-docstring': { type: 'string', default: '100000' },
   },
@@ -189,7 +192,7 @@ for (const [dir, all] of byTree) {
   }
   const t0 = performance.now();
   const fresh = !isDirectory(indexPaths(root).dir);
-  const project = await openProject({ root, create: true, userConfig: false });
+  const project = await openProject({ root, create: true, userConfig: args['user-config'] });
   if (fresh || !(await project.store.activeWriter())) await indexProject(project, { embed: false });
   const status = await indexStatus(project);
   const hybrid = modes.includes('hybrid') && status.embedding.complete === true && !(await project.store.activeWriter());

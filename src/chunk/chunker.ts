@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Language, type Node, Parser, Query } from 'web-tree-sitter';
@@ -43,6 +44,11 @@ export interface ChunkedFile {
    * run): it was chunked by lines, and a parse worker that saw it is replaced (`indexing/pool.ts`).
    */
   suspect?: boolean;
+  /**
+   * The parse failed for a reason other than its deadline (the grammar called a function this tree-sitter runtime
+   * lacks, say): a grammar that keeps doing so is given up for the rest of the run (`indexing/pool.ts`).
+   */
+  parseError?: boolean;
 }
 
 /** Where a file uses one name. */
@@ -89,15 +95,43 @@ const grammars = new Map<
 let parser: Parser | undefined;
 let loading: Promise<unknown> = Promise.resolve();
 
-function wasmDir(): string {
-  const require = createRequire(import.meta.url);
-  return join(dirname(require.resolve('tree-sitter-wasms/package.json')), 'out');
+/**
+ * Grammars whose tree-sitter-wasms 0.1.13 build does not run on web-tree-sitter 0.25: taken from the grammar's own npm
+ * package, which ships a WebAssembly build for this runtime. tree-sitter-wasms' bash imports `isalpha`, which the
+ * 0.25 runtime does not export, so every bash parse threw, and each one cost a parse worker.
+ */
+const OWN_PACKAGE_WASM: Record<string, string> = { bash: 'tree-sitter-bash/tree-sitter-bash.wasm' };
+
+/**
+ * A grammar's WebAssembly build: `QUARRY_GRAMMAR_DIR/tree-sitter-<name>.wasm` when that folder has one (a newer build
+ * of a grammar, for this web-tree-sitter), else the grammar's own package's, else tree-sitter-wasms'.
+ */
+const wasmFiles = new Map<string, string>();
+function wasmFile(grammar: string): string {
+  const key = `${process.env.QUARRY_GRAMMAR_DIR ?? ''}\0${grammar}`;
+  let file = wasmFiles.get(key);
+  if (!file) wasmFiles.set(key, (file = findWasm(grammar)));
+  return file;
 }
 
-async function loadGrammar(grammar: string) {
+function findWasm(grammar: string): string {
+  const dir = process.env.QUARRY_GRAMMAR_DIR;
+  const mine = dir ? join(dir, `tree-sitter-${grammar}.wasm`) : undefined;
+  if (mine && existsSync(mine)) return mine;
+  const require = createRequire(import.meta.url);
+  const own = OWN_PACKAGE_WASM[grammar];
+  if (own) return require.resolve(own);
+  return join(
+    dirname(require.resolve('tree-sitter-wasms/package.json')),
+    'out',
+    `tree-sitter-${grammar}.wasm`,
+  );
+}
+
+async function loadGrammar(grammar: string, file: string) {
   initialised ??= Parser.init();
   await initialised;
-  const language = await Language.load(join(wasmDir(), `tree-sitter-${grammar}.wasm`));
+  const language = await Language.load(file);
   const spec = GRAMMAR_SPECS[grammar] ?? { defs: {} };
   const kinds = new Map<string, SymbolKind>();
   const patterns: string[] = [];
@@ -134,15 +168,17 @@ async function loadGrammar(grammar: string) {
 
 /** Loads (once) the tree-sitter runtime and a grammar; resolves to false if the grammar cannot be loaded. */
 export async function ensureGrammar(grammar: string): Promise<boolean> {
-  let g = grammars.get(grammar);
+  // by the file it loads from: QUARRY_GRAMMAR_DIR may change what a name means
+  const file = wasmFile(grammar);
+  let g = grammars.get(file);
   if (!g) {
     // one load at a time: concurrent Language.load calls leave some grammars finding no definitions
-    g = loading.then(() => loadGrammar(grammar));
+    g = loading.then(() => loadGrammar(grammar, file));
     loading = g.then(
       () => undefined,
       () => undefined,
     );
-    grammars.set(grammar, g);
+    grammars.set(file, g);
   }
   try {
     await g;
@@ -459,7 +495,7 @@ export async function chunkFile(
   o: ChunkOptions,
 ): Promise<ChunkedFile> {
   if (!grammar || !(await ensureGrammar(grammar))) return chunkByLines(text, o);
-  const g = await grammars.get(grammar)!;
+  const g = await grammars.get(wasmFile(grammar))!;
   if (!g.query) return chunkByLines(text, o);
   parser ??= new Parser();
   parser.setLanguage(g.language);
@@ -469,7 +505,9 @@ export async function chunkFile(
     // returning true from the progress callback cancels the parse (setTimeoutMicros is broken in 0.25.10)
     tree = parser.parse(text, null, { progressCallback: () => performance.now() > deadline });
   } catch {
-    tree = null;
+    // not its deadline (that returns no tree): the grammar failed
+    parser = undefined;
+    return { ...chunkByLines(text, o), suspect: true, parseError: true };
   }
   if (!tree) {
     // a cancelled (timed-out) parse: web-tree-sitter 0.25.10 may have left its memory broken (the next `reset`
@@ -570,7 +608,7 @@ export async function topLevelVariables(
   grammar: string | undefined,
 ): Promise<TopLevelVariable[]> {
   if (!grammar || !(await ensureGrammar(grammar))) return [];
-  const g = await grammars.get(grammar)!;
+  const g = await grammars.get(wasmFile(grammar))!;
   parser ??= new Parser();
   parser.setLanguage(g.language);
   const tree = parser.parse(text);

@@ -15,7 +15,7 @@ import {
   walk,
 } from '../workspace/walk.ts';
 import { type EmbedReport, embedPending } from './embedding.ts';
-import { createFilePool } from './pool.ts';
+import { createFilePool, GIVE_UP_AFTER } from './pool.ts';
 import type { FileTask } from './process-file.ts';
 
 export interface IndexProgress {
@@ -414,6 +414,10 @@ async function indexFiles(
   } finally {
     await pool.close();
   }
+  for (const grammar of pool.givenUp)
+    warn(
+      `the ${grammar} grammar failed on ${GIVE_UP_AFTER} files: the rest of its files were chunked by lines (a newer build of it can go in QUARRY_GRAMMAR_DIR)`,
+    );
 }
 
 /** Counts one file's outcome in the report and queues its write. */

@@ -8,6 +8,8 @@ export interface FilePool {
   run(task: FileTask): Promise<FileOutcome>;
   close(): Promise<void>;
   readonly size: number;
+  /** Grammars given up for this run: each failed on GIVE_UP_AFTER files (other than by a parse's deadline). */
+  readonly givenUp: readonly string[];
 }
 
 export function defaultWorkerCount(config: QuarryConfig): number {
@@ -20,12 +22,27 @@ export function createFilePool(
   config: QuarryConfig,
   size = defaultWorkerCount(config),
 ): FilePool {
+  // a grammar that fails (other than by a parse's deadline) on this many files is given up for the run: each failure
+  // costs a worker, and a grammar that fails systematically would cost one per file
+  const failures = new Map<string, number>();
+  const givenUp: string[] = [];
+  const noteFailure = (grammar: string | undefined) => {
+    if (!grammar) return;
+    const n = (failures.get(grammar) ?? 0) + 1;
+    failures.set(grammar, n);
+    if (n === GIVE_UP_AFTER) givenUp.push(grammar);
+  };
+  const withGivenUp = (task: FileTask): FileTask =>
+    givenUp.length ? { ...task, noGrammars: givenUp } : task;
   if (size <= 0) {
     return {
       size: 0,
+      givenUp,
       run: async (task) => {
         try {
-          return await processFile(root, task, config);
+          const outcome = await processFile(root, withGivenUp(task), config);
+          if (outcome.status === 'indexed' && outcome.suspect) noteFailure(outcome.failedGrammar);
+          return outcome;
         } catch (err) {
           if (!isWasmFailure(err)) throw err;
           return processFile(root, { ...task, plain: true }, config);
@@ -54,7 +71,10 @@ export function createFilePool(
       else {
         p.resolve(m.outcome!);
         // a parse that left tree-sitter's memory suspect: this worker parses nothing more
-        if (m.outcome?.status === 'indexed' && m.outcome.suspect) replace(slot);
+        if (m.outcome?.status === 'indexed' && m.outcome.suspect) {
+          noteFailure(m.outcome.failedGrammar);
+          replace(slot);
+        }
       }
     });
     const failAll = (err: Error) => {
@@ -72,7 +92,7 @@ export function createFilePool(
     workers[workers.indexOf(old)] = fresh;
     for (const [id, p] of old.pending) {
       fresh.pending.set(id, p);
-      fresh.w.postMessage({ id, task: p.task });
+      fresh.w.postMessage({ id, task: withGivenUp(p.task) });
     }
     old.pending.clear();
     void old.w.terminate();
@@ -82,12 +102,13 @@ export function createFilePool(
     let best = workers[0]!;
     for (const x of workers) if (x.pending.size < best.pending.size) best = x;
     best.pending.set(id, p);
-    best.w.postMessage({ id, task: p.task });
+    best.w.postMessage({ id, task: withGivenUp(p.task) });
   };
   for (let i = 0; i < size; i++) workers.push(spawn());
   let nextId = 0;
   return {
     size,
+    givenUp,
     run(task) {
       const id = nextId++;
       return new Promise<FileOutcome>((resolve, reject) => post({ resolve, reject, task }, id));
@@ -97,6 +118,9 @@ export function createFilePool(
     },
   };
 }
+
+/** Files on which a grammar may fail (other than by a parse's deadline) before it is given up for the run. */
+export const GIVE_UP_AFTER = 3;
 
 /** tree-sitter's WebAssembly failed (`RuntimeError: memory access out of bounds`) outside a file's parse. */
 export function isWasmFailure(err: unknown): boolean {

@@ -18,6 +18,8 @@ export interface FileTask {
   keepText?: boolean;
   /** Chunk by lines, without a parser (a retry after tree-sitter's WebAssembly failed on this file). */
   plain?: boolean;
+  /** Grammars given up for this run (each failed on several files): their files are chunked by lines. */
+  noGrammars?: string[];
   /** The index lost this file's text (a rebuilt trigram table): an unchanged file still returns its text. */
   refillText?: boolean;
 }
@@ -29,6 +31,8 @@ export type FileOutcome =
       skipReason?: 'binary' | 'minified' | 'secret';
       /** Chunked by lines after tree-sitter failed on it; the worker's parser is not to be trusted again. */
       suspect?: boolean;
+      /** The grammar that failed on it, other than by its deadline. */
+      failedGrammar?: string;
     }
   | { status: 'unchanged'; path: string; size: number; mtimeMs: number; text?: string }
   | { status: 'gone'; path: string }
@@ -136,7 +140,8 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
   if (verdict.skip) return skipped(t, hash, lang.id, verdict.skip);
   const text = verdict.text;
 
-  const chunked = await chunkFile(text, task.plain ? undefined : lang.grammar, config.chunk);
+  const plain = task.plain || (lang.grammar !== undefined && task.noGrammars?.includes(lang.grammar));
+  const chunked = await chunkFile(text, plain ? undefined : lang.grammar, config.chunk);
   const pathTokens = pathTokenText(task.path);
   const chunks = chunked.chunks.map((c, ordinal) => ({
     ordinal,
@@ -173,5 +178,6 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
       },
     },
     ...(chunked.suspect ? { suspect: true } : {}),
+    ...(chunked.parseError && lang.grammar ? { failedGrammar: lang.grammar } : {}),
   };
 }
