@@ -82,7 +82,7 @@ describe('indexing', () => {
 
   it('parses shell scripts with the bash grammar that runs on this runtime', async () => {
     const root = makeTree({
-      'run.sh': '#!/bin/bash\nif [[ "${CI}" != "" ]]; then\n  echo ci\nfi\n\nbuild() {\n  make all\n}\n',
+      'run.sh': '#!/bin/bash\nif [[ "$CI" != "" ]]; then\n  echo ci\nfi\n\nbuild() {\n  make all\n}\n',
     });
     trees.push(root);
     const r = await indexOnce(root, testConfig(), 0);

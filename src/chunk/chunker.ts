@@ -110,7 +110,10 @@ const wasmFiles = new Map<string, string>();
 function wasmFile(grammar: string): string {
   const key = `${process.env.QUARRY_GRAMMAR_DIR ?? ''}\0${grammar}`;
   let file = wasmFiles.get(key);
-  if (!file) wasmFiles.set(key, (file = findWasm(grammar)));
+  if (!file) {
+    file = findWasm(grammar);
+    wasmFiles.set(key, file);
+  }
   return file;
 }
 
