@@ -132,7 +132,13 @@ describe('search', () => {
       'src/retry.ts': many,
       'src/other.ts': 'export function backoff() {\n  // retry the request with backoff\n}\n',
     });
-    const p = await openLexical(tree);
+    // MMR over the hand-set scores (rrf), whose spread between files this test knows
+    const p = await openProject({
+      root: tree,
+      create: true,
+      userConfig: false,
+      overrides: { embed: { provider: 'none' }, search: { ranker: 'rrf' } },
+    });
     try {
       await indexProject(p);
       const spread = await searchProject(p, 'retry the request with backoff', { topK: 3 });
@@ -140,7 +146,7 @@ describe('search', () => {
       const plain = await openProject({
         root: tree,
         userConfig: false,
-        overrides: { embed: { provider: 'none' }, search: { mmrLambda: 1 } },
+        overrides: { embed: { provider: 'none' }, search: { ranker: 'rrf', mmrLambda: 1 } },
       });
       const res = await searchProject(plain, 'retry the request with backoff', { topK: 3 });
       assert.deepEqual([...new Set(res.results.map((r) => r.path))], ['src/retry.ts']);
@@ -179,7 +185,7 @@ describe('tests → source (search.test_lift)', () => {
     assert.equal(testedBasename('src/widget.py'), undefined);
   });
 
-  it('puts the tested file above its test unless the question is about tests; off by default', async () => {
+  it('puts the tested file above its test unless the question is about tests: by the lift in rrf (off by default), by itself in the learned order', async () => {
     const root = makeTree({
       'pkg/widget.py': 'def frobnicate(x):\n    return x\n',
       'tests/test_widget.py':
@@ -187,14 +193,19 @@ describe('tests → source (search.test_lift)', () => {
       'pkg/other.py': 'def other():\n    return "rounds values"\n',
     });
     try {
+      // the lift is a part of the hand-set order (rrf)
       const order = async (q: string, lift?: number) =>
-        (await searchLexically(root, q, lift !== undefined ? { testLift: lift } : undefined)).files.map(
-          (f) => f.path,
-        );
+        (
+          await searchLexically(root, q, { ranker: 'rrf', ...(lift !== undefined ? { testLift: lift } : {}) })
+        ).files.map((f) => f.path);
       const q = 'frobnicate rounds widget values';
       assert.deepEqual((await order(q)).slice(0, 2), ['tests/test_widget.py', 'pkg/widget.py']);
       assert.deepEqual((await order(q, 1.05)).slice(0, 2), ['pkg/widget.py', 'tests/test_widget.py']);
       assert.deepEqual((await order(`the test for ${q}`, 1.05))[0], 'tests/test_widget.py');
+      // the learned order (the default) does the same by itself: it was trained on queries for sources and for tests
+      const learned = async (query: string) => (await searchLexically(root, query)).files.map((f) => f.path);
+      assert.deepEqual((await learned(q)).slice(0, 2), ['pkg/widget.py', 'tests/test_widget.py']);
+      assert.deepEqual((await learned(`the test for ${q}`))[0], 'tests/test_widget.py');
     } finally {
       removeTree(root);
     }

@@ -20,16 +20,22 @@
  * (`test_flush_expired`) → the test file that defines it. The mined commit gold leaves tests out, so without these
  * the ranker could only learn that a test file never comes first.
  *
+ * `--pasted N` adds up to N pasted queries: half a code fragment as people paste one (`c.req.param(`,
+ * `self.session.flush(`), half an error message as a log prints it (`ValueError: invalid literal for int()`, from a
+ * `raise`/`throw`/`errors.New`/`panic` in the code) → the files that hold it verbatim (at most three, one or two of
+ * them source files; a fragment found in more files says nothing about where to look).
+ *
  * `--user-config` reads the user's config.toml too (another embedding model: its trees embedded with it first).
  *
  * One output line per query and mode: {id, repo, language, kind, mode, gold, files, X}, X[i] being files[i]'s
  * FEATURE_NAMES vector, files in today's order (so the baseline is their order).
  */
-import { appendFileSync, createReadStream, existsSync, writeFileSync } from 'node:fs';
+import { appendFileSync, createReadStream, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { indexProject, indexStatus, openProject, searchProject } from '../src/project/local.ts';
+import { codeFragment } from '../src/search/query.ts';
 import type { SearchMode } from '../src/search/search.ts';
 import { FEATURE_NAMES } from '../src/search/features.ts';
 import { indexPaths, isDirectory } from '../src/workspace/root.ts';
@@ -46,6 +52,7 @@ const { values: args } = parseArgs({
     modes: { type: 'string', default: 'lexical,hybrid' },
     symbols: { type: 'string', default: '0' },
     tests: { type: 'string', default: '0' },
+    pasted: { type: 'string', default: '0' },
     'user-config': { type: 'boolean', default: false },
     'max-commit': { type: 'string', default: '100000' },
     'max-docstring': { type: 'string', default: '100000' },
@@ -61,6 +68,7 @@ const top = Number(args.top);
 const modes = args.modes.split(',') as SearchMode[];
 const symbolsPerTree = Number(args.symbols);
 const testsPerTree = Number(args.tests);
+const pastedPerTree = Number(args.pasted);
 const only = args.repos ? new Set(args.repos.split(',')) : undefined;
 
 interface Row {
@@ -182,6 +190,61 @@ async function testQueries(project: Awaited<ReturnType<typeof openProject>>, bas
   return rows;
 }
 
+/** A member call as pasted from code: `a.b(`, `self.x.y(`, `c->next(`. */
+const MEMBER_CALL = /[A-Za-z_$][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*)+\(/g;
+/** The message of an error the code raises: the string after raise/throw/errors.New/fmt.Errorf/panic. */
+const RAISED =
+  /\b(?:raise\s+(\w+)|throw\s+new\s+(\w+)|throw\s+(\w+)|errors\.New|fmt\.Errorf|panic!?|(\w*(?:Error|Exception)))\s*\(\s*[frb]?["'`]([^"'`{}%$\\\n]{15,120})["'`]/g;
+
+/** Pasted code fragments and error messages (see the header). */
+async function pastedQueries(
+  project: Awaited<ReturnType<typeof openProject>>,
+  root: string,
+  base: Row,
+  k: number,
+): Promise<Row[]> {
+  if (k <= 0) return [];
+  const files = (await project.store.listFiles()).filter((f) => f.method !== 'skipped');
+  const texts = new Map<string, string>();
+  for (const f of files) {
+    try {
+      texts.set(f.path, readFileSync(join(root, f.path), 'utf8'));
+    } catch {
+      // gone since it was indexed
+    }
+  }
+  const holders = (s: string) => [...texts.entries()].filter(([, t]) => t.includes(s)).map(([p]) => p);
+  const code = [...texts.entries()].filter(([p]) => fileRole(p) === 'code').sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  const fragments = new Map<string, string>();
+  const errors = new Map<string, string>();
+  for (const [path, text] of code) {
+    for (const m of text.matchAll(MEMBER_CALL))
+      if (m[0].length >= 8 && codeFragment(m[0]) && !fragments.has(m[0])) fragments.set(m[0], path);
+    for (const m of text.matchAll(RAISED)) {
+      const message = m[5]!.trim();
+      if (!/[a-z]{3}.*\s.*[a-z]{3}/.test(message) || errors.has(message)) continue;
+      const type = m[1] ?? m[2] ?? m[3] ?? m[4] ?? 'Error';
+      errors.set(message, `${/Error|Exception/.test(type) ? type : 'Error'}: ${message}`);
+    }
+  }
+  const rows: Row[] = [];
+  const take = (pool: Map<string, string>, n: number, kind: string, queryOf: (key: string) => string) => {
+    let i = 0;
+    for (const key of evenly([...pool.keys()].sort(), n * 4)) {
+      if (i >= n) break;
+      // every file that holds it verbatim is an answer (a guide that quotes the call too), when some are code
+      const where = holders(key);
+      const code = where.filter((p) => fileRole(p) === 'code');
+      if (!code.length || where.length > 3 || code.length > 2) continue;
+      rows.push({ ...base, id: `${base.repo}#${kind}-${i}`, query: queryOf(key), gold: where, kind });
+      i++;
+    }
+  };
+  take(fragments, Math.ceil(k / 2), 'pasted-code', (f) => f);
+  take(errors, Math.floor(k / 2), 'pasted-error', (m) => errors.get(m)!);
+  return rows;
+}
+
 writeFileSync(args.out, '');
 writeFileSync(`${args.out}.features.json`, JSON.stringify(FEATURE_NAMES));
 for (const [dir, all] of byTree) {
@@ -201,6 +264,7 @@ for (const [dir, all] of byTree) {
     ...capped(all),
     ...(await symbolQueries(project, all[0]!, symbolsPerTree)),
     ...(await testQueries(project, all[0]!, testsPerTree)),
+    ...(await pastedQueries(project, root, all[0]!, pastedPerTree)),
   ];
   let out = '';
   for (const mode of modes) {

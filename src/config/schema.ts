@@ -116,13 +116,15 @@ export const ConfigSchema = z.object({
       /** How lexical and dense lists combine in hybrid mode: reciprocal rank fusion, or a weighted sum. */
       fusion: z.enum(FUSIONS).default('rrf'),
       /**
-       * How the lexical side orders files: `rrf` (the hand-set sum of its signals) or `learned` (gradient-boosted trees
-       * trained on change descriptions mined from public histories; models/ranker/). Default rrf.
+       * How files are ordered: `learned` (gradient-boosted trees over every list's signals, trained on queries mined
+       * from 69 public repositories; models/ranker/), or `rrf` (the hand-set fusion alone). Default learned.
        */
       ranker: z
         .enum(RANKERS)
-        .default('rrf')
-        .describe('how files are ordered: rrf (hand-set weights) or learned (the shipped ranker model)'),
+        .default('learned')
+        .describe(
+          'how files are ordered: learned (the shipped ranker model, default) or rrf (hand-set weights)',
+        ),
       /** RRF's k. Measured on the practice sets (docs/retrieval.md): a flat optimum around k = 20 and dense weight
        * 0.5–1. */
       rrfK: weight.default(20),

@@ -250,14 +250,18 @@ async function packFiles(
   skipped: AssembledContext['skipped'],
 ): Promise<void> {
   const texts = await project.readLines(search.files.map((f) => f.path).filter((p) => !taken.has(p)));
-  const floor = (search.files[0]?.score ?? 0) * project.config.context.minRelevance;
+  // relevance falls off from the best file that goes in: a first file too large for the hard limit sets no floor
+  let floor: number | undefined;
   for (const f of search.files) {
-    if (budget.used() >= budget.soft || f.score < floor) break;
+    if (budget.used() >= budget.soft || (floor !== undefined && f.score < floor)) break;
     if (taken.has(f.path)) continue;
     const b = wholeFile(texts.get(f.path), f.path, 'retrieved');
     if (!b) continue;
     if (!budget.add(b)) skipped.push({ path: f.path, tokens: countTokens(renderBlock({ ...b, n: 0 })) });
-    else taken.add(f.path);
+    else {
+      taken.add(f.path);
+      floor ??= f.score * project.config.context.minRelevance;
+    }
   }
 }
 

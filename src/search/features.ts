@@ -1,5 +1,5 @@
 import { identifierParts } from '../chunk/tokens.ts';
-import { fileRole } from '../workspace/roles.ts';
+import { ABOUT_TESTS, fileRole } from '../workspace/roles.ts';
 import { type AnalyzedQuery, STOPWORDS } from './query.ts';
 
 /**
@@ -36,6 +36,7 @@ export const FEATURE_NAMES = [
   'q_symbol', // one or two words that read as identifiers (`createServer`, `Session.flush`): a definition is asked for
   'q_stop', // share of its words that are English function words: a question in prose
   'q_code', // it pastes code or quotes an error message
+  'q_tests', // it asks about tests (`the tests for …`, `where is X tested`): a test file may be the answer
   // the definition a symbol query asks for, looked up in the symbol table whether or not a list found the file
   'def_whole', // the file defines the name the whole query spells
   'def_type', // … as a type (class, struct, interface, trait, enum)
@@ -82,6 +83,7 @@ export interface QueryShape {
   symbol: boolean;
   stop: number;
   code: boolean;
+  tests: boolean;
   dense: boolean;
 }
 
@@ -128,7 +130,13 @@ export function queryShape(q: AnalyzedQuery, dense: boolean): QueryShape {
   const stop = words.length
     ? words.filter((w) => STOPWORDS.has(w.toLowerCase().replace(/[^a-z]/g, ''))).length / words.length
     : 0;
-  return { symbol, stop, code: q.code !== null || q.literals.length > 0, dense };
+  return {
+    symbol,
+    stop,
+    code: q.code !== null || q.literals.length > 0,
+    tests: ABOUT_TESTS.test(q.raw),
+    dense,
+  };
 }
 
 /** The names a symbol query spells (`Session.flush` → flush; `View` → view), lower-cased. */
@@ -218,6 +226,7 @@ export function fileFeatures(
       q_symbol: shape.symbol ? 1 : 0,
       q_stop: shape.stop,
       q_code: shape.code ? 1 : 0,
+      q_tests: shape.tests ? 1 : 0,
       def_whole: e.defWhole ? 1 : 0,
       def_type: e.defType ? 1 : 0,
       role_example:

@@ -697,7 +697,12 @@ function fileEvidence(
   fusion: Fusion,
 ): Map<string, FileEvidence> {
   const { lexFileScore, denseFileScore, fileScores } = lists;
-  const coarseRank = new Map(g.fileLexical.map((h, i) => [h.path, i]));
+  // tied scores share a rank: the order among ties is the store's (row ids), which the index's history decides
+  const coarseRank = new Map<string, number>();
+  g.fileLexical.forEach((h, i) => {
+    const prev = g.fileLexical[i - 1];
+    coarseRank.set(h.path, prev && prev.score === h.score ? coarseRank.get(prev.path)! : i);
+  });
   const denseRank = fusion.rankOf(denseFileScore);
   const fusedRank = fusion.rankOf(fileScores);
   const chunkLexical = new Set([...g.lexical, ...g.extraLexical].map((h) => h.path));
