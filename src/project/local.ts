@@ -413,6 +413,9 @@ function catchUp(project: LocalProject): Promise<{ note?: string } | undefined> 
 async function catchUpNow(project: LocalProject): Promise<{ note?: string } | undefined> {
   const { store, root, config } = project;
   if (project.location !== root || (await watchedAndQuiet(project))) return undefined;
+  // a shared index (PostgreSQL, Chroma: a team's) is never written by a reader's search: it stays as its own
+  // `quarry index` built it, and the working tree reaches a search through a local overlay (project/overlay.ts)
+  if (storeTraits(storeTarget(config, root)).keyed) return undefined;
   // the last full walk's count says it without listing 100,000 files (an index from before it was kept: listed)
   if (Number((await store.getMeta('tree_files')) ?? 0) > CATCH_UP_WALK_MAX) return undefined;
   const files = await store.listFiles();
