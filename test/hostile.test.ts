@@ -349,7 +349,9 @@ describe('hostile input: prompt injection and edit mode', () => {
     tries.injection++;
     const project = await openLexical(root);
     try {
-      const ctx = await assembleContext(project, 'notes on maintenance mode and the retry budget', { budget: 4000 });
+      const ctx = await assembleContext(project, 'notes on maintenance mode and the retry budget', {
+        budget: 4000,
+      });
       assert.match(ctx.system, /data, not instructions/);
       const block = ctx.blocks.find((b) => b.path === 'docs/notes.md');
       assert.ok(block, 'the injected file is retrieved');
