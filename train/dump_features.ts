@@ -31,12 +31,13 @@
  * FEATURE_NAMES vector, files in today's order (so the baseline is their order).
  */
 import { appendFileSync, createReadStream, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { indexProject, indexStatus, openProject, searchProject } from '../src/project/local.ts';
 import { codeFragment } from '../src/search/query.ts';
 import type { SearchMode } from '../src/search/search.ts';
+import type { ReferenceGraph } from '../src/store/types.ts';
 import { FEATURE_NAMES } from '../src/search/features.ts';
 import { indexPaths, isDirectory } from '../src/workspace/root.ts';
 import { fileRole, testedBasename } from '../src/workspace/roles.ts';
@@ -107,14 +108,26 @@ const evenly = <T>(xs: T[], k: number): T[] =>
 
 const KINDS = new Set(['function', 'method', 'class', 'interface', 'struct', 'enum', 'trait', 'type', 'macro']);
 
+type Definition = ReferenceGraph['defs'][number];
+
+/** Source definitions worth asking for: a function, type or macro of 4+ characters, not a test, main or constructor. */
+const sourceDefinitions = (all: Definition[]) =>
+  all.filter(
+    (d) => KINDS.has(d.kind) && d.name.length >= 4 && fileRole(d.path) === 'code' && !/^(test|main|new|init)/i.test(d.name),
+  );
+
+/** The files that define each name. */
+function definersOf(defs: Definition[]): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const d of defs) out.set(d.name, (out.get(d.name) ?? new Set()).add(d.path));
+  return out;
+}
+
 /** Symbol queries from a tree's own definitions (see the header). */
 async function symbolQueries(project: Awaited<ReturnType<typeof openProject>>, base: Row, k: number): Promise<Row[]> {
   if (k <= 0) return [];
-  const defs = (await project.store.allDefinitions()).filter(
-    (d) => KINDS.has(d.kind) && d.name.length >= 4 && fileRole(d.path) === 'code' && !/^(test|main|new|init)/i.test(d.name),
-  );
-  const definers = new Map<string, Set<string>>();
-  for (const d of defs) definers.set(d.name, (definers.get(d.name) ?? new Set()).add(d.path));
+  const defs = sourceDefinitions(await project.store.allDefinitions());
+  const definers = definersOf(defs);
   const names = [...definers.entries()].filter(([, paths]) => paths.size <= 2).map(([name]) => name);
   const uses = new Map<string, number>();
   if (project.store.references)
@@ -151,19 +164,15 @@ const TEST_NAME = /^test|^Test|_test$|Tests?$|Spec$/;
 async function testQueries(project: Awaited<ReturnType<typeof openProject>>, base: Row, k: number): Promise<Row[]> {
   if (k <= 0 || !project.store.references) return [];
   const all = await project.store.allDefinitions();
-  const base_ = (p: string) => p.slice(p.lastIndexOf('/') + 1);
   // the tests of a source definition: names defined in one source file and used by one or two test files
-  const defs = all.filter(
-    (d) => KINDS.has(d.kind) && d.name.length >= 4 && fileRole(d.path) === 'code' && !/^(test|main|new|init)/i.test(d.name),
-  );
-  const definers = new Map<string, Set<string>>();
-  for (const d of defs) definers.set(d.name, (definers.get(d.name) ?? new Set()).add(d.path));
+  const defs = sourceDefinitions(all);
+  const definers = definersOf(defs);
   const single = [...definers.entries()].filter(([, p]) => p.size === 1).map(([n]) => n);
   const testsOf = new Map<string, Set<string>>();
   for (const r of await project.store.references.useCounts(single))
     if (fileRole(r.path) === 'test') testsOf.set(r.name, (testsOf.get(r.name) ?? new Set()).add(r.path));
   const tested = single.filter((n) => (testsOf.get(n)?.size ?? 0) >= 1 && testsOf.get(n)!.size <= 2).sort();
-  const source = (n: string) => base_([...definers.get(n)!][0]!);
+  const source = (n: string) => basename([...definers.get(n)!][0]!);
   const named = tested.filter((n) => [...testsOf.get(n)!].some((t) => testedBasename(t) === source(n)));
   const other = tested.filter((n) => !named.includes(n));
   const half = Math.ceil(k / 2);
@@ -180,9 +189,9 @@ async function testQueries(project: Awaited<ReturnType<typeof openProject>>, bas
     };
   });
   // a test by its name: defined in one test file
-  const testDefs = all.filter((d) => fileRole(d.path) === 'test' && d.name.length >= 8 && TEST_NAME.test(d.name));
-  const where = new Map<string, Set<string>>();
-  for (const d of testDefs) where.set(d.name, (where.get(d.name) ?? new Set()).add(d.path));
+  const where = definersOf(
+    all.filter((d) => fileRole(d.path) === 'test' && d.name.length >= 8 && TEST_NAME.test(d.name)),
+  );
   const names = [...where.entries()].filter(([, p]) => p.size === 1).map(([n]) => n).sort();
   evenly(names, k - rows.length).forEach((name, i) => {
     rows.push({ ...base, id: `${base.repo}#testname-${i}`, query: name, gold: [...where.get(name)!], kind: 'symbol-test' });
@@ -215,11 +224,11 @@ async function pastedQueries(
   }
   const holders = (s: string) => [...texts.entries()].filter(([, t]) => t.includes(s)).map(([p]) => p);
   const code = [...texts.entries()].filter(([p]) => fileRole(p) === 'code').sort((a, b) => (a[0] < b[0] ? -1 : 1));
-  const fragments = new Map<string, string>();
+  const fragments = new Set<string>();
+  // an error message → the query that pastes it
   const errors = new Map<string, string>();
-  for (const [path, text] of code) {
-    for (const m of text.matchAll(MEMBER_CALL))
-      if (m[0].length >= 8 && codeFragment(m[0]) && !fragments.has(m[0])) fragments.set(m[0], path);
+  for (const [, text] of code) {
+    for (const m of text.matchAll(MEMBER_CALL)) if (m[0].length >= 8 && codeFragment(m[0])) fragments.add(m[0]);
     for (const m of text.matchAll(RAISED)) {
       const message = m[5]!.trim();
       if (!/[a-z]{3}.*\s.*[a-z]{3}/.test(message) || errors.has(message)) continue;
@@ -228,9 +237,9 @@ async function pastedQueries(
     }
   }
   const rows: Row[] = [];
-  const take = (pool: Map<string, string>, n: number, kind: string, queryOf: (key: string) => string) => {
+  const take = (pool: Iterable<string>, n: number, kind: string, queryOf: (key: string) => string) => {
     let i = 0;
-    for (const key of evenly([...pool.keys()].sort(), n * 4)) {
+    for (const key of evenly([...pool].sort(), n * 4)) {
       if (i >= n) break;
       // every file that holds it verbatim is an answer (a guide that quotes the call too), when some are code
       const where = holders(key);
@@ -241,7 +250,7 @@ async function pastedQueries(
     }
   };
   take(fragments, Math.ceil(k / 2), 'pasted-code', (f) => f);
-  take(errors, Math.floor(k / 2), 'pasted-error', (m) => errors.get(m)!);
+  take(errors.keys(), Math.floor(k / 2), 'pasted-error', (m) => errors.get(m)!);
   return rows;
 }
 

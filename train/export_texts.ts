@@ -11,13 +11,11 @@
  * OUT.check (the hashes of the sample). Each tree must already have a lexical index (`quarry index --no-embed`).
  */
 import { writeFileSync } from 'node:fs';
-import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createLocalEmbedder } from '../src/embed/local.ts';
-import { findWeights, weightsFileIn } from '../src/embed/models.ts';
 import { openUserCache } from '../src/embed/shared-cache.ts';
 import { chunksToEmbed, chunkText, coarseText, textHash } from '../src/indexing/embedding.ts';
 import { openProject } from '../src/project/local.ts';
+import { openLocalEmbedder } from './local-embedder.ts';
 
 const { values: args, positionals: trees } = parseArgs({
   options: {
@@ -32,14 +30,7 @@ if (!args.out || !trees.length) {
   console.error('usage: export_texts.ts --out PREFIX TREE…');
   process.exit(2);
 }
-// quarry's all-MiniLM-L6-v2, or a model of one's own in ONNX (`--model-dir`, as `embed.provider = "onnx"` runs it)
-const weights = args['model-dir'] ? weightsFileIn(args['model-dir']) : findWeights();
-if (!weights) throw new Error('no model weights: run scripts/setup.sh, or pass a --model-dir with model.onnx');
-const embedder = await createLocalEmbedder(
-  args['model-dir']
-    ? { weights, custom: { dir: args['model-dir'], name: args.model ?? basename(args['model-dir']) } }
-    : { weights },
-);
+const embedder = await openLocalEmbedder(args['model-dir'], args.model);
 const cache = openUserCache();
 const seen = new Set<string>();
 const fresh: Array<{ hash: string; ids: number[] }> = [];

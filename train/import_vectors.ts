@@ -8,11 +8,9 @@
  * Reads TEXTS.hashes, TEXTS.check and VECTORS.0.npy, VECTORS.1.npy, … (float16 or float32 rows, in the hashes' order).
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createLocalEmbedder } from '../src/embed/local.ts';
-import { findWeights, weightsFileIn } from '../src/embed/models.ts';
 import { openUserCache } from '../src/embed/shared-cache.ts';
+import { openLocalEmbedder } from './local-embedder.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -70,14 +68,7 @@ for (let p = 0; existsSync(`${args.vectors}.${p}.npy`); p++) vectors.push(...rea
 if (vectors.length !== hashes.length)
   throw new Error(`${vectors.length} vectors for ${hashes.length} texts: the files do not belong together`);
 
-// quarry's all-MiniLM-L6-v2, or a model of one's own in ONNX (`--model-dir`, as `embed.provider = "onnx"` runs it)
-const weights = args['model-dir'] ? weightsFileIn(args['model-dir']) : findWeights();
-if (!weights) throw new Error('no model weights: run scripts/setup.sh, or pass a --model-dir with model.onnx');
-const embedder = await createLocalEmbedder(
-  args['model-dir']
-    ? { weights, custom: { dir: args['model-dir'], name: args.model ?? basename(args['model-dir']) } }
-    : { weights },
-);
+const embedder = await openLocalEmbedder(args['model-dir'], args.model);
 const cache = openUserCache();
 const known = await cache.get(embedder.id, [...check]);
 const cosines: number[] = [];

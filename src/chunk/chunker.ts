@@ -169,8 +169,8 @@ async function loadGrammar(grammar: string, file: string) {
   return { language, query, refQuery, kinds };
 }
 
-/** Loads (once) the tree-sitter runtime and a grammar; resolves to false if the grammar cannot be loaded. */
-export async function ensureGrammar(grammar: string): Promise<boolean> {
+/** Loads (once) the tree-sitter runtime and a grammar; resolves to undefined if the grammar cannot be loaded. */
+function loadedGrammar(grammar: string): Promise<Awaited<ReturnType<typeof loadGrammar>> | undefined> {
   // by the file it loads from: QUARRY_GRAMMAR_DIR may change what a name means
   const file = wasmFile(grammar);
   let g = grammars.get(file);
@@ -183,12 +183,7 @@ export async function ensureGrammar(grammar: string): Promise<boolean> {
     );
     grammars.set(file, g);
   }
-  try {
-    await g;
-    return true;
-  } catch {
-    return false;
-  }
+  return g.catch(() => undefined);
 }
 
 function declaratorName(node: Node): string | undefined {
@@ -489,17 +484,16 @@ export function chunkByLines(text: string, o: ChunkOptions): ChunkedFile {
 }
 
 /**
- * Splits a file into chunks along its definitions. `grammar` must have been loaded with `ensureGrammar`; a file
- * that cannot be parsed (unknown grammar, parser timeout) falls back to line windows.
+ * Splits a file into chunks along its definitions (its grammar loaded once, on first use); a file that cannot be
+ * parsed (unknown grammar, parser timeout) falls back to line windows.
  */
 export async function chunkFile(
   text: string,
   grammar: string | undefined,
   o: ChunkOptions,
 ): Promise<ChunkedFile> {
-  if (!grammar || !(await ensureGrammar(grammar))) return chunkByLines(text, o);
-  const g = await grammars.get(wasmFile(grammar))!;
-  if (!g.query) return chunkByLines(text, o);
+  const g = grammar ? await loadedGrammar(grammar) : undefined;
+  if (!g?.query) return chunkByLines(text, o);
   parser ??= new Parser();
   parser.setLanguage(g.language);
   let tree: ReturnType<Parser['parse']>;
@@ -610,8 +604,8 @@ export async function topLevelVariables(
   text: string,
   grammar: string | undefined,
 ): Promise<TopLevelVariable[]> {
-  if (!grammar || !(await ensureGrammar(grammar))) return [];
-  const g = await grammars.get(wasmFile(grammar))!;
+  const g = grammar ? await loadedGrammar(grammar) : undefined;
+  if (!g) return [];
   parser ??= new Parser();
   parser.setLanguage(g.language);
   const tree = parser.parse(text);
