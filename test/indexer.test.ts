@@ -3,6 +3,7 @@ import { cpSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
 import { indexRepository } from '../src/indexing/indexer.ts';
 import { processFile } from '../src/indexing/process-file.ts';
 import { acquireWriterLock } from '../src/store/lock.ts';
@@ -12,6 +13,40 @@ import { copyPolyglot, dumpIndex, ftsRowCount, makeTree, removeTree, runCli, tes
 
 const trees: string[] = [];
 after(() => trees.forEach(removeTree));
+
+/** Each file's chunking method, in path order. */
+function methods(dbPath: string): string[] {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    return db.prepare('SELECT method FROM files ORDER BY path').pluck().all() as string[];
+  } finally {
+    db.close();
+  }
+}
+
+/** What lexical search reads besides the chunks: BM25 ranks over chunks and files, references and the trigram table. */
+function lexicalState(dbPath: string) {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    const ranked = (table: string, join: string) =>
+      db
+        .prepare(
+          `SELECT ${join}, round(bm25(${table}), 6) AS score FROM ${table} ${table === 'chunks_fts' ? 'JOIN chunks c ON c.id = chunks_fts.rowid JOIN files f ON f.id = c.file_id' : 'JOIN files f ON f.id = files_fts.rowid'}
+           WHERE ${table} MATCH 'return OR health OR join OR parse' ORDER BY score, 1`,
+        )
+        .all();
+    return {
+      chunks: ranked('chunks_fts', "f.path || ':' || c.ordinal"),
+      files: ranked('files_fts', 'f.path'),
+      refs: db
+        .prepare('SELECT f.path, r.refs FROM file_refs r JOIN files f ON f.id = r.file_id ORDER BY 1')
+        .all(),
+      trigrams: db.prepare('SELECT count(*) FROM text_fts_docsize').pluck().get(),
+    };
+  } finally {
+    db.close();
+  }
+}
 
 async function indexOnce(root: string, config = testConfig(), workers?: number) {
   const store = openSqliteStore(indexPaths(root).db);
@@ -111,6 +146,65 @@ describe('indexing', () => {
     assert.equal(ra.added, 17);
     assert.ok(ra.chunksWritten >= 17, `${ra.chunksWritten} chunks`);
     assert.deepEqual(dumpIndex(indexPaths(a).db), dumpIndex(indexPaths(b).db));
+  });
+
+  it('makes a large run searchable by line windows first, then parses it to the index one pass makes', async () => {
+    const a = copyPolyglot(trees);
+    const b = copyPolyglot(trees);
+    const phases: string[] = [];
+    let searchableQuick: unknown[] = [];
+    const storeA = openSqliteStore(indexPaths(a).db);
+    const ra = await indexRepository({
+      root: a,
+      config: testConfig(),
+      store: storeA,
+      workers: 2,
+      quickPass: true,
+      onProgress: (p) => {
+        if (phases.at(-1) !== p.phase) phases.push(p.phase);
+        // between the passes: every file searchable, those with a grammar by line windows
+        if (p.phase === 'chunk' && p.done === 0) searchableQuick = methods(indexPaths(a).db);
+      },
+    });
+    await storeA.close();
+    const rb = await indexOnce(b, testConfig(), 2);
+    assert.deepEqual(phases, ['walk', 'lexical', 'chunk', 'done']);
+    assert.ok(searchableQuick.some((m) => m === 'quick') && searchableQuick.some((m) => m === 'lines'));
+    assert.equal(ra.quickPass?.files, searchableQuick.filter((m) => m === 'quick').length);
+    assert.deepEqual([ra.added, ra.updated, ra.chunksWritten], [rb.added, rb.updated, rb.chunksWritten]);
+    assert.deepEqual(dumpIndex(indexPaths(a).db), dumpIndex(indexPaths(b).db));
+    assert.deepEqual(lexicalState(indexPaths(a).db), lexicalState(indexPaths(b).db));
+  });
+
+  it('parses on the next run what a killed run left as line windows, and status counts them meanwhile', async () => {
+    const root = copyPolyglot(trees);
+    const controller = new AbortController();
+    const store = openSqliteStore(indexPaths(root).db);
+    const first = await indexRepository({
+      root,
+      config: testConfig(),
+      store,
+      workers: 2,
+      quickPass: true,
+      signal: controller.signal,
+      onProgress: (p) => {
+        if (p.phase === 'chunk') controller.abort();
+      },
+    });
+    await store.close();
+    assert.equal(first.interrupted, true);
+    const left = methods(indexPaths(root).db).filter((m) => m === 'quick').length;
+    assert.ok(left > 0, 'the second pass never ran');
+    const status = JSON.parse(runCli(['status', '--json'], { cwd: root }).stdout) as {
+      unparsedFiles: number;
+    };
+    assert.equal(status.unparsedFiles, left);
+
+    const second = await indexOnce(root, testConfig(), 2);
+    assert.deepEqual([second.added, second.updated], [0, left]);
+    assert.equal(second.quickPass, undefined);
+    assert.deepEqual(dumpIndex(indexPaths(root).db), await cleanBuildDump(root));
+    assert.equal(methods(indexPaths(root).db).filter((m) => m === 'quick').length, 0);
   });
 
   it('re-reads nothing when nothing changed, and follows edits, touches, renames and deletes', async () => {

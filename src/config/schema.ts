@@ -45,6 +45,15 @@ export const ConfigSchema = z.object({
   ignore: z.array(z.string()).describe('extra ignore patterns, gitignore syntax').default([]),
   /** Parse workers for indexing; 0 picks one per core, at most 4. */
   workers: count.describe('parse workers for indexing; 0 picks one per core, at most 4').default(0),
+  /**
+   * A run with at least this many files to parse makes them searchable by line windows first, then parses them; 0
+   * never does. Default 10000.
+   */
+  quickPassFiles: count
+    .describe(
+      'a run with at least this many files to parse makes them searchable by line windows first, then parses them; 0: never (default 10000)',
+    )
+    .default(10_000),
   chunk: z
     .object({
       /** A definition larger than this (characters) is split. Default 2000. */

@@ -5,6 +5,7 @@ import { cacheFor } from '../embed/shared-cache.ts';
 import type { Embedder } from '../embed/types.ts';
 import { QuarryError } from '../errors.ts';
 import type { FileTouch, FileUpdate, Store } from '../store/types.ts';
+import { detectLanguage } from '../workspace/languages.ts';
 import { gitHead, gitRemote, isDirectory } from '../workspace/root.ts';
 import {
   statPaths,
@@ -19,8 +20,11 @@ import { createFilePool, GIVE_UP_AFTER } from './pool.ts';
 import type { FileTask } from './process-file.ts';
 
 export interface IndexProgress {
-  /** walk → lexical (chunks and the lexical index) → coarse (a vector per file) → refine (a vector per chunk). */
-  phase: 'walk' | 'lexical' | 'coarse' | 'refine' | 'done';
+  /**
+   * walk → lexical (chunks and the lexical index) → chunk (a large run's second pass: tree-sitter's chunks replace
+   * the first pass's line windows) → coarse (a vector per file) → refine (a vector per chunk).
+   */
+  phase: 'walk' | 'lexical' | 'chunk' | 'coarse' | 'refine' | 'done';
   /** Files whose content had to be read this run. */
   total: number;
   done: number;
@@ -49,6 +53,11 @@ export interface IndexReport {
   warnings: string[];
   /** Chunks written by this run (unchanged files write none; the index's total is `store.stats().chunks`). */
   chunksWritten: number;
+  /**
+   * A large run's first pass, when it had one: the files it made searchable by line windows before their parse, and
+   * when every changed file was searchable (ms from the run's start). A finished run has parsed them all.
+   */
+  quickPass?: { files: number; searchableMs: number };
   /** The run's own work, from the writer lock on (waiting for another writer is `waitedMs`). */
   durationMs: number;
   /**
@@ -83,6 +92,11 @@ export interface IndexOptions {
    * index when it is gone or now ignored. No walk of the tree.
    */
   paths?: string[];
+  /**
+   * Make the files to parse searchable by line windows first, then parse them (two passes). Default: when at least
+   * `config.quickPassFiles` files are to be parsed.
+   */
+  quickPass?: boolean;
   /**
    * Index this folder under the store's key even when the key holds another source (another remote, or another
    * folder and machine): its files replace that source's. Without it such a run is refused.
@@ -183,14 +197,13 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
       report.deleted += gone.length;
     }
 
-    const tasks = planTasks(walked.files, known, store);
+    const tasks = planTasks(walked.files, known, store, new Set(await store.exact?.missingText?.()));
     const upToDate = report.files - tasks.length;
     await store.setMeta('run', JSON.stringify({ startedAt: Date.now(), pending: tasks.length }));
     // where this index comes from: `quarry repos` shows it, and a team server knows whether it has the checkout
     await store.setMeta('source', JSON.stringify(source));
 
-    const progress = lexicalProgress(options.onProgress, tasks.length, upToDate);
-    if (tasks.length) await indexFiles(options, tasks, report, warn, progress);
+    if (tasks.length) await indexFiles(options, tasks, report, warn, upToDate, started);
     report.interrupted = options.signal?.aborted ?? false;
     // lexical statistics exact before anything searches them; the store knows whether they wait for a recount (a
     // run killed before this point leaves it to the next run, whatever that run changes)
@@ -203,7 +216,7 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
       await store.setMeta('last_indexed_at', String(Date.now()));
       await store.setMeta('run', JSON.stringify({ finishedAt: Date.now(), pending: 0 }));
     }
-    progress.emit('done');
+    options.onProgress?.({ phase: 'done', total: 0, done: 0, upToDate, filesPerSec: 0 });
     report.durationMs = performance.now() - started;
     if (waitedMs >= 1000) report.waitedMs = waitedMs;
     return report;
@@ -304,19 +317,44 @@ function walkSkipped(skipped: WalkSkip[], ignored: WalkSkipped['ignored']): Walk
   return { reasons, ignored };
 }
 
-/** The files whose size or mtime differs from the index: only these are read. */
-function planTasks(files: WalkEntry[], known: KnownFiles, store: Store): FileTask[] {
+/**
+ * The files whose size or mtime differs from the index: only these are read. And those a large run's first pass left
+ * unfinished (a run killed before its second pass finished): they are parsed, or given their text, now.
+ */
+function planTasks(
+  files: WalkEntry[],
+  known: KnownFiles,
+  store: Store,
+  missingText: Set<string>,
+): FileTask[] {
   const tasks: FileTask[] = [];
   for (const f of files) {
     const k = known.get(f.path);
-    if (k && k.size === f.size && k.mtimeMs === f.mtimeMs) continue;
+    if (k && k.size === f.size && k.mtimeMs === f.mtimeMs) {
+      if (k.method === 'quick')
+        tasks.push({
+          ...f,
+          knownHash: k.hash,
+          reparse: true,
+          ...(keepsText(store) ? { keepText: true } : {}),
+        });
+      // a killed run's first pass left its text out: only the text is given again, nothing is chunked
+      else if (missingText.has(f.path))
+        tasks.push({ ...f, knownHash: k.hash, refillText: true, keepText: true });
+      continue;
+    }
     const t: FileTask = k ? { ...f, knownHash: k.hash } : { ...f };
-    if (store.content || store.exact) t.keepText = true; // stores that keep it, or index it by trigram
+    if (keepsText(store)) t.keepText = true;
     // a size of -1 with the hash kept: a migration rebuilt the trigram table; an unchanged file gives its text again
     if (k?.size === -1 && k.hash && store.exact) t.refillText = true;
     tasks.push(t);
   }
   return tasks;
+}
+
+/** Stores that keep a file's text, or index it by trigram. */
+function keepsText(store: Store): boolean {
+  return Boolean(store.content || store.exact);
 }
 
 interface LexicalProgress {
@@ -379,38 +417,63 @@ function batchWriter(store: Store) {
 
 type BatchWriter = ReturnType<typeof batchWriter>;
 
-/** The lexical phase: reads and parses the changed files on the pool, committing the results in batches. */
+/**
+ * The lexical phase: reads and parses the changed files on the pool, committing the results in batches. When many
+ * files are to be parsed, it runs in two passes: the first makes every file searchable (line windows, no parse, no
+ * trigram text), the second parses the files that have a grammar and replaces their windows, file by file, and gives
+ * the trigram index every file's text.
+ */
 async function indexFiles(
   options: IndexOptions,
   tasks: FileTask[],
   report: IndexReport,
   warn: Warn,
-  progress: LexicalProgress,
+  upToDate: number,
+  started: number,
 ): Promise<void> {
   const { root, config, store } = options;
   const writer = batchWriter(store);
   // starting workers (each loads the tree-sitter runtime) costs more than a few files take in this thread
   const workers = options.workers ?? (tasks.length <= IN_THREAD_MAX_FILES ? 0 : undefined);
   const pool = createFilePool(root, config, workers);
+  const record = (task: FileTask, outcome: FileOutcomeOf) =>
+    recordOutcome(task, outcome, store, report, writer, warn);
   try {
-    const inFlight = new Set<Promise<void>>();
-    const limit = Math.max(1, pool.size) * IN_FLIGHT_PER_WORKER;
-    for (const task of tasks) {
-      if (options.signal?.aborted) break;
-      const p = pool.run(task).then(async (outcome) => {
-        progress.done++;
-        await recordOutcome(task, outcome, store, report, writer, warn);
+    // what a killed run's first pass left unfinished needs only the second
+    const fresh = tasks.filter((t) => !t.reparse && !t.refillText);
+    const second = tasks.filter((t) => !fresh.includes(t));
+    if (wantsQuickPass(options, fresh)) {
+      await store.setMeta('run', JSON.stringify({ startedAt: Date.now(), pending: tasks.length, pass: 1 }));
+      // a store that serves files keeps each one's text from the first pass; a trigram index waits for the second,
+      // where the writer thread waits on the parse anyway
+      const quick = fresh.map((t) => ({ ...t, quick: true, quickText: Boolean(store.content) }));
+      const refill = keepsText(store) && !store.content;
+      const pass = { files: 0, searchableMs: 0 };
+      const progress = lexicalProgress(options.onProgress, quick.length, upToDate);
+      await runTasks(options, pool, quick, writer, progress, 'lexical', (task, outcome) => {
+        if (outcome.status === 'indexed') {
+          const f = outcome.update.file;
+          // the second pass reads the file as the first did: a file changed since is found by the next run
+          const again = { path: f.path, size: f.size, mtimeMs: f.mtimeMs, knownHash: f.hash, counted: true };
+          if (f.method === 'quick') {
+            pass.files++;
+            second.push({ ...again, reparse: true, ...(keepsText(store) ? { keepText: true } : {}) });
+          } else if (refill && f.method !== 'skipped')
+            second.push({ ...again, refillText: true, keepText: true });
+        }
+        return record(task, outcome);
       });
-      const tracked = p.finally(() => inFlight.delete(tracked));
-      inFlight.add(tracked);
-      if (inFlight.size >= limit) await Promise.race(inFlight);
-      if (writer.due()) {
-        await writer.commit();
-        progress.emit('lexical');
-      }
+      if (options.signal?.aborted) return;
+      // the first pass's lexical statistics, exact before anything searches them
+      await store.settle?.();
+      report.quickPass = { ...pass, searchableMs: performance.now() - started };
+      await store.setMeta('run', JSON.stringify({ startedAt: Date.now(), pending: second.length, pass: 2 }));
+      const parsing = lexicalProgress(options.onProgress, second.length, upToDate);
+      await runTasks(options, pool, second, writer, parsing, 'chunk', record);
+    } else {
+      const progress = lexicalProgress(options.onProgress, tasks.length, upToDate);
+      await runTasks(options, pool, tasks, writer, progress, 'lexical', record);
     }
-    await Promise.all(inFlight);
-    await writer.commit();
   } finally {
     await pool.close();
   }
@@ -420,10 +483,55 @@ async function indexFiles(
     );
 }
 
+/** A first pass pays off when many files are to be parsed: a full index of a large repository, not a change. */
+function wantsQuickPass(options: IndexOptions, tasks: FileTask[]): boolean {
+  if (options.quickPass !== undefined) return options.quickPass && tasks.length > 0;
+  const min = options.config.quickPassFiles;
+  if (!min || options.paths || tasks.length < min) return false;
+  let parsed = 0;
+  for (const t of tasks) if (detectLanguage(t.path).grammar !== undefined && ++parsed >= min) return true;
+  return false;
+}
+
+type FilePool = ReturnType<typeof createFilePool>;
+type FileOutcomeOf = Awaited<ReturnType<FilePool['run']>>;
+
+/** Runs tasks on the pool, a few in flight per worker, committing the writer's batches as they fill. */
+async function runTasks(
+  options: IndexOptions,
+  pool: FilePool,
+  tasks: FileTask[],
+  writer: BatchWriter,
+  progress: LexicalProgress,
+  phase: 'lexical' | 'chunk',
+  onOutcome: (task: FileTask, outcome: FileOutcomeOf) => Promise<void>,
+): Promise<void> {
+  const inFlight = new Set<Promise<void>>();
+  const limit = Math.max(1, pool.size) * IN_FLIGHT_PER_WORKER;
+  progress.emit(phase);
+  for (const task of tasks) {
+    if (options.signal?.aborted) break;
+    const p = pool.run(task).then(async (outcome) => {
+      progress.done++;
+      await onOutcome(task, outcome);
+    });
+    const tracked = p.finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+    if (inFlight.size >= limit) await Promise.race(inFlight);
+    if (writer.due()) {
+      await writer.commit();
+      progress.emit(phase);
+    }
+  }
+  await Promise.all(inFlight);
+  await writer.commit();
+  progress.emit(phase);
+}
+
 /** Counts one file's outcome in the report and queues its write. */
 async function recordOutcome(
   task: FileTask,
-  outcome: Awaited<ReturnType<ReturnType<typeof createFilePool>['run']>>,
+  outcome: FileOutcomeOf,
   store: Store,
   report: IndexReport,
   writer: BatchWriter,
@@ -432,20 +540,22 @@ async function recordOutcome(
   switch (outcome.status) {
     case 'indexed': {
       writer.update(outcome.update);
-      report.chunksWritten += outcome.update.chunks.length;
+      // a first pass's line windows are replaced by the second: its chunks are counted then
+      if (outcome.update.file.method !== 'quick') report.chunksWritten += outcome.update.chunks.length;
+      if (task.counted) break; // the second pass of a file the first pass counted
       if (task.knownHash) report.updated++;
       else report.added++;
       if (outcome.skipReason) report.skippedByContent.push({ path: task.path, reason: outcome.skipReason });
       break;
     }
     case 'unchanged':
+      if (!task.counted) report.touched++;
       writer.touch({
         path: outcome.path,
         size: outcome.size,
         mtimeMs: outcome.mtimeMs,
         ...(outcome.text !== undefined ? { text: outcome.text } : {}),
       });
-      report.touched++;
       break;
     case 'gone':
       if (task.knownHash) {

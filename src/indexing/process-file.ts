@@ -22,6 +22,17 @@ export interface FileTask {
   noGrammars?: string[];
   /** The index lost this file's text (a rebuilt trigram table): an unchanged file still returns its text. */
   refillText?: boolean;
+  /**
+   * A large run's first pass: a file that has a grammar is chunked by line windows (method 'quick'), with no parse,
+   * no symbols and no references, so that it is searchable at once; the second pass parses it.
+   */
+  quick?: boolean;
+  /** With `quick`: keep the file's text in the first pass too (a store that serves files; a trigram index waits). */
+  quickText?: boolean;
+  /** The index holds this content by line windows only (method 'quick'): chunk it, though its hash is unchanged. */
+  reparse?: boolean;
+  /** The second pass of a file this run's first pass already counted as added or updated. */
+  counted?: boolean;
 }
 
 export type FileOutcome =
@@ -126,7 +137,7 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
   // the file may have changed since the walk: describe what was read
   const size = buf.length;
   const hash = createHash('sha256').update(buf).digest('hex');
-  const unchanged = task.knownHash === hash;
+  const unchanged = task.knownHash === hash && !task.reparse;
   if (unchanged && !task.refillText)
     return { status: 'unchanged', path: task.path, size, mtimeMs: task.mtimeMs };
   const verdict = contentVerdict(buf, config);
@@ -140,8 +151,13 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
   if (verdict.skip) return skipped(t, hash, lang.id, verdict.skip);
   const text = verdict.text;
 
-  const plain = task.plain || (lang.grammar !== undefined && task.noGrammars?.includes(lang.grammar));
-  const chunked = await chunkFile(text, plain ? undefined : lang.grammar, config.chunk);
+  const givenUp = lang.grammar !== undefined && task.noGrammars?.includes(lang.grammar);
+  // the first pass of a large run: what a parse would chunk is chunked by lines now, and parsed by the second pass
+  const quick = task.quick === true && lang.grammar !== undefined && !task.plain && !givenUp;
+  const plain = task.plain || givenUp || quick;
+  // a first pass's windows do not overlap: they are replaced, and overlap only adds words to write
+  const chunking = quick ? { ...config.chunk, overlapLines: 0 } : config.chunk;
+  const chunked = await chunkFile(text, plain ? undefined : lang.grammar, chunking);
   const pathTokens = pathTokenText(task.path);
   const chunks = chunked.chunks.map((c, ordinal) => ({
     ordinal,
@@ -160,22 +176,33 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
   return {
     status: 'indexed',
     update: {
-      file: { path: task.path, size, mtimeMs: task.mtimeMs, hash, language: lang.id, method: chunked.method },
+      file: {
+        path: task.path,
+        size,
+        mtimeMs: task.mtimeMs,
+        hash,
+        language: lang.id,
+        method: quick ? 'quick' : chunked.method,
+      },
       chunks,
       symbols: chunked.symbols,
       ...(chunked.refs.length ? { refs: encodeRefs(chunked.refs)! } : {}),
-      ...(task.keepText ? { text } : {}),
-      tokens: {
-        path: pathTokens,
-        // the file's definitions, not every module-level variable: those are in the body text already
-        symbols: codeTokenText(
-          chunked.symbols
-            .filter((s) => !s.declared)
-            .map((s) => s.name)
-            .join(' '),
-        ),
-        body: chunks.map((c) => c.tokens.body).join(' '),
-      },
+      // a trigram index gets the text with the parse: a grep reads the files until its table is complete
+      ...(task.keepText && (!task.quick || task.quickText) ? { text } : {}),
+      // a first pass's file has no whole-file document yet (the store writes none for it)
+      tokens: quick
+        ? { path: '', symbols: '', body: '' }
+        : {
+            path: pathTokens,
+            // the file's definitions, not every module-level variable: those are in the body text already
+            symbols: codeTokenText(
+              chunked.symbols
+                .filter((s) => !s.declared)
+                .map((s) => s.name)
+                .join(' '),
+            ),
+            body: chunks.map((c) => c.tokens.body).join(' '),
+          },
     },
     ...(chunked.suspect ? { suspect: true } : {}),
     ...(chunked.parseError && lang.grammar ? { failedGrammar: lang.grammar } : {}),

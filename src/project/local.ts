@@ -619,7 +619,10 @@ export async function indexStatus(project: LocalProject, files?: FileRecord[]): 
   if (lock !== undefined) state = 'running';
   else if (run.startedAt && !run.finishedAt) state = 'interrupted';
   let skippedFiles = 0;
-  for (const f of files ?? (await store.listFiles())) if (f.method === 'skipped') skippedFiles++;
+  let unparsedFiles = 0;
+  for (const f of files ?? (await store.listFiles()))
+    if (f.method === 'skipped') skippedFiles++;
+    else if (f.method === 'quick') unparsedFiles++;
   const [source, skipped, progress] = await Promise.all([
     store.getMeta('source'),
     store.getMeta('walk_skipped'),
@@ -639,6 +642,7 @@ export async function indexStatus(project: LocalProject, files?: FileRecord[]): 
     lastIndexedAt: last ? new Date(Number(last)).toISOString() : null,
     run: lock !== undefined ? { state, pid: lock } : { state },
     skippedFiles,
+    unparsedFiles,
     built: source ? ((JSON.parse(source) as { git?: IndexStatus['built'] }).git ?? null) : null,
     skipped: skipped ? (JSON.parse(skipped) as IndexStatus['skipped']) : null,
     embedding,

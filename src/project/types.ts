@@ -139,6 +139,11 @@ export interface IndexStatus extends StoreStats {
   /** The index run in progress, or the last one that did not finish. */
   run: { state: 'idle' | 'running' | 'interrupted'; pid?: number };
   skippedFiles: number;
+  /**
+   * Files a large run's first pass made searchable by line windows that its second pass has not parsed yet (their
+   * chunks, symbols and references come with the parse).
+   */
+  unparsedFiles: number;
   /** The checkout the index was last built from: branch and commit (null outside git, or not recorded). */
   built?: { branch: string | null; commit: string | null } | null;
   /**

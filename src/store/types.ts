@@ -9,8 +9,11 @@ export interface FileRecord {
   /** sha256 of the content, hex. */
   hash: string;
   language: string;
-  /** How the file was chunked: 'tree-sitter', 'lines', or 'skipped' (binary, minified, secret by content). */
-  method: 'tree-sitter' | 'lines' | 'skipped';
+  /**
+   * How the file was chunked: 'tree-sitter', 'lines', 'skipped' (binary, minified, secret by content), or 'quick':
+   * line windows from a large run's first pass, searchable at once, replaced by tree-sitter's chunks in its second.
+   */
+  method: 'tree-sitter' | 'lines' | 'skipped' | 'quick';
 }
 
 /** A chunk ready to be stored, with its search fields already turned into code-aware tokens. */
@@ -325,6 +328,11 @@ export interface ExactIndex {
    * Undefined while the index is not complete (files indexed before it existed, not yet re-read): read every file.
    */
   candidates(plan: string[][]): Promise<string[] | undefined>;
+  /**
+   * Indexed files (neither skipped nor waiting for their parse) whose text the index lacks: a large run's first pass
+   * writes none, and its second gives it. A run finds those a killed run left, and gives their text again.
+   */
+  missingText?(): Promise<string[]>;
 }
 
 /** The text of indexed files, kept by stores that serve repositories from machines with no checkout of them. */

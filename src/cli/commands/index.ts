@@ -77,6 +77,7 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigint);
   try {
+    let parsing = false; // a large run's second pass has begun
     const report = await indexProject(project, {
       embed: opts.embed !== false && !opts.background,
       onNotice: (m) => {
@@ -94,7 +95,15 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
         io.stderr.write(`${err.yellow('warning')}: ${m}\n`);
       },
       onProgress: (p) => {
+        if (p.phase === 'chunk' && !parsing) {
+          parsing = true;
+          progress.end();
+          io.stderr.write(
+            `searchable now; finishing ${p.total} files (their parse replaces their line windows)\n`,
+          );
+        }
         if (p.phase === 'lexical') progress.update('indexing', p.done, p.total, p.filesPerSec, p.etaMs);
+        else if (p.phase === 'chunk') progress.update('parsing', p.done, p.total, p.filesPerSec, p.etaMs);
         else if (p.phase === 'coarse')
           progress.update('vectors 1/2 (files)', p.done, p.total, p.textsPerSec ?? 0, p.etaMs, 'texts/s');
         else if (p.phase === 'refine')
@@ -196,6 +205,10 @@ function reportNotes(report: IndexReport): string[] {
   for (const [reason, paths] of noChunks)
     notes.push(`${paths.length} recorded without chunks (${reason}): ${named(paths)}`);
   if (byReason.size || noChunks.size) notes.push('`quarry files --skipped` lists every one and why');
+  if (report.quickPass)
+    notes.push(
+      `searchable after ${formatDuration(report.quickPass.searchableMs)}: ${report.quickPass.files} files by line windows first, then parsed`,
+    );
   if (report.embedding) {
     const e = report.embedding;
     notes.push(

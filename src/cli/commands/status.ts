@@ -52,7 +52,11 @@ function statusLines(s: StatusReport, c: Colors): string[] {
     `${c.bold('root')}       ${s.root}`,
     `${c.bold('index')}      ${s.index}${s.bytes !== undefined ? ` (${formatBytes(s.bytes)})` : ''}`,
     `${c.bold('files')}      ${s.files} (${s.skippedFiles} without chunks)`,
-    `${c.bold('chunks')}     ${s.chunks}`,
+    `${c.bold('chunks')}     ${s.chunks}${
+      s.unparsedFiles
+        ? ` ${c.yellow(`(${s.unparsedFiles} files still by line windows: ${s.run.state === 'running' ? 'being parsed now' : 'run `quarry index` to parse them'})`)}`
+        : ''
+    }`,
     `${c.bold('symbols')}    ${s.symbols}`,
     `${c.bold('languages')}  ${langs || '-'}`,
     `${c.bold('updated')}    ${s.lastIndexedAt ?? 'never'}${s.built?.commit ? ` (built at ${s.built.branch ?? 'detached'}@${s.built.commit.slice(0, 12)})` : ''}`,
