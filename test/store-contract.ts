@@ -186,6 +186,59 @@ export function storeContract(open: () => Promise<Store>): void {
     await s.close();
   });
 
+  it('holds a first pass’s line windows, searchable, then ranks the parse that replaces them as a clean build does', async () => {
+    const files: Array<[string, Array<[string, string | null]>]> = [
+      ['src/a.ts', [['function connect() { retry(backoff) }', 'connect']]],
+      ['src/b.ts', [['function backoff() { delay() }', 'backoff']]],
+      ['src/c.ts', [['export const connect = open()', null]]],
+    ];
+    // the first pass: line windows, no symbols, no whole-file document
+    const quick = (path: string, text: string): FileUpdate => ({
+      file: { path, size: 100, mtimeMs: 1000, hash: `h-${path}`, language: 'typescript', method: 'quick' },
+      chunks: [chunk(path, 0, text)],
+      symbols: [],
+      tokens: { path: '', symbols: '', body: '' },
+    });
+    const s = await open();
+    await s.replaceFiles(files.map(([path, chunks]) => quick(path, chunks.map(([t]) => t).join('\n'))));
+    await s.settle?.();
+    assert.deepEqual(
+      (await s.listFiles()).map((f) => f.method),
+      ['quick', 'quick', 'quick'],
+    );
+    const early = await s.lexical!.searchChunks({ terms: ['backoff'], limit: 10, weights: W });
+    assert.deepEqual(early.map((h) => h.path).sort(), ['src/a.ts', 'src/b.ts']);
+    assert.deepEqual(await s.check(), [], 'a first pass’s files are sound');
+    // the second pass, its files in another order than the first's (as workers finish them), and a new file
+    await s.replaceFiles([
+      update('src/c.ts', files[2]![1]),
+      update('src/new.ts', [['function connect() {}', 'connect']]),
+      update('src/a.ts', files[0]![1]),
+      update('src/b.ts', files[1]![1]),
+    ]);
+    await s.settle?.();
+    const clean = await open();
+    await clean.replaceFiles([
+      ...files.map(([path, chunks]) => update(path, chunks)),
+      update('src/new.ts', [['function connect() {}', 'connect']]),
+    ]);
+    await clean.settle?.();
+    for (const terms of [['connect'], ['backoff', 'delay'], ['connect', 'retry', 'open']]) {
+      const q = { terms, limit: 10, weights: W };
+      const round = (hits: Array<{ path: string; score: number }>) =>
+        hits.map((h) => `${h.path} ${h.score.toFixed(6)}`).sort();
+      assert.deepEqual(round(await s.lexical!.searchChunks(q)), round(await clean.lexical!.searchChunks(q)));
+      assert.deepEqual(round(await s.lexical!.searchFiles(q)), round(await clean.lexical!.searchFiles(q)));
+    }
+    assert.deepEqual((await s.findSymbols(['connect'])).map((x) => x.path).sort(), [
+      'src/a.ts',
+      'src/new.ts',
+    ]);
+    assert.deepEqual(await s.check(), []);
+    await s.close();
+    await clean.close();
+  });
+
   it('finds files by basename, stem and path fragment', async () => {
     const s = await open();
     await s.replaceFiles([

@@ -95,7 +95,7 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
         io.stderr.write(`${err.yellow('warning')}: ${m}\n`);
       },
       onProgress: (p) => {
-        if (p.phase === 'chunk' && !parsing) {
+        if (p.phase === 'chunk' && !parsing && !opts.quiet && !opts.json) {
           parsing = true;
           progress.end();
           io.stderr.write(
