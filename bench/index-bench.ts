@@ -71,9 +71,7 @@ const report = JSON.parse(full.stdout) as {
   stats: { chunks: number; bytes: number };
 };
 // a large run is searchable after its first pass: the process's start, then the run's own time to that point
-const searchableMs = report.quickPass
-  ? full.ms - report.durationMs + report.quickPass.searchableMs
-  : full.ms;
+const searchableMs = report.quickPass ? full.ms - report.durationMs + report.quickPass.searchableMs : full.ms;
 const noop = cli(['index', corpus, '--json', '--quiet']);
 const noopReport = JSON.parse(noop.stdout) as { added: number; updated: number };
 
