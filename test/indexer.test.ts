@@ -200,6 +200,14 @@ describe('indexing', () => {
     };
     assert.equal(status.unparsedFiles, left);
 
+    // one of them touched since (same content, a new mtime): parsed all the same
+    const touched = new Database(indexPaths(root).db, { readonly: true });
+    const quickPath = touched
+      .prepare(`SELECT path FROM files WHERE method = 'quick' LIMIT 1`)
+      .pluck()
+      .get() as string;
+    touched.close();
+    utimesSync(join(root, quickPath), new Date(), new Date(Date.now() + 5000));
     const second = await indexOnce(root, testConfig(), 2);
     assert.deepEqual([second.added, second.updated], [0, left]);
     assert.equal(second.quickPass, undefined);

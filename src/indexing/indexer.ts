@@ -344,6 +344,9 @@ function planTasks(
       continue;
     }
     const t: FileTask = k ? { ...f, knownHash: k.hash } : { ...f };
+    // a killed first pass's file, touched since: parsed, or given its text, even if its content is the same
+    if (k?.method === 'quick') t.reparse = true;
+    else if (missingText.has(f.path)) t.refillText = true;
     if (keepsText(store)) t.keepText = true;
     // a size of -1 with the hash kept: a migration rebuilt the trigram table; an unchanged file gives its text again
     if (k?.size === -1 && k.hash && store.exact) t.refillText = true;
@@ -440,8 +443,9 @@ async function indexFiles(
     recordOutcome(task, outcome, store, report, writer, warn);
   try {
     // what a killed run's first pass left unfinished needs only the second
-    const fresh = tasks.filter((t) => !t.reparse && !t.refillText);
-    const second = tasks.filter((t) => !fresh.includes(t));
+    const fresh: FileTask[] = [];
+    const second: FileTask[] = [];
+    for (const t of tasks) (t.reparse || t.refillText ? second : fresh).push(t);
     if (wantsQuickPass(options, fresh)) {
       await store.setMeta('run', JSON.stringify({ startedAt: Date.now(), pending: tasks.length, pass: 1 }));
       // a store that serves files keeps each one's text from the first pass; a trigram index waits for the second,
