@@ -330,21 +330,10 @@ function planTasks(
   const tasks: FileTask[] = [];
   for (const f of files) {
     const k = known.get(f.path);
-    if (k && k.size === f.size && k.mtimeMs === f.mtimeMs) {
-      if (k.method === 'quick')
-        tasks.push({
-          ...f,
-          knownHash: k.hash,
-          reparse: true,
-          ...(keepsText(store) ? { keepText: true } : {}),
-        });
-      // a killed run's first pass left its text out: only the text is given again, nothing is chunked
-      else if (missingText.has(f.path))
-        tasks.push({ ...f, knownHash: k.hash, refillText: true, keepText: true });
-      continue;
-    }
+    const unfinished = k?.method === 'quick' || missingText.has(f.path);
+    if (k && k.size === f.size && k.mtimeMs === f.mtimeMs && !unfinished) continue;
     const t: FileTask = k ? { ...f, knownHash: k.hash } : { ...f };
-    // a killed first pass's file, touched since: parsed, or given its text, even if its content is the same
+    // a killed first pass's file (touched since or not): parsed, or given its text, though its content is the same
     if (k?.method === 'quick') t.reparse = true;
     else if (missingText.has(f.path)) t.refillText = true;
     if (keepsText(store)) t.keepText = true;

@@ -603,12 +603,10 @@ export class SqliteStore implements Store {
   }
 
   private readonly replaceTx = (batch: FileUpdate[]): void => {
-    let updates = batch;
     const s = this.stmts;
     const now = Date.now();
     // a path given twice: its last update stands
-    const byPath = new Map(updates.map((u) => [u.file.path, u]));
-    if (byPath.size < updates.length) updates = [...byPath.values()];
+    const updates = [...new Map(batch.map((u) => [u.file.path, u])).values()];
     // files the index holds first, by rowid, then new ones: FTS5 writes its pending terms out as a new segment
     // whenever a rowid is not above the last one written (files_fts, refs_fts and text_fts are keyed by the file's
     // id), so updates in the order the workers finished them cost a segment, and later merges, per file
