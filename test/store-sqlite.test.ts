@@ -90,6 +90,62 @@ describe('SqliteStore specifics', () => {
     assert.match(doctor.stdout + doctor.stderr, /problems? in the index: .*chunks_fts/);
   });
 
+  it('merges FTS5 segments once many chunk documents were deleted, and ranks the same after', async () => {
+    const path = freshPath();
+    const s = openSqliteStore(path, { mergeMin: 10 });
+    const words = ['alpha beta', 'beta gamma', 'gamma delta', 'delta alpha'];
+    // one transaction a file: a segment each
+    for (let i = 0; i < 12; i++)
+      await s.replaceFiles([lineFile(`f${i}.ts`, [words[i % 4]!, `${words[(i + 1) % 4]} x${i}`])]);
+    await s.settle?.();
+    const search = (store = s) =>
+      store.lexical.searchChunks({
+        terms: ['alpha', 'gamma'],
+        limit: 50,
+        weights: { path: 4, symbol: 3, body: 1 },
+      });
+    const segments = () => {
+      const db = new Database(path, { readonly: true });
+      try {
+        return {
+          segments: Number(db.prepare(`SELECT count(DISTINCT segid) FROM chunks_fts_idx`).pluck().get()),
+          deleted: db.prepare(`SELECT value FROM meta WHERE key = 'fts_deleted'`).pluck().get(),
+        };
+      } finally {
+        db.close();
+      }
+    };
+    assert.ok(segments().segments > 1, 'a segment per transaction before any merge');
+    // four files replaced: 8 chunk documents deleted, below the minimum of 10
+    for (let i = 0; i < 4; i++) await s.replaceFiles([lineFile(`f${i}.ts`, [words[(i + 2) % 4]!, `y${i}`])]);
+    await s.settle?.();
+    assert.equal(segments().deleted, '8');
+    const before = await search();
+    // four more: 16 deleted, past the minimum and a quarter of the 24 left, so settle() merges
+    for (let i = 4; i < 8; i++) await s.replaceFiles([lineFile(`f${i}.ts`, [words[(i + 2) % 4]!, `y${i}`])]);
+    assert.equal(segments().deleted, '16');
+    await s.settle?.();
+    assert.deepEqual(segments(), { segments: 1, deleted: undefined });
+    const merged = await search();
+    assert.notDeepEqual(merged, before);
+    // ranks and scores as a clean build of the same files has them
+    const clean = openSqliteStore(freshPath());
+    await clean.replaceFiles(
+      Array.from({ length: 12 }, (_, i) =>
+        i < 8
+          ? lineFile(`f${i}.ts`, [words[(i + 2) % 4]!, `y${i}`])
+          : lineFile(`f${i}.ts`, [words[i % 4]!, `${words[(i + 1) % 4]} x${i}`]),
+      ),
+    );
+    const fresh = await search(clean);
+    await clean.close();
+    const shape = (hits: typeof merged) =>
+      hits.map((h) => `${h.score.toFixed(9)} ${h.path}:${h.startLine}`).sort();
+    assert.deepEqual(shape(merged), shape(fresh));
+    assert.deepEqual(await s.check(), []);
+    await s.close();
+  });
+
   it('uses WAL and records its schema version', async () => {
     const path = freshPath();
     const s = openSqliteStore(path);
@@ -181,7 +237,7 @@ describe('SqliteStore specifics', () => {
     const db = new Database(index);
     db.exec(`DROP TABLE text_fts;
              CREATE VIRTUAL TABLE text_fts USING fts5 (text, content = '', contentless_delete = 1, tokenize = 'trigram');
-             UPDATE meta SET value = '${SCHEMA_VERSION - 1}' WHERE key = 'schema_version'`);
+             UPDATE meta SET value = '${SCHEMA_VERSION - 2}' WHERE key = 'schema_version'`);
     const chunkIds = db.prepare('SELECT id FROM chunks ORDER BY id').pluck().all();
     db.close();
     const migrated = openSqliteStore(index);
@@ -325,7 +381,7 @@ describe('SqliteStore specifics', () => {
     sqliteVec.load(db);
     db.exec(`DROP TABLE chunk_codes`);
     // the codes came two migrations ago (the last one rebuilt the trigram table)
-    db.prepare(`UPDATE meta SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION - 2));
+    db.prepare(`UPDATE meta SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION - 3));
     db.close();
     const migrated = openSqliteStore(path, { codesMin: 0 });
     assert.deepEqual(await migrated.check(), []);
