@@ -430,3 +430,116 @@ describe('a lexical search within named files', () => {
     }
   });
 });
+
+describe('the pruned chunk search (exact MaxScore)', () => {
+  /** A deterministic generator (mulberry32). */
+  function random(seed: number): () => number {
+    let a = seed;
+    return () => {
+      a = (a + 0x6d2b79f5) | 0;
+      let t = Math.imul(a ^ (a >>> 15), 1 | a);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+
+  it('returns exactly the plain query’s list, order and scores, and prunes most queries', async () => {
+    const next = random(7);
+    // words by Zipf's law (log-uniform ranks): a few in many chunks, most in a handful
+    const vocabulary = Array.from({ length: 3000 }, (_, i) => `w${i}`);
+    const word = () => vocabulary[Math.floor(Math.exp(next() * Math.log(vocabulary.length))) - 1]!;
+    const text = (n: number) => Array.from({ length: n }, word).join(' ');
+    const path = freshPath();
+    const writer = openSqliteStore(path);
+    const files = Array.from({ length: 300 }, (_, f) => ({
+      file: {
+        path: `src/m${f % 17}/f${f}.ts`,
+        size: 1,
+        mtimeMs: 1,
+        hash: `h${f}`,
+        language: 'typescript',
+        method: 'tree-sitter' as const,
+      },
+      chunks: Array.from({ length: 1 + Math.floor(next() * 12) }, (_, ordinal) => ({
+        ordinal,
+        startLine: ordinal + 1,
+        endLine: ordinal + 1,
+        symbol: null,
+        kind: null,
+        container: null,
+        text: 'x',
+        tokens: {
+          path: `src m${f % 17} f${f} ts`,
+          symbols: next() < 0.3 ? text(2) : '',
+          body: text(3 + Math.floor(next() * 60)),
+        },
+      })),
+      symbols: [],
+      tokens: { path: `src m${f % 17} f${f} ts`, symbols: '', body: '' },
+    }));
+    await writer.replaceFiles(files);
+    await writer.close();
+    // no budget: every query the bounds allow is pruned (correctness, not cost, is tested here)
+    const pruned = openSqliteStore(path, { pruneShare: 1, pruneMin: 0 });
+    const plain = openSqliteStore(path, { pruneShare: 0 });
+    const tryPruned = (
+      pruned as unknown as { searchLexicalPruned: (...a: unknown[]) => unknown[] | undefined }
+    ).searchLexicalPruned;
+    let took = 0;
+    const queries = 300;
+    try {
+      for (let i = 0; i < queries; i++) {
+        // two to seven terms, mixing common, middling and rare words (a few that no chunk holds)
+        const drawn = [
+          ...new Set(
+            Array.from({ length: 3 + Math.floor(next() * 6) }, () =>
+              next() < 0.5 ? word() : `w${Math.floor(next() * (next() < 0.1 ? 4000 : 3000))}`,
+            ),
+          ),
+        ];
+        // as a search asks: without the terms in more than half the chunks (search/search.ts informativeTerms)
+        const stats = await plain.lexical.termStats(drawn, 'chunks');
+        const terms = drawn.filter((t) => (stats.df.get(t) ?? 0) <= stats.total / 2);
+        if (!terms.length) continue;
+        const query = {
+          terms,
+          limit: [10, 50, 200][i % 3]!,
+          weights: i % 2 ? { path: 4, symbol: 3, body: 1 } : { path: 1, symbol: 2, body: 1 },
+        };
+        const a = await pruned.lexical.searchChunks(query);
+        const b = await plain.lexical.searchChunks(query);
+        const shape = (hits: typeof a) => hits.map((h) => `${h.chunkId} ${h.path} ${h.score.toFixed(9)}`);
+        assert.deepEqual(shape(a), shape(b), `${terms.join(' ')} (limit ${query.limit})`);
+        const w = query.weights;
+        const rank = `bm25(${w.path}, ${w.symbol}, ${w.body})`;
+        const match = terms.map((t) => `"${t}"`).join(' OR ');
+        if (tryPruned.call(pruned, terms, match, rank, query.limit)) took++;
+      }
+    } finally {
+      await pruned.close();
+      await plain.close();
+    }
+    // both ways of proving the cut were taken (each query asked twice of the pruned store)
+    assert.ok(took > queries / 10, `pruned ${took} of ${queries}`);
+    assert.ok(
+      pruned.pruneCounts.rare >= 20 && pruned.pruneCounts.sets >= 20,
+      JSON.stringify(pruned.pruneCounts),
+    );
+  });
+
+  it('counts documents again once the index changed, through this connection or another', async () => {
+    const path = freshPath();
+    const a = openSqliteStore(path);
+    await a.replaceFiles([lineFile('a.ts', ['alpha beta', 'alpha'])]);
+    assert.equal((await a.lexical.termStats(['alpha', 'gamma'], 'chunks')).df.get('alpha'), 2);
+    await a.replaceFiles([lineFile('b.ts', ['alpha gamma'])]);
+    let stats = await a.lexical.termStats(['alpha', 'gamma'], 'chunks');
+    assert.deepEqual([stats.df.get('alpha'), stats.df.get('gamma')], [3, 1]);
+    const b = openSqliteStore(path);
+    await b.deleteFiles(['a.ts']);
+    await b.close();
+    stats = await a.lexical.termStats(['alpha', 'gamma'], 'chunks');
+    assert.deepEqual([stats.df.get('alpha'), stats.df.get('gamma')], [1, 1]);
+    await a.close();
+  });
+});

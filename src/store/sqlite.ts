@@ -243,6 +243,13 @@ export interface SqliteStoreOptions {
   codesMin?: number;
   /** Deleted chunk documents before settle() merges FTS5's segments (at least a quarter of those left). Default 20,000. */
   mergeMin?: number;
+  /**
+   * The pruned chunk search's budget: the postings it may score, as a share of all the query's (0: always the plain
+   * query, which ranks the same). Default PRUNE_SHARE.
+   */
+  pruneShare?: number;
+  /** The postings below which a query is searched plainly. Default PRUNE_MIN. */
+  pruneMin?: number;
   /** Open without writing anything (no migration); fails if the database does not exist. */
   readonly?: boolean;
   /** Keep vectors here (default true when sqlite-vec loads); false when another engine keeps them. */
@@ -344,6 +351,19 @@ export function sqliteIndexSize(path: string): number | undefined {
   }
 }
 
+/** FTS5's bm25() k1: a term adds at most idf·(k1+1) to a score. */
+const BM25_K1 = 1.2;
+/** The pruned chunk search stops where its rare terms hold this share of all the query's postings. */
+const PRUNE_SHARE = 0.4;
+/** A query with fewer postings than this is searched plainly. */
+const PRUNE_MIN = 20_000;
+/** The pruned search leaves a query to the plain one when a term is in more than this share of the chunks. */
+const PRUNE_MAX_SHARE = 0.4;
+/** Queries with more terms than this are searched plainly (the pruned search enumerates sets of its common terms). */
+const PRUNE_MAX_TERMS = 12;
+/** Document counts kept in memory (documentFrequencies), at most. */
+const DF_CACHE_MAX = 20_000;
+
 /** Meta key set while FTS5's BM25 statistics wait for a recount (settle()). */
 const UNSETTLED = 'fts_unsettled';
 /** Meta key: chunk documents deleted from FTS5 since its segments were last merged into one (settle()). */
@@ -367,10 +387,20 @@ export class SqliteStore implements Store {
   private readonly stmts: ReturnType<SqliteStore['prepare']>;
   private wrote = false;
   private trigramsComplete = false;
+  private dfCache: {
+    version: string;
+    size: number;
+    chunks: Map<string, number | null>;
+    files: Map<string, number | null>;
+  } = { version: '', size: 0, chunks: new Map(), files: new Map() };
   private chunkVectorCount: { n: number; codes: number; at: number } | undefined;
   /** Above this many chunk vectors, dense search scans the sign codes instead of the vectors. */
   private readonly codesMin: number;
   private readonly mergeMin: number;
+  private readonly pruneShare: number;
+  private readonly pruneMin: number;
+  /** Chunk searches the pruned search answered: from the rare terms' chunks alone, or with sets of common terms. */
+  readonly pruneCounts = { rare: 0, sets: 0 };
   /** Above this many chunk vectors, dense scans run on a reader worker, in parallel with lexical search. */
   private readonly parallelScanMin: number;
   private reader:
@@ -390,6 +420,11 @@ export class SqliteStore implements Store {
     this.parallelScanMin = options.parallelScanMin ?? 20_000;
     this.codesMin = options.codesMin ?? CODES_MIN;
     this.mergeMin = options.mergeMin ?? MERGE_MIN;
+    this.pruneMin = options.pruneMin ?? PRUNE_MIN;
+    // QUARRY_PRUNE_SHARE=0 turns the pruned search off (to compare with the plain one: bench/search-latency.ts)
+    const envShare = Number(process.env.QUARRY_PRUNE_SHARE);
+    this.pruneShare =
+      options.pruneShare ?? (process.env.QUARRY_PRUNE_SHARE && envShare >= 0 ? envShare : PRUNE_SHARE);
     if (!options.readonly) mkdirSync(dirname(path), { recursive: true });
     try {
       this.db = new Database(path, {
@@ -543,6 +578,13 @@ export class SqliteStore implements Store {
       ),
       // one term at a time: fts5vocab seeks a term it is given with =, and scans the whole vocabulary for IN (…)
       chunkVocab: db.prepare(`SELECT doc FROM chunks_vocab WHERE term = ?`).pluck(),
+      totalChanges: db.prepare(`SELECT total_changes()`).pluck(),
+      chunkMatches: db.prepare(`SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?`).pluck(),
+      chunkRanks: db.prepare(`SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ?`),
+      chunkHitRows: db.prepare(
+        `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind FROM chunks c JOIN files f ON f.id = c.file_id
+         WHERE c.id IN (SELECT value FROM json_each(?))`,
+      ),
       fileVocab: db.prepare(`SELECT doc FROM files_vocab WHERE term = ?`).pluck(),
       // FTS5's own row count, in its averages record (the N of its BM25), read in O(1) rather than counted
       chunkFtsRows: db.prepare(`SELECT block FROM chunks_fts_data WHERE id = 1`).pluck(),
@@ -894,18 +936,37 @@ export class SqliteStore implements Store {
   }
 
   private async termStats(terms: string[], scope: 'chunks' | 'files'): Promise<TermStats> {
-    const vocab = scope === 'chunks' ? this.stmts.chunkVocab : this.stmts.fileVocab;
     // chunks: FTS5's own row count, one row a chunk, read in O(1). Files: those not skipped, as ever (files_fts
     // holds no row for a file without words, so its count would move the common-word share and the features)
     const total =
       (scope === 'chunks' ? countedRows(this.stmts.chunkFtsRows.get()) : undefined) ??
       ((scope === 'chunks' ? this.stmts.countChunks : this.stmts.countFts).get() as number);
+    return { total, df: this.documentFrequencies(terms, scope) };
+  }
+
+  /**
+   * How many documents hold each term (terms no document holds are left out). fts5vocab counts a term by reading its
+   * whole posting list (~6 ms for a word in 40% of 475k chunks, after a merge), so the counts are kept until the
+   * index changes (another connection's commit moves `data_version`, this one's own `total_changes()`): a search asks
+   * for its terms twice (which to keep, then the pruned chunk search), and common words recur from query to query.
+   */
+  private documentFrequencies(terms: string[], scope: 'chunks' | 'files'): Map<string, number> {
+    const version = `${this.db.pragma('data_version', { simple: true })}:${this.stmts.totalChanges.get()}`;
+    if (this.dfCache.version !== version || this.dfCache.size > DF_CACHE_MAX)
+      this.dfCache = { version, size: 0, chunks: new Map(), files: new Map() };
+    const cache = this.dfCache[scope];
+    const vocab = scope === 'chunks' ? this.stmts.chunkVocab : this.stmts.fileVocab;
     const df = new Map<string, number>();
     for (const term of new Set(terms)) {
-      const docs = vocab.get(term) as number | undefined;
-      if (docs !== undefined) df.set(term, docs);
+      let docs = cache.get(term);
+      if (docs === undefined) {
+        docs = (vocab.get(term) as number | undefined) ?? null;
+        cache.set(term, docs);
+        this.dfCache.size++;
+      }
+      if (docs !== null) df.set(term, docs);
     }
-    return { total, df };
+    return df;
   }
 
   private async searchLexical(q: LexicalQuery): Promise<ChunkHit[]> {
@@ -916,6 +977,10 @@ export class SqliteStore implements Store {
     const rank = `bm25(${Number(w.path)}, ${Number(w.symbol)}, ${Number(w.body)})`;
     if (q.filter?.paths && q.filter.paths.length <= 200) return this.searchLexicalInFiles(q, match, rank);
     const { sql: where, params } = filterSql(q.filter);
+    if (!where) {
+      const pruned = this.searchLexicalPruned(terms, match, rank, q.limit);
+      if (pruned) return pruned;
+    }
     // Without a filter, let FTS5 order and cut the list itself; with one, join first so the cut is after filtering.
     const sql = where
       ? `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, -fts.rank AS score
@@ -928,6 +993,124 @@ export class SqliteStore implements Store {
          JOIN chunks c ON c.id = m.rowid JOIN files f ON f.id = c.file_id ORDER BY m.rank`;
     const args = where ? [match, rank, ...params, q.limit] : [match, rank, q.limit];
     return (this.db.prepare(sql).all(...args) as Row[]).map(toHit);
+  }
+
+  /**
+   * The first `limit` chunks by BM25 without scoring every chunk that holds a common term (MaxScore, exact). FTS5's
+   * bm25() adds, for each term, idf·f·(k1+1)/(f + k1·(1−b+b·D/avgdl)), which is below idf·(k1+1) however often the
+   * term occurs: the term's bound.
+   *
+   * 1. With the terms from rarest to most common, the chunks holding one of the rarest (R, the fewest that can fill
+   *    the list) are scored in full. Their `limit`-th score is the bar: the list can only get better.
+   * 2. A chunk holding none of R holds some of the common terms (C), and scores below the sum of their bounds. So if
+   *    the bar beats the bounds of all of C, R's list is the answer. Otherwise the only chunks that can still enter
+   *    are those holding a set of C whose bounds reach the bar: the AND of each smallest such set. They are scored
+   *    in full too, and the best of both lists is the answer, exactly the list of the plain query.
+   *
+   * A full score for the chunks an expression E matches is the query `(E) AND (all terms)` less the query `E`: FTS5
+   * counts a term written twice twice, and each phrase's idf is its own. Both score only E's chunks. When the
+   * postings to score pass PRUNE_SHARE of the query's, the plain query is cheaper (undefined: the caller asks it).
+   * On the 100k corpus FTS5 spends ~2 µs a chunk on bm25() and ~0.07 µs on reading a posting, so a phrase of common
+   * words cost 0.3–0.9 s for chunks it never returned.
+   */
+  private searchLexicalPruned(
+    terms: string[],
+    all: string,
+    rank: string,
+    limit: number,
+  ): ChunkHit[] | undefined {
+    // terms FTS5 tokenizes as quarry does (ASCII), so that a term's document count is its phrase's
+    if (
+      this.pruneShare <= 0 ||
+      terms.length < 2 ||
+      terms.length > PRUNE_MAX_TERMS ||
+      !terms.every((t) => /^[a-z0-9_$]+$/.test(t))
+    )
+      return undefined;
+    const total = countedRows(this.stmts.chunkFtsRows.get());
+    if (!total) return undefined;
+    const df = this.documentFrequencies(terms, 'chunks');
+    const docs = (t: string) => df.get(t) ?? 0;
+    // a full score is a difference of two sums (see above), a few units in the last place off: a term in nearly half
+    // the chunks adds next to nothing (idf ≤ 0 is taken as 1e-6), and chunks that only such terms reach score so
+    // close together that those units could swap two of them
+    if (terms.some((t) => docs(t) > total * PRUNE_MAX_SHARE)) return undefined;
+    const order = [...terms].sort((a, b) => docs(a) - docs(b) || (a < b ? -1 : 1));
+    const bound = (t: string) => {
+      const idf = Math.log((total - docs(t) + 0.5) / (docs(t) + 0.5));
+      return (idf <= 0 ? 1e-6 : idf) * (BM25_K1 + 1);
+    };
+    // a margin far above bm25()'s rounding, on the side of scoring more
+    const beats = (score: number, bounds: number) => score > bounds * (1 + 1e-9) + 1e-9;
+    let budget = order.reduce((sum, t) => sum + docs(t), 0) * this.pruneShare;
+    const scores = new Map<number, number>();
+    const score = (expression: string) => {
+      const own = new Map<number, number>();
+      for (const [id, r] of this.chunkRanks(expression, rank)) own.set(id, r);
+      for (const [id, r] of this.chunkRanks(`(${expression}) AND (${all})`, rank))
+        scores.set(id, own.get(id)! - r);
+    };
+    const best = () => [...scores].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, limit);
+
+    // 1. R: the rarest terms whose postings can fill the list (more while their chunks cannot)
+    let j = 0;
+    let postings = docs(order[0]!);
+    while (j < order.length - 2 && postings < limit) postings += docs(order[++j]!);
+    for (;;) {
+      if (2 * postings > budget) return undefined;
+      budget -= 2 * postings;
+      scores.clear();
+      score(
+        order
+          .slice(0, j + 1)
+          .map(ftsQuote)
+          .join(' OR '),
+      );
+      if (scores.size >= limit) break;
+      if (j >= order.length - 2) return undefined;
+      postings += docs(order[++j]!);
+    }
+    const list = best();
+    const bar = list[limit - 1]![1];
+    const common = order.slice(j + 1);
+    const bounds = (set: string[]) => set.reduce((sum, t) => sum + bound(t), 0);
+    if (beats(bar, bounds(common))) {
+      this.pruneCounts.rare++;
+      return this.chunkHits(list);
+    }
+
+    // 2. the smallest sets of C whose bounds reach the bar: a chunk holding none of them scores below it
+    const sets: string[][] = [];
+    for (let mask = 1; mask < 1 << common.length; mask++) {
+      const set = common.filter((_, i) => mask & (1 << i));
+      if (beats(bar, bounds(set))) continue;
+      if (sets.some((smaller) => smaller.every((t) => set.includes(t)))) continue;
+      sets.push(set);
+    }
+    // sets come by mask, so a set's subsets come before it. Their chunks are counted first (reading postings is
+    // cheap beside scoring them): an AND of common words often holds far fewer than its rarest term
+    const expression = sets
+      .map((set) => (set.length === 1 ? ftsQuote(set[0]!) : `(${set.map(ftsQuote).join(' AND ')})`))
+      .join(' OR ');
+    if (2 * Number(this.stmts.chunkMatches.get(expression)) > budget) return undefined;
+    score(expression);
+    this.pruneCounts.sets++;
+    return this.chunkHits(best());
+  }
+
+  /** (rowid, rank) of every chunk matching an FTS5 expression, in rowid order. */
+  private chunkRanks(match: string, rank: string): Iterable<[number, number]> {
+    return this.stmts.chunkRanks.raw().iterate(match, rank) as Iterable<[number, number]>;
+  }
+
+  /** Chunk hits for (chunk id, score) pairs, in their order. */
+  private chunkHits(scored: Array<[number, number]>): ChunkHit[] {
+    const rows = this.stmts.chunkHitRows.all(JSON.stringify(scored.map(([id]) => id))) as Row[];
+    const byId = new Map(rows.map((r) => [r.id as number, r]));
+    return scored.flatMap(([id, score]) => {
+      const r = byId.get(id);
+      return r ? [toHit({ ...r, score })] : [];
+    });
   }
 
   /**
