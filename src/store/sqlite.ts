@@ -310,9 +310,6 @@ const SYMBOL_COLUMNS = `s.*, f.path,
   (SELECT c.id FROM chunks c WHERE c.file_id = s.file_id AND c.start_line <= s.start_line
      ORDER BY c.start_line DESC LIMIT 1) AS chunk_id`;
 
-/** Files a search within named files asks FTS5 about one by one; more are found in one pass. */
-const FILES_ONE_BY_ONE = 8;
-
 /** SQL and parameters restricting `files f` to a filter. */
 function filterSql(filter: SearchFilter | undefined): { sql: string; params: unknown[] } {
   if (!filter) return { sql: '', params: [] };
@@ -573,12 +570,13 @@ export class SqliteStore implements Store {
         `SELECT hash, vector FROM embed_cache WHERE embedder = ? AND hash IN (SELECT value FROM json_each(?))`,
       ),
       cachePut: db.prepare(`INSERT OR REPLACE INTO embed_cache (embedder, hash, vector) VALUES (?, ?, ?)`),
-      chunkRange: db.prepare(
-        `SELECT min(c.id) AS lo, max(c.id) AS hi FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ?`,
-      ),
       // one term at a time: fts5vocab seeks a term it is given with =, and scans the whole vocabulary for IN (…)
       chunkVocab: db.prepare(`SELECT doc FROM chunks_vocab WHERE term = ?`).pluck(),
       totalChanges: db.prepare(`SELECT total_changes()`).pluck(),
+      chunkRanksIn: db.prepare(
+        `SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ? AND +rowid IN
+           (SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path IN (SELECT value FROM json_each(?)))`,
+      ),
       chunkMatches: db.prepare(`SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?`).pluck(),
       chunkRanks: db.prepare(`SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ?`),
       chunkHitRows: db.prepare(
@@ -1117,51 +1115,16 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * A search within named files: each file's chunks occupy a range of rowids (they are inserted together). For a
-   * few files, FTS5 is asked within each range; for more, in one pass over the matches, kept when they fall in a
-   * range. Each FTS5 query reads the terms' posting lists again: on 491k chunks, ~18 ms a query for common words,
-   * and a search asked for ~110 files (1.9 s) where one pass costs 0.37 s. The scores are the same either way.
+   * A search within named files: one pass over every match, kept when it is one of their chunks. The test is SQL's
+   * (`+rowid IN` a list SQLite builds once; the `+` keeps FTS5 from taking it as one lookup, and one reading of
+   * every term's postings for its idf, per chunk), made before FTS5 computes a rank or a row crosses into
+   * JavaScript. On 475k chunks: 17–20 ms for ~60 files, where a test of each file's rowid range (`rowid BETWEEN ? AND
+   * ? OR …`) took 98–168 ms, and 14–30 ms for 8 files, where a query a file took 75–160 ms (docs/benchmarks.md).
    */
   private searchLexicalInFiles(q: LexicalQuery, match: string, rank: string): ChunkHit[] {
-    if (new Set(q.filter!.paths).size > FILES_ONE_BY_ONE)
-      return this.searchLexicalAcrossFiles(q, match, rank);
-    const { sql: where, params } = filterSql({ ...q.filter, paths: undefined });
-    const inRange = this.db.prepare(
-      `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind, -m.rank AS score
-       FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ?
-             AND rowid BETWEEN ? AND ?) m
-       JOIN chunks c ON c.id = m.rowid JOIN files f ON f.id = c.file_id
-       WHERE f.path = ? ${where}`,
-    );
-    const hits: ChunkHit[] = [];
-    for (const path of new Set(q.filter!.paths)) {
-      const range = this.stmts.chunkRange.get(path) as { lo: number | null; hi: number | null } | undefined;
-      if (!range || range.lo == null || range.hi == null) continue;
-      for (const r of inRange.all(match, rank, range.lo, range.hi, path, ...params) as Row[])
-        hits.push(toHit(r));
-    }
-    return hits.sort((a, b) => b.score - a.score || a.chunkId - b.chunkId).slice(0, q.limit);
-  }
-
-  /**
-   * `searchLexicalInFiles` for many files: one pass over every match, kept when it lies in one of their ranges. The
-   * ranges are tested in SQL, before FTS5 computes a rank or a row crosses into JavaScript: on 475k chunks, half the
-   * time of testing every match here (docs/benchmarks.md).
-   */
-  private searchLexicalAcrossFiles(q: LexicalQuery, match: string, rank: string): ChunkHit[] {
-    const paths = [...new Set(q.filter!.paths)];
-    const ranges: Array<{ lo: number; hi: number }> = [];
-    for (const path of paths) {
-      const r = this.stmts.chunkRange.get(path) as { lo: number | null; hi: number | null } | undefined;
-      if (r && r.lo != null && r.hi != null) ranges.push({ lo: r.lo, hi: r.hi });
-    }
-    if (!ranges.length) return [];
-    const inRanges = ranges.map(() => '(rowid BETWEEN ? AND ?)').join(' OR ');
+    const paths = JSON.stringify([...new Set(q.filter!.paths)]);
     const scores = new Map<number, number>();
-    const all = this.db.prepare(
-      `SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ? AND (${inRanges})`,
-    );
-    for (const [id, r] of all.raw().iterate(match, rank, ...ranges.flatMap((r) => [r.lo, r.hi])) as Iterable<
+    for (const [id, r] of this.stmts.chunkRanksIn.raw().iterate(match, rank, paths) as Iterable<
       [number, number]
     >)
       scores.set(id, -r);
@@ -1170,9 +1133,9 @@ export class SqliteStore implements Store {
     const rows = this.db
       .prepare(
         `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind FROM chunks c JOIN files f ON f.id = c.file_id
-         WHERE c.id IN (SELECT value FROM json_each(?)) AND f.path IN (SELECT value FROM json_each(?)) ${where}`,
+         WHERE c.id IN (SELECT value FROM json_each(?)) ${where}`,
       )
-      .all(JSON.stringify([...scores.keys()]), JSON.stringify(paths), ...params) as Row[];
+      .all(JSON.stringify([...scores.keys()]), ...params) as Row[];
     return rows
       .map((r) => toHit({ ...r, score: scores.get(r.id as number)! }))
       .sort((a, b) => b.score - a.score || a.chunkId - b.chunkId)
