@@ -613,8 +613,12 @@ export class SqliteStore implements Store {
          WHERE f.path IN (SELECT value FROM json_each(?)) ORDER BY f.path, c.ordinal`,
       ),
       filesSymbols: db.prepare(
-        `SELECT ${SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id
+        `SELECT s.*, f.path FROM symbols s JOIN files f ON f.id = s.file_id
          WHERE f.path IN (SELECT value FROM json_each(?)) ORDER BY f.path, s.start_line`,
+      ),
+      filesChunkStarts: db.prepare(
+        `SELECT c.id, c.file_id, c.start_line FROM chunks c JOIN files f ON f.id = c.file_id
+         WHERE f.path IN (SELECT value FROM json_each(?)) ORDER BY c.file_id, c.ordinal`,
       ),
     };
   }
@@ -1238,8 +1242,43 @@ export class SqliteStore implements Store {
     return groupByPath((this.stmts.filesChunks.all(JSON.stringify(paths)) as Row[]).map(toChunk));
   }
 
+  /**
+   * Every symbol of these files, each with the chunk that holds its first line: the last chunk to start at or
+   * before it (of those starting on the same line, the first). Matched here rather than by a subquery a symbol,
+   * which read every chunk of the file for each of its symbols: 0.45 s for the five files a search showed on the
+   * 100k corpus, one of them with thousands of both.
+   */
   async listSymbols(paths: string[]): Promise<Map<string, SymbolHit[]>> {
-    return groupByPath((this.stmts.filesSymbols.all(JSON.stringify(paths)) as Row[]).map(toSymbol));
+    const list = JSON.stringify(paths);
+    const starts = new Map<number, Array<{ id: number; line: number }>>();
+    for (const [id, file, line] of this.stmts.filesChunkStarts.raw().iterate(list) as Iterable<
+      [number, number, number]
+    >) {
+      const chunks = starts.get(file) ?? [];
+      if (!chunks.length) starts.set(file, chunks);
+      chunks.push({ id, line });
+    }
+    // by first line, those on the same line as they were written (a stable sort)
+    for (const chunks of starts.values()) chunks.sort((a, b) => a.line - b.line);
+    const holder = (file: number, line: number): number | null => {
+      const chunks = starts.get(file);
+      if (!chunks) return null;
+      let lo = 0;
+      let hi = chunks.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (chunks[mid]!.line <= line) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo === 0) return null;
+      let first = lo - 1;
+      while (first > 0 && chunks[first - 1]!.line === chunks[lo - 1]!.line) first--;
+      return chunks[first]!.id;
+    };
+    const rows = this.stmts.filesSymbols.all(list) as Row[];
+    return groupByPath(
+      rows.map((r) => toSymbol({ ...r, chunk_id: holder(r.file_id as number, r.start_line as number) })),
+    );
   }
 
   private async findReferences(
