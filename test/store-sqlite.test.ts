@@ -477,6 +477,13 @@ describe('the pruned chunk search (exact MaxScore)', () => {
       symbols: [],
       tokens: { path: `src m${f % 17} f${f} ts`, symbols: '', body: '' },
     }));
+    // each file's whole-file document: its chunks' words, a few of its names
+    for (const f of files)
+      f.tokens = {
+        path: f.tokens.path,
+        symbols: f.chunks.map((c) => c.tokens.symbols).join(' '),
+        body: f.chunks.map((c) => c.tokens.body).join(' '),
+      };
     await writer.replaceFiles(files);
     await writer.close();
     // no budget: every query the bounds allow is pruned (correctness, not cost, is tested here)
@@ -510,6 +517,20 @@ describe('the pruned chunk search (exact MaxScore)', () => {
         const b = await plain.lexical.searchChunks(query);
         const shape = (hits: typeof a) => hits.map((h) => `${h.chunkId} ${h.path} ${h.score.toFixed(9)}`);
         assert.deepEqual(shape(a), shape(b), `${terms.join(' ')} (limit ${query.limit})`);
+        // whole files, over files_fts, with its own counts
+        const fileStats = await plain.lexical.termStats(drawn, 'files');
+        const fileTerms = drawn.filter((t) => (fileStats.df.get(t) ?? 0) <= fileStats.total / 2);
+        if (fileTerms.length) {
+          const fileQuery = { ...query, terms: fileTerms, limit: [5, 20, 100][i % 3]! };
+          const fa = await pruned.lexical.searchFiles(fileQuery);
+          const fb = await plain.lexical.searchFiles(fileQuery);
+          const fshape = (hits: typeof fa) => hits.map((h) => `${h.path} ${h.score.toFixed(9)}`);
+          assert.deepEqual(
+            fshape(fa),
+            fshape(fb),
+            `files: ${fileTerms.join(' ')} (limit ${fileQuery.limit})`,
+          );
+        }
         const w = query.weights;
         const rank = `bm25(${w.path}, ${w.symbol}, ${w.body})`;
         const match = terms.map((t) => `"${t}"`).join(' OR ');
@@ -524,6 +545,10 @@ describe('the pruned chunk search (exact MaxScore)', () => {
     assert.ok(
       pruned.pruneCounts.rare >= 20 && pruned.pruneCounts.sets >= 20,
       JSON.stringify(pruned.pruneCounts),
+    );
+    assert.ok(
+      pruned.pruneCounts.files >= 10,
+      `whole-file searches pruned: ${JSON.stringify(pruned.pruneCounts)}`,
     );
   });
 

@@ -396,8 +396,11 @@ export class SqliteStore implements Store {
   private readonly mergeMin: number;
   private readonly pruneShare: number;
   private readonly pruneMin: number;
-  /** Chunk searches the pruned search answered: from the rare terms' chunks alone, or with sets of common terms. */
-  readonly pruneCounts = { rare: 0, sets: 0 };
+  /**
+   * Searches the pruned search answered: from the rare terms' documents alone, or with sets of common terms; and of
+   * them, those over whole files (for benchmarks and tests).
+   */
+  readonly pruneCounts = { rare: 0, sets: 0, files: 0 };
   /** Above this many chunk vectors, dense scans run on a reader worker, in parallel with lexical search. */
   private readonly parallelScanMin: number;
   private reader:
@@ -578,6 +581,10 @@ export class SqliteStore implements Store {
            (SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path IN (SELECT value FROM json_each(?)))`,
       ),
       chunkMatches: db.prepare(`SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?`).pluck(),
+      fileMatches: db.prepare(`SELECT count(*) FROM files_fts WHERE files_fts MATCH ?`).pluck(),
+      fileRanks: db.prepare(`SELECT rowid, rank FROM files_fts WHERE files_fts MATCH ? AND rank MATCH ?`),
+      filePaths: db.prepare(`SELECT id, path FROM files WHERE id IN (SELECT value FROM json_each(?))`),
+      fileFtsRows: db.prepare(`SELECT block FROM files_fts_data WHERE id = 1`).pluck(),
       chunkRanks: db.prepare(`SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ?`),
       chunkHitRows: db.prepare(
         `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind FROM chunks c JOIN files f ON f.id = c.file_id
@@ -1021,6 +1028,18 @@ export class SqliteStore implements Store {
     rank: string,
     limit: number,
   ): ChunkHit[] | undefined {
+    const best = this.prunedTopK('chunks', terms, all, rank, limit);
+    return best && this.chunkHits(best);
+  }
+
+  /** searchLexicalPruned's (rowid, score) pairs, best first, over chunks or whole files (files_fts). */
+  private prunedTopK(
+    scope: 'chunks' | 'files',
+    terms: string[],
+    all: string,
+    rank: string,
+    limit: number,
+  ): Array<[number, number]> | undefined {
     // terms FTS5 tokenizes as quarry does (ASCII), so that a term's document count is its phrase's
     if (
       this.pruneShare <= 0 ||
@@ -1029,9 +1048,10 @@ export class SqliteStore implements Store {
       !terms.every((t) => /^[a-z0-9_$]+$/.test(t))
     )
       return undefined;
-    const total = countedRows(this.stmts.chunkFtsRows.get());
+    // FTS5's own row count: the N of its idf
+    const total = countedRows((scope === 'chunks' ? this.stmts.chunkFtsRows : this.stmts.fileFtsRows).get());
     if (!total) return undefined;
-    const df = this.documentFrequencies(terms, 'chunks');
+    const df = this.documentFrequencies(terms, scope);
     const docs = (t: string) => df.get(t) ?? 0;
     // a full score is a difference of two sums (see above), a few units in the last place off: a term in nearly half
     // the chunks adds next to nothing (idf ≤ 0 is taken as 1e-6), and chunks that only such terms reach score so
@@ -1051,8 +1071,8 @@ export class SqliteStore implements Store {
     const scores = new Map<number, number>();
     const score = (expression: string) => {
       const own = new Map<number, number>();
-      for (const [id, r] of this.chunkRanks(expression, rank)) own.set(id, r);
-      for (const [id, r] of this.chunkRanks(`(${expression}) AND (${all})`, rank))
+      for (const [id, r] of this.ftsRanks(scope, expression, rank)) own.set(id, r);
+      for (const [id, r] of this.ftsRanks(scope, `(${expression}) AND (${all})`, rank))
         scores.set(id, own.get(id)! - r);
     };
     const best = () => [...scores].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, limit);
@@ -1081,7 +1101,7 @@ export class SqliteStore implements Store {
     const bounds = (set: string[]) => set.reduce((sum, t) => sum + bound(t), 0);
     if (beats(bar, bounds(common))) {
       this.pruneCounts.rare++;
-      return this.chunkHits(list);
+      return list;
     }
 
     // 2. the smallest sets of C whose bounds reach the bar: a chunk holding none of them scores below it
@@ -1097,15 +1117,17 @@ export class SqliteStore implements Store {
     const expression = sets
       .map((set) => (set.length === 1 ? ftsQuote(set[0]!) : `(${set.map(ftsQuote).join(' AND ')})`))
       .join(' OR ');
-    if (2 * Number(this.stmts.chunkMatches.get(expression)) > budget) return undefined;
+    const matches = scope === 'chunks' ? this.stmts.chunkMatches : this.stmts.fileMatches;
+    if (2 * Number(matches.get(expression)) > budget) return undefined;
     score(expression);
     this.pruneCounts.sets++;
-    return this.chunkHits(best());
+    return best();
   }
 
-  /** (rowid, rank) of every chunk matching an FTS5 expression, in rowid order. */
-  private chunkRanks(match: string, rank: string): Iterable<[number, number]> {
-    return this.stmts.chunkRanks.raw().iterate(match, rank) as Iterable<[number, number]>;
+  /** (rowid, rank) of every chunk (or file) matching an FTS5 expression, in rowid order. */
+  private ftsRanks(scope: 'chunks' | 'files', match: string, rank: string): Iterable<[number, number]> {
+    const stmt = scope === 'chunks' ? this.stmts.chunkRanks : this.stmts.fileRanks;
+    return stmt.raw().iterate(match, rank) as Iterable<[number, number]>;
   }
 
   /** Chunk hits for (chunk id, score) pairs, in their order. */
@@ -1159,6 +1181,22 @@ export class SqliteStore implements Store {
          FROM (SELECT rowid, rank FROM files_fts WHERE files_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?) m
          JOIN files f ON f.id = m.rowid ORDER BY m.rank`;
     const match = terms.map(ftsQuote).join(' OR ');
+    if (!where) {
+      const best = this.prunedTopK('files', terms, match, rank, q.limit);
+      if (best) {
+        this.pruneCounts.files++;
+        const paths = new Map(
+          (this.stmts.filePaths.all(JSON.stringify(best.map(([id]) => id))) as Row[]).map((r) => [
+            r.id as number,
+            r.path as string,
+          ]),
+        );
+        return best.flatMap(([id, score]) => {
+          const path = paths.get(id);
+          return path === undefined ? [] : [{ path, score }];
+        });
+      }
+    }
     const args = where ? [match, rank, ...params, q.limit] : [match, rank, q.limit];
     return (this.db.prepare(sql).all(...args) as Row[]).map((r) => ({
       path: r.path as string,
