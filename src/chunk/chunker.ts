@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { Language, type Node, Parser, Query } from 'web-tree-sitter';
+import type { Language, Node, Parser, Query } from 'web-tree-sitter';
 import type { ChunkOptions } from '../config/config.ts';
 import { GRAMMAR_SPECS, type SymbolKind } from './specs.ts';
 
@@ -131,9 +131,19 @@ function findWasm(grammar: string): string {
   );
 }
 
+/**
+ * web-tree-sitter, imported with the first grammar: a command that never parses (a search, a status) does not load
+ * it. Every Parser and Query is made after a grammar has loaded, so they find it here.
+ */
+let treeSitter: typeof import('web-tree-sitter') | undefined;
+
 async function loadGrammar(grammar: string, file: string) {
-  initialised ??= Parser.init();
+  initialised ??= import('web-tree-sitter').then(async (module) => {
+    await module.Parser.init();
+    treeSitter = module;
+  });
   await initialised;
+  const { Language, Query } = treeSitter!;
   const language = await Language.load(file);
   const spec = GRAMMAR_SPECS[grammar] ?? { defs: {} };
   const kinds = new Map<string, SymbolKind>();
@@ -494,7 +504,7 @@ export async function chunkFile(
 ): Promise<ChunkedFile> {
   const g = grammar ? await loadedGrammar(grammar) : undefined;
   if (!g?.query) return chunkByLines(text, o);
-  parser ??= new Parser();
+  parser ??= new treeSitter!.Parser();
   parser.setLanguage(g.language);
   let tree: ReturnType<Parser['parse']>;
   const deadline = performance.now() + PARSE_TIMEOUT_MS;
@@ -606,7 +616,7 @@ export async function topLevelVariables(
 ): Promise<TopLevelVariable[]> {
   const g = grammar ? await loadedGrammar(grammar) : undefined;
   if (!g) return [];
-  parser ??= new Parser();
+  parser ??= new treeSitter!.Parser();
   parser.setLanguage(g.language);
   const tree = parser.parse(text);
   if (!tree) return [];

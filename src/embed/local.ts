@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { Tokenizer } from '@huggingface/tokenizers';
+import type { Tokenizer } from '@huggingface/tokenizers';
 import { QuarryError } from '../errors.ts';
 import {
   bundledModelDir,
@@ -126,7 +126,9 @@ export async function createLocalEmbedder(options: LocalEmbedderOptions): Promis
   const info = await checkedWeights(options);
   const ort = await import('onnxruntime-node');
   const dir = custom?.dir ?? bundledModelDir();
-  const { tokenizer, maxTokens: MAX_TOKENS } = loadTokenizer(dir, custom);
+  // loaded here, not with the module: a lexical command that imports this one never pays for it
+  const { Tokenizer } = await import('@huggingface/tokenizers');
+  const { tokenizer, maxTokens: MAX_TOKENS } = loadTokenizer(Tokenizer, dir, custom);
   const prefix = { query: custom?.queryPrefix ?? '', document: custom?.documentPrefix ?? '' };
   const sepId = tokenizer.encode('').ids.at(-1)!;
   const sessions = lazySession(ort, info.path, options);
@@ -195,6 +197,7 @@ async function checkedWeights(options: LocalEmbedderOptions): Promise<WeightsInf
 
 /** The model's tokenizer from its folder, and the most tokens it takes. */
 function loadTokenizer(
+  Tokenizer: typeof import('@huggingface/tokenizers').Tokenizer,
   dir: string,
   custom: LocalEmbedderOptions['custom'],
 ): { tokenizer: Tokenizer; maxTokens: number } {

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Tokenizer } from '@huggingface/tokenizers';
 import { QuarryError } from '../errors.ts';
 import { createLocalEmbedder } from './local.ts';
 import { bundledModelDir, cacheModelDir, MODEL_NAME } from './models.ts';
@@ -42,13 +41,12 @@ export function staticTablePath(sourceSha256: string, env: NodeJS.ProcessEnv = p
   );
 }
 
-function loadTokenizer(): { tokenizer: Tokenizer; vocab: Map<string, number> } {
-  const dir = bundledModelDir();
-  const json = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')) as {
+/** The model's WordPiece vocabulary (token → id), from its tokenizer file. */
+function loadVocab(): Map<string, number> {
+  const json = JSON.parse(readFileSync(join(bundledModelDir(), 'tokenizer.json'), 'utf8')) as {
     model: { vocab: Record<string, number> };
   };
-  const config = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8'));
-  return { tokenizer: new Tokenizer(json, config), vocab: new Map(Object.entries(json.model.vocab)) };
+  return new Map(Object.entries(json.model.vocab));
 }
 
 /** Token ids that carry meaning: not padding, [UNK], [CLS], [SEP], [MASK] or the [unused…] slots. */
@@ -71,7 +69,7 @@ export async function distillStaticTable(
     limit?: number;
   } = {},
 ): Promise<StaticTable> {
-  const { vocab } = loadTokenizer();
+  const vocab = loadVocab();
   const ids = contentIds(vocab).slice(0, options.limit);
   const model = await createLocalEmbedder({
     weights,
@@ -227,7 +225,7 @@ export function wordPieces(vocab: Map<string, number>): (text: string) => number
 
 /** An embedder over a static table: a text's vector is the mean of its tokens' rows, L2-normalised. */
 export function createStaticEmbedder(table: StaticTable, name?: string): Embedder {
-  const { vocab } = loadTokenizer();
+  const vocab = loadVocab();
   const { dims, vectors, vocabSize } = table;
   const MAX_CHARS = 64_000;
   const pieces = wordPieces(vocab);
