@@ -8,6 +8,7 @@ import { startWorker } from '../workers.ts';
 import { chunkGetsVector } from '../workspace/roles.ts';
 import { asBlob, int8Copy, signCode } from './codes.ts';
 import { acquireWriterLock, readLiveLock } from './lock.ts';
+import { PRUNE_MIN, PRUNE_SHARE, prunable, prunedTopK } from './pruned.ts';
 import { fileNameParts, fragmentMatches, groupByPath, toChunk, toFile, toHit, toSymbol } from './rows.ts';
 import type {
   ChunkHit,
@@ -348,16 +349,6 @@ export function sqliteIndexSize(path: string): number | undefined {
   }
 }
 
-/** FTS5's bm25() k1: a term adds at most idf·(k1+1) to a score. */
-const BM25_K1 = 1.2;
-/** The pruned chunk search stops where its rare terms hold this share of all the query's postings. */
-const PRUNE_SHARE = 0.4;
-/** A query with fewer postings than this is searched plainly. */
-const PRUNE_MIN = 20_000;
-/** The pruned search leaves a query to the plain one when a term is in more than this share of the chunks. */
-const PRUNE_MAX_SHARE = 0.4;
-/** Queries with more terms than this are searched plainly (the pruned search enumerates sets of its common terms). */
-const PRUNE_MAX_TERMS = 12;
 /** Document counts kept in memory (documentFrequencies), at most. */
 const DF_CACHE_MAX = 20_000;
 
@@ -1004,24 +995,7 @@ export class SqliteStore implements Store {
     return (this.db.prepare(sql).all(...args) as Row[]).map(toHit);
   }
 
-  /**
-   * The first `limit` chunks by BM25 without scoring every chunk that holds a common term (MaxScore, exact). FTS5's
-   * bm25() adds, for each term, idf·f·(k1+1)/(f + k1·(1−b+b·D/avgdl)), which is below idf·(k1+1) however often the
-   * term occurs: the term's bound.
-   *
-   * 1. With the terms from rarest to most common, the chunks holding one of the rarest (R, the fewest that can fill
-   *    the list) are scored in full. Their `limit`-th score is the bar: the list can only get better.
-   * 2. A chunk holding none of R holds some of the common terms (C), and scores below the sum of their bounds. So if
-   *    the bar beats the bounds of all of C, R's list is the answer. Otherwise the only chunks that can still enter
-   *    are those holding a set of C whose bounds reach the bar: the AND of each smallest such set. They are scored
-   *    in full too, and the best of both lists is the answer, exactly the list of the plain query.
-   *
-   * A full score for the chunks an expression E matches is the query `(E) AND (all terms)` less the query `E`: FTS5
-   * counts a term written twice twice, and each phrase's idf is its own. Both score only E's chunks. When the
-   * postings to score pass PRUNE_SHARE of the query's, the plain query is cheaper (undefined: the caller asks it).
-   * On the 100k corpus FTS5 spends ~2 µs a chunk on bm25() and ~0.07 µs on reading a posting, so a phrase of common
-   * words cost 0.3–0.9 s for chunks it never returned.
-   */
+  /** The first `limit` chunks by BM25, exactly, without ranking every chunk that holds a common term (store/pruned.ts). */
   private searchLexicalPruned(
     terms: string[],
     all: string,
@@ -1040,94 +1014,29 @@ export class SqliteStore implements Store {
     rank: string,
     limit: number,
   ): Array<[number, number]> | undefined {
-    // terms FTS5 tokenizes as quarry does (ASCII), so that a term's document count is its phrase's
-    if (
-      this.pruneShare <= 0 ||
-      terms.length < 2 ||
-      terms.length > PRUNE_MAX_TERMS ||
-      !terms.every((t) => /^[a-z0-9_$]+$/.test(t))
-    )
-      return undefined;
+    if (this.pruneShare <= 0 || !prunable(terms)) return undefined;
     // FTS5's own row count: the N of its idf
     const total = countedRows((scope === 'chunks' ? this.stmts.chunkFtsRows : this.stmts.fileFtsRows).get());
     if (!total) return undefined;
-    const df = this.documentFrequencies(terms, scope);
-    const docs = (t: string) => df.get(t) ?? 0;
-    // a full score is a difference of two sums (see above), a few units in the last place off: a term in nearly half
-    // the chunks adds next to nothing (idf ≤ 0 is taken as 1e-6), and chunks that only such terms reach score so
-    // close together that those units could swap two of them
-    if (terms.some((t) => docs(t) > total * PRUNE_MAX_SHARE)) return undefined;
-    const order = [...terms].sort((a, b) => docs(a) - docs(b) || (a < b ? -1 : 1));
-    const bound = (t: string) => {
-      const idf = Math.log((total - docs(t) + 0.5) / (docs(t) + 0.5));
-      return (idf <= 0 ? 1e-6 : idf) * (BM25_K1 + 1);
-    };
-    // a margin far above bm25()'s rounding, on the side of scoring more
-    const beats = (score: number, bounds: number) => score > bounds * (1 + 1e-9) + 1e-9;
-    const postingsAll = order.reduce((sum, t) => sum + docs(t), 0);
-    // a plain query this small costs less than a failed attempt (FTS5 ranks ~20,000 chunks in ~40 ms)
-    if (postingsAll < this.pruneMin) return undefined;
-    let budget = postingsAll * this.pruneShare;
-    const scores = new Map<number, number>();
-    const score = (expression: string) => {
-      const own = new Map<number, number>();
-      for (const [id, r] of this.ftsRanks(scope, expression, rank)) own.set(id, r);
-      for (const [id, r] of this.ftsRanks(scope, `(${expression}) AND (${all})`, rank))
-        scores.set(id, own.get(id)! - r);
-    };
-    const best = () => [...scores].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, limit);
-
-    // 1. R: the rarest terms whose postings can fill the list (more while their chunks cannot)
-    let j = 0;
-    let postings = docs(order[0]!);
-    while (j < order.length - 2 && postings < limit) postings += docs(order[++j]!);
-    for (;;) {
-      if (2 * postings > budget) return undefined;
-      budget -= 2 * postings;
-      scores.clear();
-      score(
-        order
-          .slice(0, j + 1)
-          .map(ftsQuote)
-          .join(' OR '),
-      );
-      if (scores.size >= limit) break;
-      if (j >= order.length - 2) return undefined;
-      postings += docs(order[++j]!);
-    }
-    const list = best();
-    const bar = list[limit - 1]![1];
-    const common = order.slice(j + 1);
-    const bounds = (set: string[]) => set.reduce((sum, t) => sum + bound(t), 0);
-    if (beats(bar, bounds(common))) {
-      this.pruneCounts.rare++;
-      return list;
-    }
-
-    // 2. the smallest sets of C whose bounds reach the bar: a chunk holding none of them scores below it
-    const sets: string[][] = [];
-    for (let mask = 1; mask < 1 << common.length; mask++) {
-      const set = common.filter((_, i) => mask & (1 << i));
-      if (beats(bar, bounds(set))) continue;
-      if (sets.some((smaller) => smaller.every((t) => set.includes(t)))) continue;
-      sets.push(set);
-    }
-    // sets come by mask, so a set's subsets come before it. Their chunks are counted first (reading postings is
-    // cheap beside scoring them): an AND of common words often holds far fewer than its rarest term
-    const expression = sets
-      .map((set) => (set.length === 1 ? ftsQuote(set[0]!) : `(${set.map(ftsQuote).join(' AND ')})`))
-      .join(' OR ');
+    const ranks = scope === 'chunks' ? this.stmts.chunkRanks : this.stmts.fileRanks;
     const matches = scope === 'chunks' ? this.stmts.chunkMatches : this.stmts.fileMatches;
-    if (2 * Number(matches.get(expression)) > budget) return undefined;
-    score(expression);
-    this.pruneCounts.sets++;
-    return best();
-  }
-
-  /** (rowid, rank) of every chunk (or file) matching an FTS5 expression, in rowid order. */
-  private ftsRanks(scope: 'chunks' | 'files', match: string, rank: string): Iterable<[number, number]> {
-    const stmt = scope === 'chunks' ? this.stmts.chunkRanks : this.stmts.fileRanks;
-    return stmt.raw().iterate(match, rank) as Iterable<[number, number]>;
+    const found = prunedTopK(
+      {
+        ranks: (expression) => ranks.raw().iterate(expression, rank) as Iterable<[number, number]>,
+        count: (expression) => Number(matches.get(expression)),
+      },
+      {
+        terms,
+        all,
+        limit,
+        total,
+        df: this.documentFrequencies(terms, scope),
+        share: this.pruneShare,
+        min: this.pruneMin,
+      },
+    );
+    if (found) this.pruneCounts[found.how]++;
+    return found?.list;
   }
 
   /** Chunk hits for (chunk id, score) pairs, in their order. */

@@ -1,0 +1,132 @@
+/**
+ * An exact top-k over FTS5 that does not rank every document holding a common term (MaxScore). FTS5's bm25() adds,
+ * for each term, idf·f·(k1+1)/(f + k1·(1−b+b·D/avgdl)), which is below idf·(k1+1) however often the term occurs:
+ * the term's bound.
+ *
+ * 1. With the terms from rarest to most common, the documents holding one of the rarest (R, the fewest that can fill
+ *    the list) are scored in full. Their `limit`-th score is the bar: the list can only get better.
+ * 2. A document holding none of R holds some of the common terms (C), and scores below the sum of their bounds. So
+ *    if the bar beats the bounds of all of C, R's list is the answer. Otherwise the only documents that can still
+ *    enter are those holding a set of C whose bounds reach the bar: the AND of each smallest such set. They are
+ *    scored in full too, and the best of both lists is the answer, exactly the list of the plain query.
+ *
+ * A full score for the documents an expression E matches is the query `(E) AND (all terms)` less the query `E`:
+ * FTS5 counts a term written twice twice, and each phrase's idf is its own. Both score only E's documents. When the
+ * postings to score pass `share` of the query's, the plain query is cheaper (undefined: the caller asks it). On the
+ * 100k corpus FTS5 spends ~2 µs a chunk on bm25() and ~0.07 µs on reading a posting, so a phrase of common words
+ * cost 0.3–0.9 s for chunks it never returned.
+ *
+ * Used by the SQLite store on its own connection, and by its reader worker (store/dense-worker.ts) on another.
+ */
+
+/** FTS5's bm25() k1: a term adds at most idf·(k1+1) to a score. */
+const BM25_K1 = 1.2;
+/** The postings the pruned search may score, as a share of all the query's: past it, the plain query. */
+export const PRUNE_SHARE = 0.4;
+/** A query with fewer postings than this is searched plainly. */
+export const PRUNE_MIN = 20_000;
+/** The pruned search leaves a query to the plain one when a term is in more than this share of the documents. */
+const PRUNE_MAX_SHARE = 0.4;
+/** Queries with more terms than this are searched plainly (the pruned search enumerates sets of its common terms). */
+const PRUNE_MAX_TERMS = 12;
+
+/** One FTS5 table, through one connection. */
+export interface PrunedSource {
+  /** (rowid, rank) of every document an FTS5 expression matches, ranked by the query's bm25(). */
+  ranks(expression: string): Iterable<[number, number]>;
+  /** How many documents an FTS5 expression matches (no ranking). */
+  count(expression: string): number;
+}
+
+export interface PrunedQuery {
+  /** The query's terms, distinct, in the plain query's order. */
+  terms: string[];
+  /** The plain query: the terms, quoted, joined by OR. */
+  all: string;
+  limit: number;
+  /** FTS5's row count (the N of its idf) and each term's document count. */
+  total: number;
+  df: Map<string, number>;
+  share: number;
+  min: number;
+}
+
+/** Whether a query's terms suit the pruned search: FTS5 tokenizes them as quarry does (ASCII), and not too many. */
+export function prunable(terms: string[]): boolean {
+  return terms.length >= 2 && terms.length <= PRUNE_MAX_TERMS && terms.every((t) => /^[a-z0-9_$]+$/.test(t));
+}
+
+/** The first `limit` documents, best first (score, then rowid), and which step proved it; undefined: ask plainly. */
+export function prunedTopK(
+  source: PrunedSource,
+  q: PrunedQuery,
+): { list: Array<[number, number]>; how: 'rare' | 'sets' } | undefined {
+  const { terms, limit, total } = q;
+  if (!prunable(terms) || q.share <= 0 || !total || limit <= 0) return undefined;
+  const docs = (t: string) => q.df.get(t) ?? 0;
+  // a full score is a difference of two sums, a few units in the last place off: a term in nearly half the
+  // documents adds next to nothing (idf ≤ 0 is taken as 1e-6), and documents that only such terms reach score so
+  // close together that those units could swap two of them
+  if (terms.some((t) => docs(t) > total * PRUNE_MAX_SHARE)) return undefined;
+  const order = [...terms].sort((a, b) => docs(a) - docs(b) || (a < b ? -1 : 1));
+  const bound = (t: string) => {
+    const idf = Math.log((total - docs(t) + 0.5) / (docs(t) + 0.5));
+    return (idf <= 0 ? 1e-6 : idf) * (BM25_K1 + 1);
+  };
+  const bounds = (set: string[]) => set.reduce((sum, t) => sum + bound(t), 0);
+  // a margin far above bm25()'s rounding, on the side of scoring more
+  const beats = (score: number, bounds: number) => score > bounds * (1 + 1e-9) + 1e-9;
+  const postingsAll = order.reduce((sum, t) => sum + docs(t), 0);
+  // a plain query this small costs less than a failed attempt (FTS5 ranks ~20,000 chunks in ~40 ms)
+  if (postingsAll < q.min) return undefined;
+  let budget = postingsAll * q.share;
+  const scores = new Map<number, number>();
+  const score = (expression: string) => {
+    const own = new Map<number, number>();
+    for (const [id, r] of source.ranks(expression)) own.set(id, r);
+    for (const [id, r] of source.ranks(`(${expression}) AND (${q.all})`)) scores.set(id, own.get(id)! - r);
+  };
+  const best = () => [...scores].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, limit);
+  const quote = (t: string) => `"${t}"`;
+
+  // 1. R: the rarest terms whose postings can fill the list (more while their documents cannot)
+  let j = 0;
+  let postings = docs(order[0]!);
+  while (j < order.length - 2 && postings < limit) postings += docs(order[++j]!);
+  for (;;) {
+    if (2 * postings > budget) return undefined;
+    budget -= 2 * postings;
+    scores.clear();
+    score(
+      order
+        .slice(0, j + 1)
+        .map(quote)
+        .join(' OR '),
+    );
+    if (scores.size >= limit) break;
+    if (j >= order.length - 2) return undefined;
+    postings += docs(order[++j]!);
+  }
+  const list = best();
+  const bar = list[limit - 1]![1];
+  const common = order.slice(j + 1);
+  if (beats(bar, bounds(common))) return { list, how: 'rare' };
+
+  // 2. the smallest sets of C whose bounds reach the bar: a document holding none of them scores below it
+  const sets: string[][] = [];
+  for (let mask = 1; mask < 1 << common.length; mask++) {
+    const set = common.filter((_, i) => mask & (1 << i));
+    if (beats(bar, bounds(set))) continue;
+    // sets come by mask, so a set's subsets come before it
+    if (sets.some((smaller) => smaller.every((t) => set.includes(t)))) continue;
+    sets.push(set);
+  }
+  // their documents are counted first (reading postings is cheap beside scoring them): an AND of common words often
+  // holds far fewer than its rarest term
+  const expression = sets
+    .map((set) => (set.length === 1 ? quote(set[0]!) : `(${set.map(quote).join(' AND ')})`))
+    .join(' OR ');
+  if (2 * source.count(expression) > budget) return undefined;
+  score(expression);
+  return { list: best(), how: 'sets' };
+}
