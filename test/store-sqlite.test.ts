@@ -489,6 +489,7 @@ describe('the pruned chunk search (exact MaxScore)', () => {
     // no budget: every query the bounds allow is pruned (correctness, not cost, is tested here)
     const pruned = openSqliteStore(path, { pruneShare: 1, pruneMin: 0 });
     const plain = openSqliteStore(path, { pruneShare: 0 });
+    const reader = openSqliteStore(path, { pruneShare: 1, pruneMin: 0, parallelLexicalMin: 0 });
     const tryPruned = (
       pruned as unknown as { searchLexicalPruned: (...a: unknown[]) => unknown[] | undefined }
     ).searchLexicalPruned;
@@ -530,6 +531,15 @@ describe('the pruned chunk search (exact MaxScore)', () => {
             fshape(fb),
             `files: ${fileTerms.join(' ')} (limit ${fileQuery.limit})`,
           );
+          // the same list from the reader worker, which prunes (or not) with its own connection's counts
+          if (i % 5 === 0) {
+            const fc = await reader.lexical.searchFiles(fileQuery);
+            assert.deepEqual(
+              fshape(fc),
+              fshape(fb),
+              `reader: ${fileTerms.join(' ')} (limit ${fileQuery.limit})`,
+            );
+          }
         }
         const w = query.weights;
         const rank = `bm25(${w.path}, ${w.symbol}, ${w.body})`;
@@ -539,6 +549,7 @@ describe('the pruned chunk search (exact MaxScore)', () => {
     } finally {
       await pruned.close();
       await plain.close();
+      await reader.close();
     }
     // both ways of proving the cut were taken (each query asked twice of the pruned store)
     assert.ok(took > queries / 10, `pruned ${took} of ${queries}`);
@@ -547,7 +558,7 @@ describe('the pruned chunk search (exact MaxScore)', () => {
       JSON.stringify(pruned.pruneCounts),
     );
     assert.ok(
-      pruned.pruneCounts.files >= 10,
+      pruned.pruneCounts.files >= 10 && reader.pruneCounts.files >= 3,
       `whole-file searches pruned: ${JSON.stringify(pruned.pruneCounts)}`,
     );
   });

@@ -495,10 +495,8 @@ export async function gather(
         informativeTerms(store, q.terms, 'files'),
       ])
     : [[], []];
-  const [lexHits, fileHits, hinted, sHints, exact, defs] = await Promise.all([
-    lexical && chunkTerms.length
-      ? lexical.searchChunks({ terms: chunkTerms, limit, weights, ...(filter ? { filter } : {}) })
-      : [],
+  // the whole-file list is asked first: a store may answer it elsewhere (SQLite's reader worker) meanwhile
+  const fileList =
     lexical && fileTerms.length
       ? lexical.searchFiles({
           terms: fileTerms,
@@ -506,7 +504,12 @@ export async function gather(
           weights,
           ...(filter ? { filter } : {}),
         })
+      : [];
+  const [lexHits, fileHits, hinted, sHints, exact, defs] = await Promise.all([
+    lexical && chunkTerms.length
+      ? lexical.searchChunks({ terms: chunkTerms, limit, weights, ...(filter ? { filter } : {}) })
       : [],
+    fileList,
     fileHints(store, q, filter),
     symbolHints(store, q, filter),
     config.search.exactWeight > 0 ? exactHits(store, config, q, filter) : { strength: new Map(), chunks: [] },

@@ -2,6 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { CodeScan, int8Cosine, readCodePage } from './codes.ts';
+import { countedRows, prunedTopK } from './pruned.ts';
 import type { ReaderRequest } from './sqlite.ts';
 
 /**
@@ -152,9 +153,44 @@ function searchCodes(q: Extract<ReaderRequest, { codes: unknown }>): Row[] {
   return rows.slice(0, c.limit);
 }
 
+/**
+ * Whole-file BM25 on this connection, so that on a large index it runs on another core while the main thread ranks
+ * the chunks: pruned where it can be (store/pruned.ts), else FTS5's plain ranking. The counts are this snapshot's.
+ */
+function fileBm25(q: Extract<ReaderRequest, { fileBm25: unknown }>['fileBm25']): Row[] {
+  const total = countedRows(prepare(`SELECT block FROM files_fts_data WHERE id = 1`).pluck().get());
+  const df = new Map<string, number>();
+  for (const t of q.terms) {
+    const n = prepare(`SELECT doc FROM files_vocab WHERE term = ?`).pluck().get(t) as number | undefined;
+    if (n !== undefined) df.set(t, n);
+  }
+  const found = total
+    ? prunedTopK(
+        {
+          ranks: (expression) =>
+            prepare(`SELECT rowid, rank FROM files_fts WHERE files_fts MATCH ? AND rank MATCH ?`)
+              .raw()
+              .iterate(expression, q.rank) as Iterable<[number, number]>,
+          count: (expression) =>
+            Number(prepare(`SELECT count(*) FROM files_fts WHERE files_fts MATCH ?`).pluck().get(expression)),
+        },
+        { terms: q.terms, all: q.all, limit: q.limit, total, df, share: q.share, min: q.min },
+      )
+    : undefined;
+  if (found) return found.list.map(([id, score]) => ({ id, score, how: found.how }));
+  return prepare(
+    `SELECT rowid AS id, -rank AS score FROM files_fts WHERE files_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?`,
+  ).all(q.all, q.rank, q.limit) as Row[];
+}
+
 parentPort!.on('message', (msg: { id: number } & ReaderRequest) => {
   try {
-    const rows = 'codes' in msg ? searchCodes(msg) : prepare(msg.sql).all(...msg.args);
+    const rows =
+      'codes' in msg
+        ? searchCodes(msg)
+        : 'fileBm25' in msg
+          ? fileBm25(msg.fileBm25)
+          : prepare(msg.sql).all(...msg.args);
     parentPort!.postMessage({ id: msg.id, rows });
   } catch (err) {
     parentPort!.postMessage({ id: msg.id, error: (err as Error).message });

@@ -130,3 +130,30 @@ export function prunedTopK(
   score(expression);
   return { list: best(), how: 'sets' };
 }
+
+/** The row count in an FTS5 table's averages record (`<table>_data` id 1): the N of its idf. */
+export function countedRows(block: unknown): number | undefined {
+  return block instanceof Uint8Array && block.length ? readVarints(block as Buffer)[0] : undefined;
+}
+
+/** The varints of an FTS5 record. */
+export function readVarints(buf: Buffer): number[] {
+  const out: number[] = [];
+  let i = 0;
+  while (i < buf.length) {
+    let v = 0;
+    let n = 0;
+    for (;;) {
+      const b = buf[i++]!;
+      if (n === 8) {
+        v = v * 256 + b;
+        break;
+      }
+      v = v * 128 + (b & 0x7f);
+      n++;
+      if (!(b & 0x80)) break;
+    }
+    out.push(v);
+  }
+  return out;
+}

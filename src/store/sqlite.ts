@@ -8,7 +8,7 @@ import { startWorker } from '../workers.ts';
 import { chunkGetsVector } from '../workspace/roles.ts';
 import { asBlob, int8Copy, signCode } from './codes.ts';
 import { acquireWriterLock, readLiveLock } from './lock.ts';
-import { PRUNE_MIN, PRUNE_SHARE, prunable, prunedTopK } from './pruned.ts';
+import { countedRows, PRUNE_MIN, PRUNE_SHARE, prunable, prunedTopK, readVarints } from './pruned.ts';
 import { fileNameParts, fragmentMatches, groupByPath, toChunk, toFile, toHit, toSymbol } from './rows.ts';
 import type {
   ChunkHit,
@@ -251,6 +251,11 @@ export interface SqliteStoreOptions {
   pruneShare?: number;
   /** The postings below which a query is searched plainly. Default PRUNE_MIN. */
   pruneMin?: number;
+  /**
+   * Chunks from which whole-file BM25 runs on the reader worker, in parallel with the chunk search. Default
+   * PARALLEL_LEXICAL_MIN.
+   */
+  parallelLexicalMin?: number;
   /** Open without writing anything (no migration); fails if the database does not exist. */
   readonly?: boolean;
   /** Keep vectors here (default true when sqlite-vec loads); false when another engine keeps them. */
@@ -266,6 +271,13 @@ type Row = Record<string, unknown>;
 /** A read for the dense reader (store/dense-worker.ts): SQL as it is, or a search of the codes. */
 export type ReaderRequest =
   | { sql: string; args: unknown[] }
+  | {
+      /**
+       * Whole-file BM25 over `files_fts`, pruned where it can be (store/pruned.ts), with the reader's own counts:
+       * rows `{ id, score, how }` (`how`: 'rare' or 'sets' when pruned), best first.
+       */
+      fileBm25: { terms: string[]; all: string; rank: string; limit: number; share: number; min: number };
+    }
   | {
       /** Answers while the codes are first read into memory. */
       fallback: { sql: string; args: unknown[] };
@@ -349,6 +361,11 @@ export function sqliteIndexSize(path: string): number | undefined {
   }
 }
 
+/**
+ * Chunks from which whole-file BM25 runs on the reader worker, beside the chunk search on this thread (on the 100k
+ * corpus it took 10–120 ms of a search; a worker starts in ~50 ms on the other core).
+ */
+const PARALLEL_LEXICAL_MIN = 100_000;
 /** Document counts kept in memory (documentFrequencies), at most. */
 const DF_CACHE_MAX = 20_000;
 
@@ -387,6 +404,9 @@ export class SqliteStore implements Store {
   private readonly mergeMin: number;
   private readonly pruneShare: number;
   private readonly pruneMin: number;
+  private readonly parallelLexicalMin: number;
+  /** Whole-file searches this store answered itself while the reader was not running (onReaderToo). */
+  private fileSearches = 0;
   /**
    * Searches the pruned search answered: from the rare terms' documents alone, or with sets of common terms; and of
    * them, those over whole files (for benchmarks and tests).
@@ -412,6 +432,7 @@ export class SqliteStore implements Store {
     this.codesMin = options.codesMin ?? CODES_MIN;
     this.mergeMin = options.mergeMin ?? MERGE_MIN;
     this.pruneMin = options.pruneMin ?? PRUNE_MIN;
+    this.parallelLexicalMin = options.parallelLexicalMin ?? PARALLEL_LEXICAL_MIN;
     // QUARRY_PRUNE_SHARE=0 turns the pruned search off (to compare with the plain one: bench/search-latency.ts)
     const envShare = Number(process.env.QUARRY_PRUNE_SHARE);
     this.pruneShare =
@@ -1091,9 +1112,22 @@ export class SqliteStore implements Store {
          JOIN files f ON f.id = m.rowid ORDER BY m.rank`;
     const match = terms.map(ftsQuote).join(' OR ');
     if (!where) {
-      const best = this.prunedTopK('files', terms, match, rank, q.limit);
+      const elsewhere = this.onReaderToo();
+      let best = elsewhere ? undefined : this.prunedTopK('files', terms, match, rank, q.limit);
+      if (best) this.pruneCounts.files++;
+      else if (elsewhere) {
+        // on a large index, on the reader: the caller asks for the chunks next, and this runs meanwhile
+        const rows = await this.onReader({
+          fileBm25: { terms, all: match, rank, limit: q.limit, share: this.pruneShare, min: this.pruneMin },
+        });
+        const how = rows[0]?.how as 'rare' | 'sets' | undefined;
+        if (how) {
+          this.pruneCounts[how]++;
+          this.pruneCounts.files++;
+        }
+        best = rows.map((r) => [r.id as number, r.score as number]);
+      }
       if (best) {
-        this.pruneCounts.files++;
         const paths = new Map(
           (this.stmts.filePaths.all(JSON.stringify(best.map(([id]) => id))) as Row[]).map((r) => [
             r.id as number,
@@ -1513,6 +1547,19 @@ export class SqliteStore implements Store {
     return rows.map(toHit);
   }
 
+  /**
+   * Whether whole-file BM25 runs on the reader: on a large index (at least `parallelLexicalMin` chunks), once the
+   * reader runs. The second search of a process starts it, and answers here: the CLI, which searches once, would
+   * pay for a worker's start (measured: p50 +35 ms with the reader from the first search, +80 ms starting it then);
+   * a server, an agent's session or a watcher gains from the third search on.
+   */
+  private onReaderToo(): boolean {
+    if ((countedRows(this.stmts.chunkFtsRows.get()) ?? 0) < this.parallelLexicalMin) return false;
+    if (this.reader) return true;
+    if (++this.fileSearches >= 2) this.startReader();
+    return false;
+  }
+
   /** Chunk vectors and chunk codes, counted at most every 30 s. */
   private vectorCount(): { n: number; codes: number } {
     const now = Date.now();
@@ -1530,6 +1577,17 @@ export class SqliteStore implements Store {
 
   /** Runs a read on the dense reader (a worker with its own connection), started on first use. */
   private onReader(message: ReaderRequest): Promise<Row[]> {
+    const r = this.startReader();
+    const id = r.next++;
+    return new Promise((resolve, reject) => {
+      r.pending.set(id, { resolve, reject });
+      r.worker.ref(); // keep the process alive until the answer comes
+      r.worker.postMessage({ id, ...message });
+    });
+  }
+
+  /** The reader, started now if it is not running. */
+  private startReader(): NonNullable<SqliteStore['reader']> {
     if (!this.reader) {
       const worker = startWorker('store/dense-worker', { path: this.location });
       const pending = new Map<number, { resolve: (rows: Row[]) => void; reject: (e: Error) => void }>();
@@ -1537,7 +1595,7 @@ export class SqliteStore implements Store {
         const p = pending.get(m.id);
         pending.delete(m.id);
         if (!pending.size) worker.unref();
-        if (m.error) p?.reject(new QuarryError('IO', `vector search failed: ${m.error}`));
+        if (m.error) p?.reject(new QuarryError('IO', `a search on the reader failed: ${m.error}`));
         else p?.resolve(m.rows!);
       });
       worker.on('error', (err) => {
@@ -1547,13 +1605,7 @@ export class SqliteStore implements Store {
       worker.unref(); // an idle reader never keeps the process alive
       this.reader = { worker, pending, next: 0 };
     }
-    const r = this.reader;
-    const id = r.next++;
-    return new Promise((resolve, reject) => {
-      r.pending.set(id, { resolve, reject });
-      r.worker.ref(); // keep the process alive until the answer comes
-      r.worker.postMessage({ id, ...message });
-    });
+    return this.reader;
   }
 
   private async searchDenseFiles(
@@ -1676,31 +1728,6 @@ export function openSqliteStore(path: string, options?: SqliteStoreOptions): Sql
 
 /** SQLite's varints (big-endian, 7 bits a byte, the ninth byte whole), as FTS5 stores sizes and totals. */
 /** The row count in an FTS5 averages record (its `_data` row 1), or undefined when the table has none yet. */
-function countedRows(block: unknown): number | undefined {
-  return block instanceof Uint8Array && block.length ? readVarints(block as Buffer)[0] : undefined;
-}
-
-function readVarints(buf: Buffer): number[] {
-  const out: number[] = [];
-  let i = 0;
-  while (i < buf.length) {
-    let v = 0;
-    let n = 0;
-    for (;;) {
-      const b = buf[i++]!;
-      if (n === 8) {
-        v = v * 256 + b;
-        break;
-      }
-      v = v * 128 + (b & 0x7f);
-      n++;
-      if (!(b & 0x80)) break;
-    }
-    out.push(v);
-  }
-  return out;
-}
-
 function writeVarints(values: number[]): number[] {
   const out: number[] = [];
   for (let v of values) {
