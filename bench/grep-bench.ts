@@ -16,6 +16,7 @@ import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { indexProject, openProject } from '../src/project/local.ts';
+import { seededRandom } from '../test/helpers.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -63,17 +64,6 @@ if (values.make) {
   process.exit(0);
 }
 
-/** A deterministic random source (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
@@ -87,7 +77,7 @@ if (!(await project.store.getMeta('last_indexed_at'))) {
   console.log(`indexed lexically in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 const files = (await project.store.listFiles()).filter((f) => f.method !== 'skipped');
-const random = rng(7);
+const random = seededRandom(7);
 const literals: string[] = [];
 while (literals.length < Number(values.queries)) {
   const f = files[Math.floor(random() * files.length)]!;

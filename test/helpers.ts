@@ -242,3 +242,14 @@ export function waitForOutput(child: ChildProcess, pattern: RegExp): Promise<Reg
     );
   });
 }
+
+/** A deterministic random source (mulberry32): the same seed gives the same sequence on every machine. */
+export function seededRandom(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -5,7 +5,15 @@ import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { indexProject } from '../src/project/local.ts';
 import { openSqliteStore, SCHEMA_VERSION } from '../src/store/sqlite.ts';
-import { copyPolyglot, indexLexically, makeTree, openLexical, removeTree, runCli } from './helpers.ts';
+import {
+  copyPolyglot,
+  indexLexically,
+  makeTree,
+  openLexical,
+  removeTree,
+  runCli,
+  seededRandom,
+} from './helpers.ts';
 import { storeContract } from './store-contract.ts';
 
 const dirs: string[] = [];
@@ -432,58 +440,24 @@ describe('a lexical search within named files', () => {
 });
 
 describe('the pruned chunk search (exact MaxScore)', () => {
-  /** A deterministic generator (mulberry32). */
-  function random(seed: number): () => number {
-    let a = seed;
-    return () => {
-      a = (a + 0x6d2b79f5) | 0;
-      let t = Math.imul(a ^ (a >>> 15), 1 | a);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
-
   it('returns exactly the plain query’s list, order and scores, and prunes most queries', async () => {
-    const next = random(7);
+    const next = seededRandom(7);
     // words by Zipf's law (log-uniform ranks): a few in many chunks, most in a handful
     const vocabulary = Array.from({ length: 3000 }, (_, i) => `w${i}`);
     const word = () => vocabulary[Math.floor(Math.exp(next() * Math.log(vocabulary.length))) - 1]!;
     const text = (n: number) => Array.from({ length: n }, word).join(' ');
     const path = freshPath();
     const writer = openSqliteStore(path);
-    const files = Array.from({ length: 300 }, (_, f) => ({
-      file: {
-        path: `src/m${f % 17}/f${f}.ts`,
-        size: 1,
-        mtimeMs: 1,
-        hash: `h${f}`,
-        language: 'typescript',
-        method: 'tree-sitter' as const,
-      },
-      chunks: Array.from({ length: 1 + Math.floor(next() * 12) }, (_, ordinal) => ({
-        ordinal,
-        startLine: ordinal + 1,
-        endLine: ordinal + 1,
-        symbol: null,
-        kind: null,
-        container: null,
-        text: 'x',
-        tokens: {
-          path: `src m${f % 17} f${f} ts`,
-          symbols: next() < 0.3 ? text(2) : '',
-          body: text(3 + Math.floor(next() * 60)),
-        },
-      })),
-      symbols: [],
-      tokens: { path: `src m${f % 17} f${f} ts`, symbols: '', body: '' },
-    }));
-    // each file's whole-file document: its chunks' words, a few of its names
-    for (const f of files)
-      f.tokens = {
-        path: f.tokens.path,
-        symbols: f.chunks.map((c) => c.tokens.symbols).join(' '),
-        body: f.chunks.map((c) => c.tokens.body).join(' '),
-      };
+    const files = Array.from({ length: 300 }, (_, f) => {
+      const bodies = Array.from({ length: 1 + Math.floor(next() * 12) }, () =>
+        text(3 + Math.floor(next() * 60)),
+      );
+      const update = lineFile(`src/m${f % 17}/f${f}.ts`, bodies, `src m${f % 17} f${f} ts`);
+      // a few chunks name definitions; the whole-file document holds its chunks' words and names
+      for (const c of update.chunks) c.tokens.symbols = next() < 0.3 ? text(2) : '';
+      update.tokens.symbols = update.chunks.map((c) => c.tokens.symbols).join(' ');
+      return update;
+    });
     await writer.replaceFiles(files);
     await writer.close();
     // no budget: every query the bounds allow is pruned (correctness, not cost, is tested here)
