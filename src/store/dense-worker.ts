@@ -2,7 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { CodeScan, int8Cosine, readCodePage } from './codes.ts';
-import { countedRows, prunedTopK } from './pruned.ts';
+import { ftsRows, ftsSource, prunedTopK } from './pruned.ts';
 import type { ReaderRequest } from './sqlite.ts';
 
 /**
@@ -158,25 +158,20 @@ function searchCodes(q: Extract<ReaderRequest, { codes: unknown }>): Row[] {
  * the chunks: pruned where it can be (store/pruned.ts), else FTS5's plain ranking. The counts are this snapshot's.
  */
 function fileBm25(q: Extract<ReaderRequest, { fileBm25: unknown }>['fileBm25']): Row[] {
-  const total = countedRows(prepare(`SELECT block FROM files_fts_data WHERE id = 1`).pluck().get());
   const df = new Map<string, number>();
   for (const t of q.terms) {
     const n = prepare(`SELECT doc FROM files_vocab WHERE term = ?`).pluck().get(t) as number | undefined;
     if (n !== undefined) df.set(t, n);
   }
-  const found = total
-    ? prunedTopK(
-        {
-          ranks: (expression) =>
-            prepare(`SELECT rowid, rank FROM files_fts WHERE files_fts MATCH ? AND rank MATCH ?`)
-              .raw()
-              .iterate(expression, q.rank) as Iterable<[number, number]>,
-          count: (expression) =>
-            Number(prepare(`SELECT count(*) FROM files_fts WHERE files_fts MATCH ?`).pluck().get(expression)),
-        },
-        { terms: q.terms, all: q.all, limit: q.limit, total, df, share: q.share, min: q.min },
-      )
-    : undefined;
+  const found = prunedTopK(ftsSource(prepare, 'files_fts', q.rank), {
+    terms: q.terms,
+    all: q.all,
+    limit: q.limit,
+    total: ftsRows(prepare, 'files_fts'),
+    df,
+    share: q.share,
+    min: q.min,
+  });
   if (found) return found.list.map(([id, score]) => ({ id, score, how: found.how }));
   return prepare(
     `SELECT rowid AS id, -rank AS score FROM files_fts WHERE files_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?`,

@@ -19,6 +19,8 @@
  * Used by the SQLite store on its own connection, and by its reader worker (store/dense-worker.ts) on another.
  */
 
+import type { Statement } from 'better-sqlite3';
+
 /** FTS5's bm25() k1: a term adds at most idf·(k1+1) to a score. */
 const BM25_K1 = 1.2;
 /** The postings the pruned search may score, as a share of all the query's: past it, the plain query. */
@@ -36,6 +38,26 @@ export interface PrunedSource {
   ranks(expression: string): Iterable<[number, number]>;
   /** How many documents an FTS5 expression matches (no ranking). */
   count(expression: string): number;
+}
+
+/** The prepared statements of one connection (better-sqlite3's `Database.prepare`, or a cache over it). */
+type Prepare = (sql: string) => Statement;
+
+/** A PrunedSource over an FTS5 table, ranked by `rank` (an FTS5 rank function: `bm25(w, …)`). */
+export function ftsSource(prepare: Prepare, table: 'chunks_fts' | 'files_fts', rank: string): PrunedSource {
+  return {
+    ranks: (expression) =>
+      prepare(`SELECT rowid, rank FROM ${table} WHERE ${table} MATCH ? AND rank MATCH ?`)
+        .raw()
+        .iterate(expression, rank) as Iterable<[number, number]>,
+    count: (expression) =>
+      Number(prepare(`SELECT count(*) FROM ${table} WHERE ${table} MATCH ?`).pluck().get(expression)),
+  };
+}
+
+/** FTS5's row count of a table, read in O(1) from its averages record: the N of its idf (0 while it has none). */
+export function ftsRows(prepare: Prepare, table: string): number {
+  return countedRows(prepare(`SELECT block FROM ${table}_data WHERE id = 1`).pluck().get()) ?? 0;
 }
 
 export interface PrunedQuery {
@@ -131,12 +153,12 @@ export function prunedTopK(
   return { list: best(), how: 'sets' };
 }
 
-/** The row count in an FTS5 table's averages record (`<table>_data` id 1): the N of its idf. */
+/** The row count in an FTS5 averages record (its `_data` row 1), or undefined when the table has none yet. */
 export function countedRows(block: unknown): number | undefined {
   return block instanceof Uint8Array && block.length ? readVarints(block as Buffer)[0] : undefined;
 }
 
-/** The varints of an FTS5 record. */
+/** The varints of an FTS5 record (SQLite's: big-endian, 7 bits a byte, the ninth byte whole). */
 export function readVarints(buf: Buffer): number[] {
   const out: number[] = [];
   let i = 0;

@@ -8,7 +8,16 @@ import { startWorker } from '../workers.ts';
 import { chunkGetsVector } from '../workspace/roles.ts';
 import { asBlob, int8Copy, signCode } from './codes.ts';
 import { acquireWriterLock, readLiveLock } from './lock.ts';
-import { countedRows, PRUNE_MIN, PRUNE_SHARE, prunable, prunedTopK, readVarints } from './pruned.ts';
+import {
+  countedRows,
+  ftsRows,
+  ftsSource,
+  PRUNE_MIN,
+  PRUNE_SHARE,
+  prunable,
+  prunedTopK,
+  readVarints,
+} from './pruned.ts';
 import { fileNameParts, fragmentMatches, groupByPath, toChunk, toFile, toHit, toSymbol } from './rows.ts';
 import type {
   ChunkHit,
@@ -318,7 +327,10 @@ const VECTOR_SQL = {
   insertFileVector: `INSERT INTO file_vectors (file_id, embedding) VALUES (?, ?)`,
 } as const;
 
-/** Columns of a symbol row, with the id of the chunk that holds its first line. */
+/**
+ * Columns of a symbol row, with the id of the chunk that holds its first line (the rule `withChunkIds` applies to
+ * whole files, where this subquery a symbol costs too much; for a few symbols by name, it costs less).
+ */
 const SYMBOL_COLUMNS = `s.*, f.path,
   (SELECT c.id FROM chunks c WHERE c.file_id = s.file_id AND c.start_line <= s.start_line
      ORDER BY c.start_line DESC LIMIT 1) AS chunk_id`;
@@ -394,10 +406,13 @@ export class SqliteStore implements Store {
   private trigramsComplete = false;
   private dfCache: {
     version: string;
-    size: number;
     chunks: Map<string, number | null>;
     files: Map<string, number | null>;
-  } = { version: '', size: 0, chunks: new Map(), files: new Map() };
+  } = {
+    version: '',
+    chunks: new Map(),
+    files: new Map(),
+  };
   private chunkVectorCount: { n: number; codes: number; at: number } | undefined;
   /** Above this many chunk vectors, dense search scans the sign codes instead of the vectors. */
   private readonly codesMin: number;
@@ -592,12 +607,7 @@ export class SqliteStore implements Store {
         `SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ? AND +rowid IN
            (SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path IN (SELECT value FROM json_each(?)))`,
       ),
-      chunkMatches: db.prepare(`SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?`).pluck(),
-      fileMatches: db.prepare(`SELECT count(*) FROM files_fts WHERE files_fts MATCH ?`).pluck(),
-      fileRanks: db.prepare(`SELECT rowid, rank FROM files_fts WHERE files_fts MATCH ? AND rank MATCH ?`),
       filePaths: db.prepare(`SELECT id, path FROM files WHERE id IN (SELECT value FROM json_each(?))`),
-      fileFtsRows: db.prepare(`SELECT block FROM files_fts_data WHERE id = 1`).pluck(),
-      chunkRanks: db.prepare(`SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ?`),
       chunkHitRows: db.prepare(
         `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind FROM chunks c JOIN files f ON f.id = c.file_id
          WHERE c.id IN (SELECT value FROM json_each(?))`,
@@ -635,9 +645,9 @@ export class SqliteStore implements Store {
         `SELECT s.*, f.path FROM symbols s JOIN files f ON f.id = s.file_id
          WHERE f.path IN (SELECT value FROM json_each(?)) ORDER BY f.path, s.start_line`,
       ),
-      filesChunkStarts: db.prepare(
-        `SELECT c.id, c.file_id, c.start_line FROM chunks c JOIN files f ON f.id = c.file_id
-         WHERE f.path IN (SELECT value FROM json_each(?)) ORDER BY c.file_id, c.ordinal`,
+      chunkStartsOf: db.prepare(
+        `SELECT id, file_id, start_line FROM chunks
+         WHERE file_id IN (SELECT value FROM json_each(?)) ORDER BY file_id, ordinal`,
       ),
     };
   }
@@ -834,7 +844,7 @@ export class SqliteStore implements Store {
 
   /** FTS5's row count in a table's averages record (what BM25 reads). */
   private ftsCountedRows(table: string): number {
-    return countedRows(this.db.prepare(`SELECT block FROM ${table}_data WHERE id = 1`).pluck().get()) ?? 0;
+    return ftsRows((sql) => this.db.prepare(sql), table);
   }
 
   /** See ExactIndex.missingText: two counts while the trigram table is complete (a no-op run asks every time). */
@@ -973,8 +983,9 @@ export class SqliteStore implements Store {
    */
   private documentFrequencies(terms: string[], scope: 'chunks' | 'files'): Map<string, number> {
     const version = `${this.db.pragma('data_version', { simple: true })}:${this.stmts.totalChanges.get()}`;
-    if (this.dfCache.version !== version || this.dfCache.size > DF_CACHE_MAX)
-      this.dfCache = { version, size: 0, chunks: new Map(), files: new Map() };
+    const { chunks, files } = this.dfCache;
+    if (this.dfCache.version !== version || chunks.size + files.size > DF_CACHE_MAX)
+      this.dfCache = { version, chunks: new Map(), files: new Map() };
     const cache = this.dfCache[scope];
     const vocab = scope === 'chunks' ? this.stmts.chunkVocab : this.stmts.fileVocab;
     const df = new Map<string, number>();
@@ -983,7 +994,6 @@ export class SqliteStore implements Store {
       if (docs === undefined) {
         docs = (vocab.get(term) as number | undefined) ?? null;
         cache.set(term, docs);
-        this.dfCache.size++;
       }
       if (docs !== null) df.set(term, docs);
     }
@@ -1036,28 +1046,45 @@ export class SqliteStore implements Store {
     limit: number,
   ): Array<[number, number]> | undefined {
     if (this.pruneShare <= 0 || !prunable(terms)) return undefined;
-    // FTS5's own row count: the N of its idf
-    const total = countedRows((scope === 'chunks' ? this.stmts.chunkFtsRows : this.stmts.fileFtsRows).get());
-    if (!total) return undefined;
-    const ranks = scope === 'chunks' ? this.stmts.chunkRanks : this.stmts.fileRanks;
-    const matches = scope === 'chunks' ? this.stmts.chunkMatches : this.stmts.fileMatches;
+    const table = scope === 'chunks' ? 'chunks_fts' : 'files_fts';
     const found = prunedTopK(
-      {
-        ranks: (expression) => ranks.raw().iterate(expression, rank) as Iterable<[number, number]>,
-        count: (expression) => Number(matches.get(expression)),
-      },
+      ftsSource((sql) => this.db.prepare(sql), table, rank),
       {
         terms,
         all,
         limit,
-        total,
+        total: this.ftsCountedRows(table),
         df: this.documentFrequencies(terms, scope),
         share: this.pruneShare,
         min: this.pruneMin,
       },
     );
-    if (found) this.pruneCounts[found.how]++;
+    if (found) {
+      this.pruneCounts[found.how]++;
+      if (scope === 'files') this.pruneCounts.files++;
+    }
     return found?.list;
+  }
+
+  /**
+   * Whole-file BM25 on the reader (a large index): the caller asks for the chunks next, and this runs meanwhile.
+   * The reader prunes with its own connection's counts, or ranks plainly: (file id, score) pairs, best first.
+   */
+  private async fileBm25OnReader(
+    terms: string[],
+    all: string,
+    rank: string,
+    limit: number,
+  ): Promise<Array<[number, number]>> {
+    const rows = await this.onReader({
+      fileBm25: { terms, all, rank, limit, share: this.pruneShare, min: this.pruneMin },
+    });
+    const how = rows[0]?.how as 'rare' | 'sets' | undefined;
+    if (how) {
+      this.pruneCounts[how]++;
+      this.pruneCounts.files++;
+    }
+    return rows.map((r) => [r.id as number, r.score as number]);
   }
 
   /** Chunk hits for (chunk id, score) pairs, in their order. */
@@ -1112,21 +1139,9 @@ export class SqliteStore implements Store {
          JOIN files f ON f.id = m.rowid ORDER BY m.rank`;
     const match = terms.map(ftsQuote).join(' OR ');
     if (!where) {
-      const elsewhere = this.onReaderToo();
-      let best = elsewhere ? undefined : this.prunedTopK('files', terms, match, rank, q.limit);
-      if (best) this.pruneCounts.files++;
-      else if (elsewhere) {
-        // on a large index, on the reader: the caller asks for the chunks next, and this runs meanwhile
-        const rows = await this.onReader({
-          fileBm25: { terms, all: match, rank, limit: q.limit, share: this.pruneShare, min: this.pruneMin },
-        });
-        const how = rows[0]?.how as 'rare' | 'sets' | undefined;
-        if (how) {
-          this.pruneCounts[how]++;
-          this.pruneCounts.files++;
-        }
-        best = rows.map((r) => [r.id as number, r.score as number]);
-      }
+      const best = this.onReaderToo()
+        ? await this.fileBm25OnReader(terms, match, rank, q.limit)
+        : this.prunedTopK('files', terms, match, rank, q.limit);
       if (best) {
         const paths = new Map(
           (this.stmts.filePaths.all(JSON.stringify(best.map(([id]) => id))) as Row[]).map((r) => [
@@ -1223,16 +1238,20 @@ export class SqliteStore implements Store {
     return groupByPath((this.stmts.filesChunks.all(JSON.stringify(paths)) as Row[]).map(toChunk));
   }
 
-  /**
-   * Every symbol of these files, each with the chunk that holds its first line: the last chunk to start at or
-   * before it (of those starting on the same line, the first). Matched here rather than by a subquery a symbol,
-   * which read every chunk of the file for each of its symbols: 0.45 s for the five files a search showed on the
-   * 100k corpus, one of them with thousands of both.
-   */
   async listSymbols(paths: string[]): Promise<Map<string, SymbolHit[]>> {
-    const list = JSON.stringify(paths);
+    return groupByPath(this.withChunkIds(this.stmts.filesSymbols.all(JSON.stringify(paths)) as Row[]));
+  }
+
+  /**
+   * Symbol rows with the chunk that holds each one's first line: the last chunk of its file to start at or before
+   * it (of those starting on the same line, the first). Matched here rather than by SYMBOL_COLUMNS' subquery a
+   * symbol, which read every chunk of the file for each of its symbols: 0.45 s for the five files a search showed on the 100k corpus,
+   * one of them with thousands of both.
+   */
+  private withChunkIds(rows: Row[]): SymbolHit[] {
+    const files = [...new Set(rows.map((r) => r.file_id as number))];
     const starts = new Map<number, Array<{ id: number; line: number }>>();
-    for (const [id, file, line] of this.stmts.filesChunkStarts.raw().iterate(list) as Iterable<
+    for (const [id, file, line] of this.stmts.chunkStartsOf.raw().iterate(JSON.stringify(files)) as Iterable<
       [number, number, number]
     >) {
       const chunks = starts.get(file) ?? [];
@@ -1256,10 +1275,7 @@ export class SqliteStore implements Store {
       while (first > 0 && chunks[first - 1]!.line === chunks[lo - 1]!.line) first--;
       return chunks[first]!.id;
     };
-    const rows = this.stmts.filesSymbols.all(list) as Row[];
-    return groupByPath(
-      rows.map((r) => toSymbol({ ...r, chunk_id: holder(r.file_id as number, r.start_line as number) })),
-    );
+    return rows.map((r) => toSymbol({ ...r, chunk_id: holder(r.file_id as number, r.start_line as number) }));
   }
 
   private async findReferences(
@@ -1554,7 +1570,7 @@ export class SqliteStore implements Store {
    * a server, an agent's session or a watcher gains from the third search on.
    */
   private onReaderToo(): boolean {
-    if ((countedRows(this.stmts.chunkFtsRows.get()) ?? 0) < this.parallelLexicalMin) return false;
+    if (this.ftsCountedRows('chunks_fts') < this.parallelLexicalMin) return false;
     if (this.reader) return true;
     if (++this.fileSearches >= 2) this.startReader();
     return false;
@@ -1727,7 +1743,6 @@ export function openSqliteStore(path: string, options?: SqliteStoreOptions): Sql
 }
 
 /** SQLite's varints (big-endian, 7 bits a byte, the ninth byte whole), as FTS5 stores sizes and totals. */
-/** The row count in an FTS5 averages record (its `_data` row 1), or undefined when the table has none yet. */
 function writeVarints(values: number[]): number[] {
   const out: number[] = [];
   for (let v of values) {
