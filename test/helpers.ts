@@ -12,6 +12,7 @@ import {
   searchProject,
 } from '../src/project/local.ts';
 import type { SearchResponse } from '../src/search/search.ts';
+import type { FileUpdate } from '../src/store/types.ts';
 
 // tests count what they embed: the user's shared embedding cache would answer from earlier runs (its own test turns
 // it on, in a folder of its own)
@@ -251,5 +252,24 @@ export function seededRandom(seed: number): () => number {
     let t = Math.imul(a ^ (a >>> 15), 1 | a);
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A file update of one-line chunks, one a text, as the tests write them straight into a store. */
+export function lineFile(path: string, texts: string[], tokenPath = path): FileUpdate {
+  return {
+    file: { path, size: 1, mtimeMs: 1, hash: 'h', language: 'typescript', method: 'tree-sitter' as const },
+    chunks: texts.map((text, ordinal) => ({
+      ordinal,
+      startLine: ordinal + 1,
+      endLine: ordinal + 1,
+      symbol: null,
+      kind: null,
+      container: null,
+      text,
+      tokens: { path: tokenPath, symbols: '', body: text },
+    })),
+    symbols: [],
+    tokens: { path: tokenPath, symbols: '', body: texts.join(' ') },
   };
 }

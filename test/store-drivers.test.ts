@@ -1,8 +1,11 @@
-import { after, before, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
 import { resolveConfig } from '../src/config/config.ts';
 import { openStore } from '../src/store/open.ts';
+import { openPostgresStore } from '../src/store/postgres.ts';
 import type { Store } from '../src/store/types.ts';
 import { makeTree, removeTree } from './helpers.ts';
+import { prunedCorpus } from './pruned-corpus.ts';
 import { storeContract } from './store-contract.ts';
 import { storeGuarantees } from './store-guarantees.ts';
 import { startServer, type TestServer } from './store-servers.ts';
@@ -38,5 +41,49 @@ for (const kind of ['postgres', 'chroma'] as const) {
     describe('the store contract', () => storeContract(() => fresh(server.url)));
     describe('the guarantees through the seam', () =>
       storeGuarantees({ name: kind, url: () => server.url }, trees));
+    if (kind === 'postgres')
+      it('the pruned lexical search returns the plain query’s list, order and scores', async () => {
+        const corpus = prunedCorpus(11);
+        const repo = `pruned-${++n}`;
+        const writer = await openPostgresStore({ url: server.url, repo, create: true });
+        await writer.replaceFiles(corpus.files);
+        await writer.close();
+        // no budget: every query the bounds allow is pruned (correctness, not cost, is tested here)
+        const pruned = await openPostgresStore({
+          url: server.url,
+          repo,
+          create: false,
+          pruneShare: 1,
+          pruneMin: 0,
+        });
+        const plain = await openPostgresStore({ url: server.url, repo, create: false, pruneShare: 0 });
+        try {
+          for (let i = 0; i < 150; i++) {
+            const drawn = corpus.draw();
+            const { limit, fileLimit, weights } = corpus.shape(i);
+            for (const scope of ['chunks', 'files'] as const) {
+              // as a search asks: without the terms in more than half the documents (search/search.ts)
+              const stats = await plain.lexical.termStats(drawn, scope);
+              const terms = drawn.filter((t) => (stats.df.get(t) ?? 0) <= stats.total / 2);
+              if (!terms.length) continue;
+              const query = { terms, limit: scope === 'chunks' ? limit : fileLimit, weights };
+              const search = (s: typeof plain) =>
+                scope === 'chunks'
+                  ? s.lexical
+                      .searchChunks(query)
+                      .then((h) => h.map((x) => `${x.chunkId} ${x.score.toFixed(9)}`))
+                  : s.lexical.searchFiles(query).then((h) => h.map((x) => `${x.path} ${x.score.toFixed(9)}`));
+              assert.deepEqual(await search(pruned), await search(plain), `${scope}: ${terms.join(' ')}`);
+            }
+          }
+        } finally {
+          await pruned.close();
+          await plain.close();
+        }
+        assert.ok(
+          pruned.pruneCounts.rare >= 10 && pruned.pruneCounts.sets >= 10 && pruned.pruneCounts.files >= 10,
+          JSON.stringify(pruned.pruneCounts),
+        );
+      });
   });
 }

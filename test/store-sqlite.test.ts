@@ -8,12 +8,13 @@ import { openSqliteStore, SCHEMA_VERSION } from '../src/store/sqlite.ts';
 import {
   copyPolyglot,
   indexLexically,
+  lineFile,
   makeTree,
   openLexical,
   removeTree,
   runCli,
-  seededRandom,
 } from './helpers.ts';
+import { prunedCorpus } from './pruned-corpus.ts';
 import { storeContract } from './store-contract.ts';
 
 const dirs: string[] = [];
@@ -32,25 +33,6 @@ async function indexProjectAt(root: string) {
   } finally {
     await p.close();
   }
-}
-
-/** A file update of one-line chunks, one a text, as the tests write them straight into a store. */
-function lineFile(path: string, texts: string[], tokenPath = path) {
-  return {
-    file: { path, size: 1, mtimeMs: 1, hash: 'h', language: 'typescript', method: 'tree-sitter' as const },
-    chunks: texts.map((text, ordinal) => ({
-      ordinal,
-      startLine: ordinal + 1,
-      endLine: ordinal + 1,
-      symbol: null,
-      kind: null,
-      container: null,
-      text,
-      tokens: { path: tokenPath, symbols: '', body: text },
-    })),
-    symbols: [],
-    tokens: { path: tokenPath, symbols: '', body: texts.join(' ') },
-  };
 }
 
 describe('SqliteStore: the store contract', () => {
@@ -441,24 +423,10 @@ describe('a lexical search within named files', () => {
 
 describe('the pruned chunk search (exact MaxScore)', () => {
   it('returns exactly the plain query’s list, order and scores, and prunes most queries', async () => {
-    const next = seededRandom(7);
-    // words by Zipf's law (log-uniform ranks): a few in many chunks, most in a handful
-    const vocabulary = Array.from({ length: 3000 }, (_, i) => `w${i}`);
-    const word = () => vocabulary[Math.floor(Math.exp(next() * Math.log(vocabulary.length))) - 1]!;
-    const text = (n: number) => Array.from({ length: n }, word).join(' ');
+    const corpus = prunedCorpus(7);
     const path = freshPath();
     const writer = openSqliteStore(path);
-    const files = Array.from({ length: 300 }, (_, f) => {
-      const bodies = Array.from({ length: 1 + Math.floor(next() * 12) }, () =>
-        text(3 + Math.floor(next() * 60)),
-      );
-      const update = lineFile(`src/m${f % 17}/f${f}.ts`, bodies, `src m${f % 17} f${f} ts`);
-      // a few chunks name definitions; the whole-file document holds its chunks' words and names
-      for (const c of update.chunks) c.tokens.symbols = next() < 0.3 ? text(2) : '';
-      update.tokens.symbols = update.chunks.map((c) => c.tokens.symbols).join(' ');
-      return update;
-    });
-    await writer.replaceFiles(files);
+    await writer.replaceFiles(corpus.files);
     await writer.close();
     // no budget: every query the bounds allow is pruned (correctness, not cost, is tested here)
     const pruned = openSqliteStore(path, { pruneShare: 1, pruneMin: 0 });
@@ -471,23 +439,13 @@ describe('the pruned chunk search (exact MaxScore)', () => {
     const queries = 300;
     try {
       for (let i = 0; i < queries; i++) {
-        // two to seven terms, mixing common, middling and rare words (a few that no chunk holds)
-        const drawn = [
-          ...new Set(
-            Array.from({ length: 3 + Math.floor(next() * 6) }, () =>
-              next() < 0.5 ? word() : `w${Math.floor(next() * (next() < 0.1 ? 4000 : 3000))}`,
-            ),
-          ),
-        ];
+        const drawn = corpus.draw();
         // as a search asks: without the terms in more than half the chunks (search/search.ts informativeTerms)
         const stats = await plain.lexical.termStats(drawn, 'chunks');
         const terms = drawn.filter((t) => (stats.df.get(t) ?? 0) <= stats.total / 2);
         if (!terms.length) continue;
-        const query = {
-          terms,
-          limit: [10, 50, 200][i % 3]!,
-          weights: i % 2 ? { path: 4, symbol: 3, body: 1 } : { path: 1, symbol: 2, body: 1 },
-        };
+        const { limit, fileLimit, weights } = corpus.shape(i);
+        const query = { terms, limit, weights };
         const a = await pruned.lexical.searchChunks(query);
         const b = await plain.lexical.searchChunks(query);
         const shape = (hits: typeof a) => hits.map((h) => `${h.chunkId} ${h.path} ${h.score.toFixed(9)}`);
@@ -496,7 +454,7 @@ describe('the pruned chunk search (exact MaxScore)', () => {
         const fileStats = await plain.lexical.termStats(drawn, 'files');
         const fileTerms = drawn.filter((t) => (fileStats.df.get(t) ?? 0) <= fileStats.total / 2);
         if (fileTerms.length) {
-          const fileQuery = { ...query, terms: fileTerms, limit: [5, 20, 100][i % 3]! };
+          const fileQuery = { ...query, terms: fileTerms, limit: fileLimit };
           const fa = await pruned.lexical.searchFiles(fileQuery);
           const fb = await plain.lexical.searchFiles(fileQuery);
           const fshape = (hits: typeof fa) => hits.map((h) => `${h.path} ${h.score.toFixed(9)}`);

@@ -4,6 +4,14 @@ import pg from 'pg';
 import type { SymbolKind } from '../chunk/specs.ts';
 import { QuarryError } from '../errors.ts';
 import { chunkGetsVector } from '../workspace/roles.ts';
+import {
+  type AsyncPrunedSource,
+  PRUNE_MIN,
+  PRUNE_SHARE,
+  prunable,
+  prunedTopKAsync,
+  type TermSets,
+} from './pruned.ts';
 import { fileNameParts, fragmentMatches, groupByPath, toChunk, toFile, toHit, toSymbol } from './rows.ts';
 import type {
   ChunkHit,
@@ -186,6 +194,28 @@ const SCHEMA_LOCK = 1;
 
 const K1 = 1.2;
 const B = 0.75;
+/** A scope's document count and total length, from its repository's counters. */
+const STATS = { chunks: 'chunk_docs AS n, chunk_len AS len', files: 'file_docs AS n, file_len AS len' };
+/** FTS5's idf for a term in `df` of `st.n` documents (floored at 1e-6). */
+const IDF = (df: string) => `greatest(ln((st.n - ${df} + 0.5) / (${df} + 0.5)), 1e-6)`;
+/** A posting's part of its document's score. */
+const PART = `idf.idf * (w.tf * ${K1 + 1}) /
+              (w.tf + ${K1} * (${1 - B} + ${B} * p.len / greatest(st.len::float8 / greatest(st.n, 1), 1e-9)))`;
+/**
+ * Each document's BM25 from its postings `p`, the terms' `idf` and the counters `st`, with the query's `terms` ($3)
+ * and field weights ($4–$6): the one scoring expression of the plain and the pruned search. Each term's part is a
+ * column of its own, added in the terms' order: a sum over the rows would add them in whatever order the plan reads
+ * them, and two documents with the same score could differ in the last place from one plan to the next.
+ */
+const scored = (terms: number) => `scored AS (
+        SELECT p.doc, p.file_id, ${Array.from(
+          { length: terms },
+          (_, i) => `coalesce(sum(${PART}) FILTER (WHERE p.term = ($3::text[])[${i + 1}]), 0)`,
+        ).join(' + ')} AS score
+        FROM p JOIN idf ON idf.term = p.term CROSS JOIN st
+        CROSS JOIN LATERAL (SELECT $4::float8 * p.tf_path + $5::float8 * p.tf_symbols + $6::float8 * p.tf_body AS tf) w
+        GROUP BY p.doc, p.file_id
+      )`;
 
 export interface PostgresStoreOptions {
   url: string;
@@ -193,6 +223,13 @@ export interface PostgresStoreOptions {
   create: boolean;
   /** Pool size. Default 4. */
   poolSize?: number;
+  /**
+   * The pruned lexical search's budget (store/pruned.ts): the postings it may score, as a share of all the query's;
+   * 0 always runs the plain query. Default 0.4, or QUARRY_PRUNE_SHARE.
+   */
+  pruneShare?: number;
+  /** Queries with fewer postings than this are searched plainly. Default 20,000. */
+  pruneMin?: number;
 }
 
 type Row = Record<string, unknown>;
@@ -416,6 +453,10 @@ export class PostgresStore implements Store {
   private trigramsComplete = false;
   /** Postings written by this connection: after a bulk load the planner needs fresh statistics. */
   private written = 0;
+  private readonly pruneShare: number;
+  private readonly pruneMin: number;
+  /** Searches the pruned search answered (store/pruned.ts), as in the SQLite store. */
+  readonly pruneCounts = { rare: 0, sets: 0, files: 0 };
   /** The vector tables of the repository's embedder, once known. */
   private vecTables: { chunks: string; files: string; id: string; dimension: number } | undefined;
 
@@ -423,6 +464,10 @@ export class PostgresStore implements Store {
     this.url = options.url;
     this.repoName = options.repo;
     this.location = `${redactUrl(options.url)}#${options.repo}`;
+    const envShare = Number(process.env.QUARRY_PRUNE_SHARE);
+    this.pruneShare =
+      options.pruneShare ?? (process.env.QUARRY_PRUNE_SHARE && envShare >= 0 ? envShare : PRUNE_SHARE);
+    this.pruneMin = options.pruneMin ?? PRUNE_MIN;
     this.pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize ?? 4,
@@ -941,7 +986,9 @@ export class PostgresStore implements Store {
 
   /**
    * BM25 as FTS5 computes it, from the postings of the query's terms alone: idf from their document frequencies,
-   * each field's term frequency weighted, length-normalised by the repository's average document length.
+   * each field's term frequency weighted, length-normalised by the repository's average document length. Without a
+   * filter, the first `limit` come from the pruned search where it can prove them (store/pruned.ts): the same list,
+   * without summing every posting of the query's common terms.
    */
   private async bm25(
     scope: 'chunks' | 'files',
@@ -949,36 +996,41 @@ export class PostgresStore implements Store {
   ): Promise<Array<{ id: number; score: number }>> {
     const terms = [...new Set(q.terms.flatMap(lexTokens))];
     if (!terms.length || q.limit <= 0) return [];
-    const counters =
-      scope === 'chunks' ? 'chunk_docs AS n, chunk_len AS len' : 'file_docs AS n, file_len AS len';
+    if (!q.filter && this.pruneShare > 0 && prunable(terms)) {
+      const stats = await this.termStats(terms, scope);
+      const found = await prunedTopKAsync(this.postingsSource(scope, q, terms, stats), {
+        terms,
+        limit: q.limit,
+        total: stats.total,
+        df: stats.df,
+        share: this.pruneShare,
+        min: this.pruneMin,
+      });
+      if (found) {
+        this.pruneCounts[found.how]++;
+        if (scope === 'files') this.pruneCounts.files++;
+        return found.list.map(([id, score]) => ({ id, score }));
+      }
+    }
     const params: unknown[] = [
       this.repoId,
       scope === 'chunks' ? 'c' : 'f',
       terms,
-      Number(q.weights.path),
-      Number(q.weights.symbol),
-      Number(q.weights.body),
+      ...this.weightParams(q),
       q.limit,
     ];
     const where = filterSql(q.filter, params);
     const sql = `
-      WITH st AS (SELECT ${counters} FROM quarry_repos WHERE id = $1),
+      WITH st AS (SELECT ${STATS[scope]} FROM quarry_repos WHERE id = $1),
       p AS (
         SELECT term, doc, file_id, tf_path, tf_symbols, tf_body, len FROM quarry_postings
         WHERE repo = $1 AND scope = $2::"char" AND term = ANY($3::text[])
       ),
       idf AS (
-        SELECT p.term, greatest(ln((st.n - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
+        SELECT p.term, ${IDF('count(*)')} AS idf
         FROM p CROSS JOIN st GROUP BY p.term, st.n
       ),
-      scored AS (
-        SELECT p.doc, p.file_id,
-          sum(idf.idf * (w.tf * ${K1 + 1}) /
-              (w.tf + ${K1} * (${1 - B} + ${B} * p.len / greatest(st.len::float8 / greatest(st.n, 1), 1e-9)))) AS score
-        FROM p JOIN idf ON idf.term = p.term CROSS JOIN st
-        CROSS JOIN LATERAL (SELECT $4::float8 * p.tf_path + $5::float8 * p.tf_symbols + $6::float8 * p.tf_body AS tf) w
-        GROUP BY p.doc, p.file_id
-      )
+      ${scored(terms.length)}
       SELECT s.doc AS id, s.score FROM scored s
       ${where ? `JOIN quarry_files f ON f.id = s.file_id WHERE true ${where}` : ''}
       ORDER BY s.score DESC, s.doc LIMIT $7`;
@@ -986,6 +1038,73 @@ export class PostgresStore implements Store {
       id: Number(r.id),
       score: Number(r.score),
     }));
+  }
+
+  private weightParams(q: LexicalQuery): number[] {
+    return [Number(q.weights.path), Number(q.weights.symbol), Number(q.weights.body)];
+  }
+
+  /**
+   * The pruned search's questions, asked of the postings: the documents an OR of ANDs of terms matches (an index
+   * range of the primary key a term, intersected and united), their count, or their scores by the whole query, which
+   * are the plain query's sums over the same postings with its idf (from the same counts, passed in).
+   */
+  private postingsSource(
+    scope: 'chunks' | 'files',
+    q: LexicalQuery,
+    terms: string[],
+    stats: TermStats,
+  ): AsyncPrunedSource {
+    const matching = (sets: TermSets, params: unknown[]) =>
+      sets
+        .map(
+          (set) =>
+            `(${set
+              .map((t) => {
+                params.push(t);
+                return `SELECT doc FROM quarry_postings WHERE repo = $1 AND scope = $2::"char" AND term = $${params.length}`;
+              })
+              .join(' INTERSECT ')})`,
+        )
+        .join(' UNION ');
+    const head = () => [this.repoId, scope === 'chunks' ? 'c' : 'f'];
+    return {
+      count: async (sets) => {
+        const params = head();
+        const rows = await this.q(
+          `SELECT count(*) AS n FROM (${matching(sets, params)}) m`,
+          params,
+          'searching',
+        );
+        return Number(rows[0]?.n ?? 0);
+      },
+      scores: async (sets) => {
+        const params: unknown[] = [
+          ...head(),
+          terms,
+          ...this.weightParams(q),
+          terms.filter((t) => stats.df.has(t)),
+          terms.filter((t) => stats.df.has(t)).map((t) => stats.df.get(t)),
+        ];
+        const sql = `
+          WITH st AS (SELECT ${STATS[scope]} FROM quarry_repos WHERE id = $1),
+          m AS MATERIALIZED (${matching(sets, params)}),
+          p AS (
+            SELECT term, doc, file_id, tf_path, tf_symbols, tf_body, len FROM quarry_postings
+            WHERE repo = $1 AND scope = $2::"char" AND term = ANY($3::text[]) AND doc IN (SELECT doc FROM m)
+          ),
+          idf AS (
+            SELECT d.term, ${IDF('d.n')} AS idf
+            FROM unnest($7::text[], $8::bigint[]) AS d(term, n) CROSS JOIN st
+          ),
+          ${scored(terms.length)}
+          SELECT s.doc AS id, s.score FROM scored s`;
+        return (await this.q(sql, params, 'searching')).map((r): [number, number] => [
+          Number(r.id),
+          Number(r.score),
+        ]);
+      },
+    };
   }
 
   private async searchChunks(q: LexicalQuery): Promise<ChunkHit[]> {

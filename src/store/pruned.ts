@@ -10,13 +10,16 @@
  *    enter are those holding a set of C whose bounds reach the bar: the AND of each smallest such set. They are
  *    scored in full too, and the best of both lists is the answer, exactly the list of the plain query.
  *
- * A full score for the documents an expression E matches is the query `(E) AND (all terms)` less the query `E`:
- * FTS5 counts a term written twice twice, and each phrase's idf is its own. Both score only E's documents. When the
+ * The plan is the same for every engine; what it asks of one (the full scores, or the count, of the documents an OR of
+ * ANDs of terms matches) is a `PrunedSource`. FTS5 (`ftsSource`): a full score for the documents an expression E
+ * matches is the query `(E) AND (all terms)` less the query `E`, since FTS5 counts a term written twice twice, and
+ * each phrase's idf is its own; both score only E's documents. PostgreSQL sums the postings of E's documents. When the
  * postings to score pass `share` of the query's, the plain query is cheaper (undefined: the caller asks it). On the
  * 100k corpus FTS5 spends ~2 µs a chunk on bm25() and ~0.07 µs on reading a posting, so a phrase of common words
  * cost 0.3–0.9 s for chunks it never returned.
  *
- * Used by the SQLite store on its own connection, and by its reader worker (store/dense-worker.ts) on another.
+ * Used by the SQLite store on its own connection, by its reader worker (store/dense-worker.ts) on another, and by the
+ * PostgreSQL store (store/postgres.ts).
  */
 
 import type { Statement } from 'better-sqlite3';
@@ -32,26 +35,62 @@ const PRUNE_MAX_SHARE = 0.4;
 /** Queries with more terms than this are searched plainly (the pruned search enumerates sets of its common terms). */
 const PRUNE_MAX_TERMS = 12;
 
-/** One FTS5 table, through one connection. */
+/** Documents holding every term of at least one of the sets: an OR of ANDs. */
+export type TermSets = string[][];
+
+/** One index of documents, through one connection, as the plan asks it. */
 export interface PrunedSource {
-  /** (rowid, rank) of every document an FTS5 expression matches, ranked by the query's bm25(). */
-  ranks(expression: string): Iterable<[number, number]>;
-  /** How many documents an FTS5 expression matches (no ranking). */
-  count(expression: string): number;
+  /** (document, score by the whole query) of every document the sets match. */
+  scores(sets: TermSets): Iterable<[number, number]>;
+  /** How many documents the sets match (no scoring). */
+  count(sets: TermSets): number;
+}
+
+/** The same, over a connection that answers asynchronously (PostgreSQL). */
+export interface AsyncPrunedSource {
+  scores(sets: TermSets): Promise<Iterable<[number, number]>>;
+  count(sets: TermSets): Promise<number>;
 }
 
 /** The prepared statements of one connection (better-sqlite3's `Database.prepare`, or a cache over it). */
 type Prepare = (sql: string) => Statement;
 
-/** A PrunedSource over an FTS5 table, ranked by `rank` (an FTS5 rank function: `bm25(w, …)`). */
-export function ftsSource(prepare: Prepare, table: 'chunks_fts' | 'files_fts', rank: string): PrunedSource {
+const quote = (t: string) => `"${t}"`;
+
+/** An FTS5 expression for term sets: the sets joined by OR, each set's terms by AND. */
+export function ftsExpression(sets: TermSets): string {
+  return sets
+    .map((set) => (set.length === 1 ? quote(set[0]!) : `(${set.map(quote).join(' AND ')})`))
+    .join(' OR ');
+}
+
+/**
+ * A PrunedSource over an FTS5 table, scored by `rank` (an FTS5 rank function: `bm25(w, …)`) for the plain query
+ * `all` (the terms, quoted, joined by OR).
+ */
+export function ftsSource(
+  prepare: Prepare,
+  table: 'chunks_fts' | 'files_fts',
+  rank: string,
+  all: string,
+): PrunedSource {
+  const ranks = (expression: string) =>
+    prepare(`SELECT rowid, rank FROM ${table} WHERE ${table} MATCH ? AND rank MATCH ?`)
+      .raw()
+      .iterate(expression, rank) as Iterable<[number, number]>;
   return {
-    ranks: (expression) =>
-      prepare(`SELECT rowid, rank FROM ${table} WHERE ${table} MATCH ? AND rank MATCH ?`)
-        .raw()
-        .iterate(expression, rank) as Iterable<[number, number]>,
-    count: (expression) =>
-      Number(prepare(`SELECT count(*) FROM ${table} WHERE ${table} MATCH ?`).pluck().get(expression)),
+    scores: (sets) => {
+      const expression = ftsExpression(sets);
+      const own = new Map<number, number>();
+      for (const [id, r] of ranks(expression)) own.set(id, r);
+      const out: Array<[number, number]> = [];
+      for (const [id, r] of ranks(`(${expression}) AND (${all})`)) out.push([id, own.get(id)! - r]);
+      return out;
+    },
+    count: (sets) =>
+      Number(
+        prepare(`SELECT count(*) FROM ${table} WHERE ${table} MATCH ?`).pluck().get(ftsExpression(sets)),
+      ),
   };
 }
 
@@ -61,10 +100,8 @@ export function ftsRows(prepare: Prepare, table: string): number {
 }
 
 export interface PrunedQuery {
-  /** The query's terms, distinct, in the plain query's order. */
+  /** The query's terms, distinct. */
   terms: string[];
-  /** The plain query: the terms, quoted, joined by OR. */
-  all: string;
   limit: number;
   /** FTS5's row count (the N of its idf) and each term's document count. */
   total: number;
@@ -78,11 +115,45 @@ export function prunable(terms: string[]): boolean {
   return terms.length >= 2 && terms.length <= PRUNE_MAX_TERMS && terms.every((t) => /^[a-z0-9_$]+$/.test(t));
 }
 
-/** The first `limit` documents, best first (score, then rowid), and which step proved it; undefined: ask plainly. */
-export function prunedTopK(
-  source: PrunedSource,
+export interface PrunedList {
+  /** (document, score), best first (score, then document). */
+  list: Array<[number, number]>;
+  /** Which step proved it. */
+  how: 'rare' | 'sets';
+}
+
+type Request = { kind: 'scores' | 'count'; sets: TermSets };
+type Answer = Iterable<[number, number]> | number;
+
+/** The first `limit` documents, best first (score, then document), and which step proved it; undefined: ask plainly. */
+export function prunedTopK(source: PrunedSource, q: PrunedQuery): PrunedList | undefined {
+  const steps = plan(q);
+  let step = steps.next();
+  while (!step.done)
+    step = steps.next(
+      step.value.kind === 'scores' ? source.scores(step.value.sets) : source.count(step.value.sets),
+    );
+  return step.value;
+}
+
+/** prunedTopK over a source that answers asynchronously. */
+export async function prunedTopKAsync(
+  source: AsyncPrunedSource,
   q: PrunedQuery,
-): { list: Array<[number, number]>; how: 'rare' | 'sets' } | undefined {
+): Promise<PrunedList | undefined> {
+  const steps = plan(q);
+  let step = steps.next();
+  while (!step.done)
+    step = steps.next(
+      step.value.kind === 'scores'
+        ? await source.scores(step.value.sets)
+        : await source.count(step.value.sets),
+    );
+  return step.value;
+}
+
+/** The plan, whatever the engine: it yields what it needs to know and is given the answer. */
+function* plan(q: PrunedQuery): Generator<Request, PrunedList | undefined, Answer> {
   const { terms, limit, total } = q;
   if (!prunable(terms) || q.share <= 0 || !total || limit <= 0) return undefined;
   const docs = (t: string) => q.df.get(t) ?? 0;
@@ -103,13 +174,7 @@ export function prunedTopK(
   if (postingsAll < q.min) return undefined;
   let budget = postingsAll * q.share;
   const scores = new Map<number, number>();
-  const score = (expression: string) => {
-    const own = new Map<number, number>();
-    for (const [id, r] of source.ranks(expression)) own.set(id, r);
-    for (const [id, r] of source.ranks(`(${expression}) AND (${q.all})`)) scores.set(id, own.get(id)! - r);
-  };
   const best = () => [...scores].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, limit);
-  const quote = (t: string) => `"${t}"`;
 
   // 1. R: the rarest terms whose postings can fill the list (more while their documents cannot)
   let j = 0;
@@ -119,12 +184,9 @@ export function prunedTopK(
     if (2 * postings > budget) return undefined;
     budget -= 2 * postings;
     scores.clear();
-    score(
-      order
-        .slice(0, j + 1)
-        .map(quote)
-        .join(' OR '),
-    );
+    const rare = order.slice(0, j + 1).map((t) => [t]);
+    for (const [id, s] of (yield { kind: 'scores', sets: rare }) as Iterable<[number, number]>)
+      scores.set(id, s);
     if (scores.size >= limit) break;
     if (j >= order.length - 2) return undefined;
     postings += docs(order[++j]!);
@@ -145,11 +207,8 @@ export function prunedTopK(
   }
   // their documents are counted first (reading postings is cheap beside scoring them): an AND of common words often
   // holds far fewer than its rarest term
-  const expression = sets
-    .map((set) => (set.length === 1 ? quote(set[0]!) : `(${set.map(quote).join(' AND ')})`))
-    .join(' OR ');
-  if (2 * source.count(expression) > budget) return undefined;
-  score(expression);
+  if (2 * ((yield { kind: 'count', sets }) as number) > budget) return undefined;
+  for (const [id, s] of (yield { kind: 'scores', sets }) as Iterable<[number, number]>) scores.set(id, s);
   return { list: best(), how: 'sets' };
 }
 

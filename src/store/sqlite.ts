@@ -1048,10 +1048,9 @@ export class SqliteStore implements Store {
     if (this.pruneShare <= 0 || !prunable(terms)) return undefined;
     const table = scope === 'chunks' ? 'chunks_fts' : 'files_fts';
     const found = prunedTopK(
-      ftsSource((sql) => this.db.prepare(sql), table, rank),
+      ftsSource((sql) => this.db.prepare(sql), table, rank, all),
       {
         terms,
-        all,
         limit,
         total: this.ftsCountedRows(table),
         df: this.documentFrequencies(terms, scope),
