@@ -163,7 +163,7 @@ function fileBm25(q: Extract<ReaderRequest, { fileBm25: unknown }>['fileBm25']):
     const n = prepare(`SELECT doc FROM files_vocab WHERE term = ?`).pluck().get(t) as number | undefined;
     if (n !== undefined) df.set(t, n);
   }
-  const found = prunedTopK(ftsSource(prepare, 'files_fts', q.rank, q.all), {
+  const found = prunedTopK(ftsSource(prepare, 'files_fts', q.rank, q.terms, df), {
     terms: q.terms,
     limit: q.limit,
     total: ftsRows(prepare, 'files_fts'),

@@ -65,15 +65,25 @@ export function ftsExpression(sets: TermSets): string {
 }
 
 /**
- * A PrunedSource over an FTS5 table, scored by `rank` (an FTS5 rank function: `bm25(w, …)`) for the plain query
- * `all` (the terms, quoted, joined by OR).
+ * A PrunedSource over an FTS5 table, scored by `rank` (an FTS5 rank function: `bm25(w, …)`) for the plain query of
+ * `terms` (quoted, joined by OR, in this order), whose document counts are `df`.
+ *
+ * bm25() first counts each phrase's documents by reading its whole posting list, whatever the rows it then scores.
+ * So the documents of an expression E are scored one of two ways, whichever reads fewer postings: the difference of
+ * `(E) AND (all)` and `E` (E's terms read three times, the others once), or E's row ids first and then the plain
+ * query kept to them (`+rowid IN`: every term read twice, and the rows to keep tested one by one). The second is
+ * FTS5's own score for each row. On the 100k corpus it took an AND of three common words' documents from 85–92 to
+ * 61–66 ms, and a rare word's from 21–27 to 52–59 ms.
  */
 export function ftsSource(
   prepare: Prepare,
   table: 'chunks_fts' | 'files_fts',
   rank: string,
-  all: string,
+  terms: string[],
+  df: Map<string, number>,
 ): PrunedSource {
+  const all = terms.map(quote).join(' OR ');
+  const postings = (list: string[]) => list.reduce((sum, t) => sum + (df.get(t) ?? 0), 0);
   const ranks = (expression: string) =>
     prepare(`SELECT rowid, rank FROM ${table} WHERE ${table} MATCH ? AND rank MATCH ?`)
       .raw()
@@ -81,9 +91,20 @@ export function ftsSource(
   return {
     scores: (sets) => {
       const expression = ftsExpression(sets);
+      const out: Array<[number, number]> = [];
+      if (2 * postings([...new Set(sets.flat())]) >= postings(terms)) {
+        const ids = prepare(`SELECT rowid FROM ${table} WHERE ${table} MATCH ?`).pluck().all(expression);
+        for (const [id, r] of prepare(
+          `SELECT rowid, rank FROM ${table} WHERE ${table} MATCH ? AND rank MATCH ?
+           AND +rowid IN (SELECT value FROM json_each(?))`,
+        )
+          .raw()
+          .iterate(all, rank, JSON.stringify(ids)) as Iterable<[number, number]>)
+          out.push([id, -r]);
+        return out;
+      }
       const own = new Map<number, number>();
       for (const [id, r] of ranks(expression)) own.set(id, r);
-      const out: Array<[number, number]> = [];
       for (const [id, r] of ranks(`(${expression}) AND (${all})`)) out.push([id, own.get(id)! - r]);
       return out;
     },

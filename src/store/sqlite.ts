@@ -1009,7 +1009,7 @@ export class SqliteStore implements Store {
     if (q.filter?.paths && q.filter.paths.length <= 200) return this.searchLexicalInFiles(q, match, rank);
     const { sql: where, params } = filterSql(q.filter);
     if (!where) {
-      const pruned = this.searchLexicalPruned(terms, match, rank, q.limit);
+      const pruned = this.searchLexicalPruned(terms, rank, q.limit);
       if (pruned) return pruned;
     }
     // Without a filter, let FTS5 order and cut the list itself; with one, join first so the cut is after filtering.
@@ -1027,13 +1027,8 @@ export class SqliteStore implements Store {
   }
 
   /** The first `limit` chunks by BM25, exactly, without ranking every chunk that holds a common term (store/pruned.ts). */
-  private searchLexicalPruned(
-    terms: string[],
-    all: string,
-    rank: string,
-    limit: number,
-  ): ChunkHit[] | undefined {
-    const best = this.prunedTopK('chunks', terms, all, rank, limit);
+  private searchLexicalPruned(terms: string[], rank: string, limit: number): ChunkHit[] | undefined {
+    const best = this.prunedTopK('chunks', terms, rank, limit);
     return best && this.chunkHits(best);
   }
 
@@ -1041,19 +1036,19 @@ export class SqliteStore implements Store {
   private prunedTopK(
     scope: 'chunks' | 'files',
     terms: string[],
-    all: string,
     rank: string,
     limit: number,
   ): Array<[number, number]> | undefined {
     if (this.pruneShare <= 0 || !prunable(terms)) return undefined;
     const table = scope === 'chunks' ? 'chunks_fts' : 'files_fts';
+    const df = this.documentFrequencies(terms, scope);
     const found = prunedTopK(
-      ftsSource((sql) => this.db.prepare(sql), table, rank, all),
+      ftsSource((sql) => this.db.prepare(sql), table, rank, terms, df),
       {
         terms,
         limit,
         total: this.ftsCountedRows(table),
-        df: this.documentFrequencies(terms, scope),
+        df,
         share: this.pruneShare,
         min: this.pruneMin,
       },
@@ -1140,7 +1135,7 @@ export class SqliteStore implements Store {
     if (!where) {
       const best = this.onReaderToo()
         ? await this.fileBm25OnReader(terms, match, rank, q.limit)
-        : this.prunedTopK('files', terms, match, rank, q.limit);
+        : this.prunedTopK('files', terms, rank, q.limit);
       if (best) {
         const paths = new Map(
           (this.stmts.filePaths.all(JSON.stringify(best.map(([id]) => id))) as Row[]).map((r) => [
