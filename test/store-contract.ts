@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { it } from 'node:test';
 import { codeTokenText, pathTokenText } from '../src/chunk/tokens.ts';
 import { referenceGraph } from '../src/context/repomap.ts';
@@ -161,6 +162,24 @@ export function storeContract(open: () => Promise<Store>): void {
       filter: { languages: ['python'] },
     });
     assert.deepEqual(byLang, []);
+    await s.close();
+  });
+
+  it('indexes a token of thousands of characters and finds its file by it', async () => {
+    const s = await open();
+    // a minified bundle's identifier or an encoded blob: one token of 6,400 characters that do not compress, and
+    // another that differs from it at the end alone
+    const hex = Array.from({ length: 100 }, (_, i) => createHash('sha256').update(`${i}`).digest('hex'));
+    const long = `x${hex.join('')}`;
+    await s.replaceFiles([
+      update('dist/bundle.js', [[`const blob = "${long}"`, null]]),
+      update('dist/other.js', [[`const blob = "${long.slice(0, -1)}b"`, null]]),
+    ]);
+    const hits = await s.lexical!.searchChunks({ terms: [long], limit: 10, weights: W });
+    assert.deepEqual(
+      hits.map((h) => h.path),
+      ['dist/bundle.js'],
+    );
     await s.close();
   });
 

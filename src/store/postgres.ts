@@ -298,13 +298,24 @@ export function pgError(err: unknown, url: string, doing: string): QuarryError {
   return fix(`PostgreSQL at ${where} failed while ${doing}: ${msg}`);
 }
 
-/** Tokens as SQLite's unicode61 tokenizer (with `_` and `$` as token characters) sees the same stream. */
+/**
+ * Tokens as SQLite's unicode61 tokenizer (with `_` and `$` as token characters) sees the same stream. A token longer
+ * than LONG_TERM characters (a minified bundle's line, a base64 blob) is kept as its head and a hash of the whole: a
+ * B-tree entry holds at most ~2.7 kB, and a term past it failed the whole batch's write. The same token in a query
+ * becomes the same key, so it still finds exactly its documents.
+ */
 function lexTokens(text: string): string[] {
   return text
     .toLowerCase()
     .split(/[^\p{L}\p{N}_$]+/u)
-    .filter(Boolean);
+    .filter(Boolean)
+    .map((t) =>
+      t.length > LONG_TERM ? `${t.slice(0, 64)}#${createHash('sha256').update(t).digest('hex')}` : t,
+    );
 }
+
+/** Characters of the longest term kept as it is (up to 4 bytes each: well inside a B-tree entry). */
+const LONG_TERM = 256;
 
 /**
  * A document's postings from its three token streams: each term's frequency in the path, the symbol names and the
