@@ -3,6 +3,7 @@
 // that load more (ask, serve, mcp) still load it lazily, from split chunks. Packages are bundled only when they are
 // plain JavaScript on every command's path; native modules, WebAssembly, and packages that find files beside
 // themselves stay in node_modules. Worker threads run the unbundled dist/ modules (src/workers.ts).
+import { rmSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const BUNDLED = [
@@ -28,6 +29,9 @@ const BUNDLED = [
 ];
 
 const packageOf = (spec) => (spec.startsWith('@') ? spec.split('/').slice(0, 2) : spec.split('/').slice(0, 1)).join('/');
+
+// chunk names carry a content hash: without this, every build's chunks stay beside the last (640 files after a month)
+rmSync('dist/bundle', { recursive: true, force: true });
 
 await build({
   entryPoints: { run: 'dist/cli/run.js' },
