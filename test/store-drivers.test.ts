@@ -42,6 +42,57 @@ for (const kind of ['postgres', 'chroma'] as const) {
     describe('the guarantees through the seam', () =>
       storeGuarantees({ name: kind, url: () => server.url }, trees));
     if (kind === 'postgres')
+      it('counts documents again once the repository changed, through this connection or another', async () => {
+        const repo = `counts-${++n}`;
+        const a = await openPostgresStore({ url: server.url, repo, create: true });
+        const b = await openPostgresStore({ url: server.url, repo, create: false });
+        const file = (path: string, text: string) => ({
+          file: {
+            path,
+            size: 1,
+            mtimeMs: 1,
+            hash: text,
+            language: 'typescript',
+            method: 'tree-sitter' as const,
+          },
+          chunks: [
+            {
+              ordinal: 0,
+              startLine: 1,
+              endLine: 1,
+              symbol: null,
+              kind: null,
+              container: null,
+              text,
+              tokens: { path, symbols: '', body: text },
+            },
+          ],
+          symbols: [],
+          tokens: { path, symbols: '', body: text },
+        });
+        try {
+          await a.replaceFiles([file('a.ts', 'alpha beta'), file('b.ts', 'alpha')]);
+          const df = async (s: typeof a) => (await s.lexical.termStats(['alpha', 'gamma'], 'chunks')).df;
+          assert.equal((await df(a)).get('alpha'), 2);
+          await a.replaceFiles([file('c.ts', 'alpha gamma')]);
+          assert.deepEqual(
+            [...(await df(a))],
+            [
+              ['alpha', 3],
+              ['gamma', 1],
+            ],
+          );
+          // another connection's write, and a delete
+          assert.equal((await df(b)).get('alpha'), 3);
+          await b.deleteFiles(['a.ts', 'c.ts']);
+          assert.deepEqual([...(await df(a))], [['alpha', 1]]);
+          assert.equal((await a.lexical.termStats(['alpha'], 'chunks')).total, 1);
+        } finally {
+          await a.close();
+          await b.close();
+        }
+      });
+    if (kind === 'postgres')
       it('the pruned lexical search returns the plain query’s list, order and scores', async () => {
         const corpus = prunedCorpus(11);
         const repo = `pruned-${++n}`;
@@ -58,7 +109,7 @@ for (const kind of ['postgres', 'chroma'] as const) {
         });
         const plain = await openPostgresStore({ url: server.url, repo, create: false, pruneShare: 0 });
         try {
-          for (let i = 0; i < 150; i++) {
+          for (let i = 0; i < 300; i++) {
             const drawn = corpus.draw();
             const { limit, fileLimit, weights } = corpus.shape(i);
             for (const scope of ['chunks', 'files'] as const) {

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import stringWidth from 'string-width';
 import { safePath, visible } from '../src/cli/format.ts';
 import { rowsOf, StreamingMarkdown } from '../src/cli/markdown.ts';
-import { fitWidth } from '../src/cli/progress.ts';
+import { fitWidth, loadStringWidth } from '../src/cli/progress.ts';
 import { makeTree, removeTree, runCli } from './helpers.ts';
 
 describe('terminal widths', () => {
@@ -17,7 +17,8 @@ describe('terminal widths', () => {
     assert.equal(rowsOf(`${'😀'.repeat(41)}\nx`, 80), 3);
   });
 
-  it('cuts a progress label to the columns left, by display width', () => {
+  it('cuts a progress label to the columns left, by display width', async () => {
+    await loadStringWidth();
     assert.equal(fitWidth('indexing src', 40), 'indexing src');
     const cut = fitWidth('索引'.repeat(20), 11);
     assert.ok(stringWidth(cut) <= 11, cut);

@@ -1,7 +1,16 @@
 import type pc from 'picocolors';
-import stringWidth from 'string-width';
 
 type Colors = ReturnType<typeof pc.createColors>;
+
+/**
+ * string-width, imported by the first progress display on a terminal: importing it builds an `Intl.Segmenter`
+ * (~10 ms), which a command that draws nothing (a search, a script's `--json`) should not pay at start-up.
+ */
+let stringWidth: ((text: string) => number) | undefined;
+
+export async function loadStringWidth(): Promise<void> {
+  stringWidth ??= (await import('string-width')).default;
+}
 
 /**
  * A one-line progress display on a terminal (redrawn in place), or plain lines every few seconds otherwise, so that
@@ -11,7 +20,14 @@ export class Progress {
   private lastPlain = 0;
   private lastLabel = '';
   private drawn = false;
-  constructor(
+
+  /** A progress display; on a terminal, once string-width is loaded (it measures what is drawn). */
+  static async open(stream: NodeJS.WriteStream, c: Colors, enabled = true): Promise<Progress> {
+    if (enabled && stream.isTTY) await loadStringWidth();
+    return new Progress(stream, c, enabled);
+  }
+
+  private constructor(
     private readonly stream: NodeJS.WriteStream,
     private readonly c: Colors,
     private readonly enabled = true,
@@ -34,7 +50,8 @@ export class Progress {
     const unit = rateUnit ? ' files' : '';
     const rateText = rateUnit ? ` · ${rate.toFixed(0)} ${rateUnit}` : '';
     const stats = `${done}/${total}${unit}${rateText}${etaMs !== undefined ? ` · ETA ${formatDuration(etaMs)}` : ''}`;
-    if (this.tty) {
+    if (this.tty && stringWidth) {
+      // a terminal: string-width was loaded when this opened
       const width = 24;
       const filled = Math.round(pct * width);
       const bar = this.c.cyan('█'.repeat(filled)) + this.c.dim('░'.repeat(width - filled));
@@ -82,8 +99,9 @@ export function formatBytes(n: number): string {
   return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
 }
 
-/** Text cut to `columns` terminal columns (string-width), with an ellipsis when cut. */
+/** Text cut to `columns` terminal columns (string-width, loaded first: `loadStringWidth`), with an ellipsis when cut. */
 export function fitWidth(text: string, columns: number): string {
+  if (!stringWidth) throw new Error('fitWidth before loadStringWidth');
   if (stringWidth(text) <= columns) return text;
   if (columns <= 1) return '';
   let out = '';

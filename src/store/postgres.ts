@@ -163,6 +163,10 @@ const MIGRATIONS: string[] = [
   CREATE INDEX quarry_file_text_trigrams ON quarry_file_text USING gin (trigrams);
   UPDATE quarry_files SET size = -1, hash = '';
   `,
+  // 4: a count of the repository's lexical writes, so that a reader keeps document counts until it moves
+  `
+  ALTER TABLE quarry_repos ADD COLUMN generation BIGINT NOT NULL DEFAULT 0;
+  `,
 ];
 
 const wellFormed = (s: string) =>
@@ -468,6 +472,8 @@ export class PostgresStore implements Store {
   private readonly pruneMin: number;
   /** Searches the pruned search answered (store/pruned.ts), as in the SQLite store. */
   readonly pruneCounts = { rare: 0, sets: 0, files: 0 };
+  /** Document counts of terms at one generation of the repository (termStats). */
+  private counts: { generation: number; chunks: Map<string, number>; files: Map<string, number> } | undefined;
   /** The vector tables of the repository's embedder, once known. */
   private vecTables: { chunks: string; files: string; id: string; dimension: number } | undefined;
 
@@ -741,7 +747,8 @@ export class PostgresStore implements Store {
   private async removeRows(c: pg.PoolClient, fileIds: number[]): Promise<void> {
     if (!fileIds.length) return;
     await c.query(
-      `UPDATE quarry_repos r SET chunk_docs = r.chunk_docs - x.n, chunk_len = r.chunk_len - x.len
+      `UPDATE quarry_repos r SET chunk_docs = r.chunk_docs - x.n, chunk_len = r.chunk_len - x.len,
+         generation = r.generation + 1
        FROM (SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS len FROM quarry_chunks WHERE file_id = ANY($2::bigint[])) x
        WHERE r.id = $1`,
       [this.repoId, fileIds],
@@ -790,7 +797,7 @@ export class PostgresStore implements Store {
       const fileDocs = docs.filter((d) => d !== undefined);
       await c.query(
         `UPDATE quarry_repos SET chunk_docs = chunk_docs + $2, chunk_len = chunk_len + $3,
-           file_docs = file_docs + $4, file_len = file_len + $5 WHERE id = $1`,
+           file_docs = file_docs + $4, file_len = file_len + $5, generation = generation + 1 WHERE id = $1`,
         [this.repoId, ch.file.length, ch.totalLen, fileDocs.length, fileDocs.reduce((a, d) => a + d.len, 0)],
       );
     });
@@ -983,16 +990,42 @@ export class PostgresStore implements Store {
 
   // --- lexical ---------------------------------------------------------------------------------------------
 
+  /**
+   * Document counts of terms, kept until the repository's next lexical write (its `generation`): a search asks for
+   * the same terms more than once (which to keep, then the pruned search), and common words recur from query to
+   * query, while counting a common word's postings reads all of them. The generation, the totals and the counts
+   * not kept yet are read in one statement, so they come from one snapshot.
+   */
   private async termStats(terms: string[], scope: 'chunks' | 'files'): Promise<TermStats> {
-    const counter = scope === 'chunks' ? 'chunk_docs' : 'file_docs';
     const unique = [...new Set(terms.flatMap(lexTokens))];
+    const kept = this.counts;
+    const missing = kept ? unique.filter((t) => !kept[scope].has(t)) : unique;
     const rows = await this.q(
-      `SELECT term, count(*) AS n FROM quarry_postings
-       WHERE repo = $1 AND scope = $2::"char" AND term = ANY($3::text[]) GROUP BY term`,
-      [this.repoId, scope === 'chunks' ? 'c' : 'f', unique],
+      `SELECT r.generation, r.chunk_docs, r.file_docs, t.term, t.n
+       FROM quarry_repos r LEFT JOIN LATERAL (
+         SELECT term, count(*) AS n FROM quarry_postings
+         WHERE repo = r.id AND scope = $2::"char" AND term = ANY($3::text[]) GROUP BY term
+       ) t ON true
+       WHERE r.id = $1`,
+      [this.repoId, scope === 'chunks' ? 'c' : 'f', missing],
     );
-    const total = await this.q(`SELECT ${counter} AS n FROM quarry_repos WHERE id = $1`, [this.repoId]);
-    return { total: Number(total[0]?.n ?? 0), df: new Map(rows.map((r) => [r.term as string, Number(r.n)])) };
+    const head = rows[0];
+    if (!head) return { total: 0, df: new Map() };
+    const generation = Number(head.generation);
+    if (kept?.generation !== generation) {
+      // moved since: count every term again
+      this.counts = { generation, chunks: new Map(), files: new Map() };
+      if (missing.length < unique.length) return this.termStats(terms, scope);
+    }
+    const counts = this.counts![scope];
+    for (const t of missing) counts.set(t, 0);
+    for (const r of rows) if (r.term !== null) counts.set(r.term as string, Number(r.n));
+    const df = new Map(
+      unique.flatMap((t) => (counts.get(t) ? [[t, counts.get(t)!] as [string, number]] : [])),
+    );
+    // a bounded memory: the common words come back on the next search anyway
+    if (counts.size > 50_000) counts.clear();
+    return { total: Number(scope === 'chunks' ? head.chunk_docs : head.file_docs), df };
   }
 
   /**
@@ -1016,6 +1049,7 @@ export class PostgresStore implements Store {
         df: stats.df,
         share: this.pruneShare,
         min: this.pruneMin,
+        scoreCost: terms.length,
       });
       if (found) {
         this.pruneCounts[found.how]++;
@@ -1066,18 +1100,19 @@ export class PostgresStore implements Store {
     terms: string[],
     stats: TermStats,
   ): AsyncPrunedSource {
-    const matching = (sets: TermSets, params: unknown[]) =>
-      sets
-        .map(
-          (set) =>
-            `(${set
-              .map((t) => {
-                params.push(t);
-                return `SELECT doc FROM quarry_postings WHERE repo = $1 AND scope = $2::"char" AND term = $${params.length}`;
-              })
-              .join(' INTERSECT ')})`,
-        )
-        .join(' UNION ');
+    // one pass over the sets' terms' postings: each document's terms as bits, kept when they cover a set (an
+    // INTERSECT per set read a common word's postings once for each set that holds it)
+    const matching = (sets: TermSets, params: unknown[]) => {
+      const inSets = [...new Set(sets.flat())];
+      const bit = (t: string) => 2 ** inSets.indexOf(t);
+      params.push(inSets, inSets.map(bit));
+      const [names, bits] = [params.length - 1, params.length];
+      const masks = sets.map((set) => set.reduce((m, t) => m + bit(t), 0));
+      return `SELECT p.doc FROM quarry_postings p JOIN unnest($${names}::text[], $${bits}::int[]) AS v(term, bit)
+          ON v.term = p.term
+        WHERE p.repo = $1 AND p.scope = $2::"char" AND p.term = ANY($${names}::text[])
+        GROUP BY p.doc HAVING ${masks.map((m) => `bit_or(v.bit) & ${m} = ${m}`).join(' OR ')}`;
+    };
     const head = () => [this.repoId, scope === 'chunks' ? 'c' : 'f'];
     return {
       count: async (sets) => {

@@ -129,6 +129,11 @@ export interface PrunedQuery {
   df: Map<string, number>;
   share: number;
   min: number;
+  /**
+   * What scoring one document costs, in postings read: 2 for FTS5 (the default: two queries read it), the number of
+   * terms for PostgreSQL (an index lookup of each).
+   */
+  scoreCost?: number;
 }
 
 /** Whether a query's terms suit the pruned search: FTS5 tokenizes them as quarry does (ASCII), and not too many. */
@@ -194,6 +199,7 @@ function* plan(q: PrunedQuery): Generator<Request, PrunedList | undefined, Answe
   // a plain query this small costs less than a failed attempt (FTS5 ranks ~20,000 chunks in ~40 ms)
   if (postingsAll < q.min) return undefined;
   let budget = postingsAll * q.share;
+  const cost = q.scoreCost ?? 2;
   const scores = new Map<number, number>();
   const best = () => [...scores].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, limit);
 
@@ -202,8 +208,8 @@ function* plan(q: PrunedQuery): Generator<Request, PrunedList | undefined, Answe
   let postings = docs(order[0]!);
   while (j < order.length - 2 && postings < limit) postings += docs(order[++j]!);
   for (;;) {
-    if (2 * postings > budget) return undefined;
-    budget -= 2 * postings;
+    if (cost * postings > budget) return undefined;
+    budget -= cost * postings;
     scores.clear();
     const rare = order.slice(0, j + 1).map((t) => [t]);
     for (const [id, s] of (yield { kind: 'scores', sets: rare }) as Iterable<[number, number]>)
@@ -228,7 +234,7 @@ function* plan(q: PrunedQuery): Generator<Request, PrunedList | undefined, Answe
   }
   // their documents are counted first (reading postings is cheap beside scoring them): an AND of common words often
   // holds far fewer than its rarest term
-  if (2 * ((yield { kind: 'count', sets }) as number) > budget) return undefined;
+  if (cost * ((yield { kind: 'count', sets }) as number) > budget) return undefined;
   for (const [id, s] of (yield { kind: 'scores', sets }) as Iterable<[number, number]>) scores.set(id, s);
   return { list: best(), how: 'sets' };
 }

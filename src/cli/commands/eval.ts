@@ -79,7 +79,7 @@ export async function runEvaluation(
     );
   const modes = parseModes(opts.mode ?? 'lexical,hybrid');
   const queries = readQueries(file);
-  const progress = new Progress(io.stderr, cli.colors(io.stderr), !opts.json);
+  const progress = await Progress.open(io.stderr, cli.colors(io.stderr), !opts.json);
   const result = await runEval(queries, {
     root: opts.root ?? g.root ?? process.cwd(),
     modes,
@@ -115,7 +115,7 @@ export async function runGitEvaluation(
   const root = projectRootFor(undefined, resolve(opts.root ?? cli.globals().root ?? process.cwd()));
   if (!root)
     throw new QuarryError('NO_ROOT', 'eval --git runs in a git checkout: cd into one, or pass --root');
-  const progress = new Progress(io.stderr, cli.colors(io.stderr), !opts.json);
+  const progress = await Progress.open(io.stderr, cli.colors(io.stderr), !opts.json);
   const result = await evalGitHistory({
     root,
     commits: opts.commits,

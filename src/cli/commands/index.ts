@@ -71,7 +71,7 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
   const main = opts.own || opts.maxFileSize || opts.includeSecrets ? undefined : mainWorktreeOf(root);
   if (main) return indexWorktree(cli, root, main, opts);
   const project = await openProject({ root: dir ?? g.root, create: true, overrides });
-  const progress = new Progress(io.stderr, err, !opts.quiet && !opts.json);
+  const progress = await Progress.open(io.stderr, err, !opts.quiet && !opts.json);
   const controller = new AbortController();
   const onSigint = onInterrupt(cli, err, controller);
   process.on('SIGINT', onSigint);
