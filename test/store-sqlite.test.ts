@@ -432,6 +432,13 @@ describe('the pruned chunk search (exact MaxScore)', () => {
     const pruned = openSqliteStore(path, { pruneShare: 1, pruneMin: 0 });
     const plain = openSqliteStore(path, { pruneShare: 0 });
     const reader = openSqliteStore(path, { pruneShare: 1, pruneMin: 0, parallelLexicalMin: 0 });
+    // the same without quarry_bm25(): FTS5's bm25() scores each expression's rows (two statements, or row ids)
+    const bm25Only = openSqliteStore(path, { pruneShare: 1, pruneMin: 0, nativeRank: false });
+    assert.ok(
+      pruned.nativeRank,
+      'quarry_bm25 is not built here: npm run build (scripts/native.mjs) builds it',
+    );
+    assert.ok(!bm25Only.nativeRank);
     const tryPruned = (
       pruned as unknown as { searchLexicalPruned: (...a: unknown[]) => unknown[] | undefined }
     ).searchLexicalPruned;
@@ -448,8 +455,12 @@ describe('the pruned chunk search (exact MaxScore)', () => {
         const query = { terms, limit, weights };
         const a = await pruned.lexical.searchChunks(query);
         const b = await plain.lexical.searchChunks(query);
+        // quarry_bm25() gives bm25()'s scores to the last bit; a difference of two bm25() sums, to 9 decimals
+        const exact = (hits: typeof a) => hits.map((h) => `${h.chunkId} ${h.path} ${h.score}`);
         const shape = (hits: typeof a) => hits.map((h) => `${h.chunkId} ${h.path} ${h.score.toFixed(9)}`);
-        assert.deepEqual(shape(a), shape(b), `${terms.join(' ')} (limit ${query.limit})`);
+        assert.deepEqual(exact(a), exact(b), `${terms.join(' ')} (limit ${query.limit})`);
+        const c = await bm25Only.lexical.searchChunks(query);
+        assert.deepEqual(shape(c), shape(b), `bm25(): ${terms.join(' ')} (limit ${query.limit})`);
         // whole files, over files_fts, with its own counts
         const fileStats = await plain.lexical.termStats(drawn, 'files');
         const fileTerms = drawn.filter((t) => (fileStats.df.get(t) ?? 0) <= fileStats.total / 2);
@@ -459,10 +470,12 @@ describe('the pruned chunk search (exact MaxScore)', () => {
           const fb = await plain.lexical.searchFiles(fileQuery);
           const fshape = (hits: typeof fa) => hits.map((h) => `${h.path} ${h.score.toFixed(9)}`);
           assert.deepEqual(
-            fshape(fa),
-            fshape(fb),
+            fa.map((h) => `${h.path} ${h.score}`),
+            fb.map((h) => `${h.path} ${h.score}`),
             `files: ${fileTerms.join(' ')} (limit ${fileQuery.limit})`,
           );
+          const fd = await bm25Only.lexical.searchFiles(fileQuery);
+          assert.deepEqual(fshape(fd), fshape(fb), `bm25() files: ${fileTerms.join(' ')}`);
           // the same list from the reader worker, which prunes (or not) with its own connection's counts
           if (i % 5 === 0) {
             const fc = await reader.lexical.searchFiles(fileQuery);
@@ -481,13 +494,15 @@ describe('the pruned chunk search (exact MaxScore)', () => {
       await pruned.close();
       await plain.close();
       await reader.close();
+      await bm25Only.close();
     }
     // both ways of proving the cut were taken (each query asked twice of the pruned store)
     assert.ok(took > queries / 10, `pruned ${took} of ${queries}`);
-    assert.ok(
-      pruned.pruneCounts.rare >= 20 && pruned.pruneCounts.sets >= 20,
-      JSON.stringify(pruned.pruneCounts),
-    );
+    for (const store of [pruned, bm25Only])
+      assert.ok(
+        store.pruneCounts.rare >= 20 && store.pruneCounts.sets >= 20,
+        JSON.stringify(store.pruneCounts),
+      );
     assert.ok(
       pruned.pruneCounts.files >= 10 && reader.pruneCounts.files >= 3,
       `whole-file searches pruned: ${JSON.stringify(pruned.pruneCounts)}`,

@@ -2,6 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { CodeScan, int8Cosine, readCodePage } from './codes.ts';
+import { loadQuarryBm25 } from './native-rank.ts';
 import { ftsRows, ftsSource, prunedTopK } from './pruned.ts';
 import type { ReaderRequest } from './sqlite.ts';
 
@@ -13,6 +14,7 @@ import type { ReaderRequest } from './sqlite.ts';
 const db = new Database((workerData as { path: string }).path, { readonly: true, fileMustExist: true });
 sqliteVec.load(db);
 db.pragma('busy_timeout = 10000');
+const nativeRank = loadQuarryBm25(db);
 const statements = new Map<string, Database.Statement>();
 const prepare = (sql: string) => {
   let st = statements.get(sql);
@@ -163,13 +165,15 @@ function fileBm25(q: Extract<ReaderRequest, { fileBm25: unknown }>['fileBm25']):
     const n = prepare(`SELECT doc FROM files_vocab WHERE term = ?`).pluck().get(t) as number | undefined;
     if (n !== undefined) df.set(t, n);
   }
-  const found = prunedTopK(ftsSource(prepare, 'files_fts', q.rank, q.terms, df), {
+  const native = q.native && nativeRank;
+  const found = prunedTopK(ftsSource(prepare, 'files_fts', q.rank, q.terms, df, native), {
     terms: q.terms,
     limit: q.limit,
     total: ftsRows(prepare, 'files_fts'),
     df,
     share: q.share,
     min: q.min,
+    scoreCost: native ? 1 : 2,
   });
   if (found) return found.list.map(([id, score]) => ({ id, score, how: found.how }));
   return prepare(

@@ -65,15 +65,15 @@ export function ftsExpression(sets: TermSets): string {
 }
 
 /**
- * A PrunedSource over an FTS5 table, scored by `rank` (an FTS5 rank function: `bm25(w, …)`) for the plain query of
- * `terms` (quoted, joined by OR, in this order), whose document counts are `df`.
+ * A PrunedSource over an FTS5 table, scored by `rank` (`bm25(w, …)`: FTS5's, with the columns' weights) for the plain
+ * query of `terms` (quoted, joined by OR, in this order), whose document counts are `df`.
  *
  * bm25() first counts each phrase's documents by reading its whole posting list, whatever the rows it then scores.
- * So the documents of an expression E are scored one of two ways, whichever reads fewer postings: the difference of
- * `(E) AND (all)` and `E` (E's terms read three times, the others once), or E's row ids first and then the plain
- * query kept to them (`+rowid IN`: every term read twice, and the rows to keep tested one by one). The second is
- * FTS5's own score for each row. On the 100k corpus it took an AND of three common words' documents from 85–92 to
- * 61–66 ms, and a rare word's from 21–27 to 52–59 ms.
+ * With `native` (quarry_bm25() loaded: store/native-rank.ts), an expression E's rows get the whole query's score in
+ * one statement, `(E) AND (all)` ranked by quarry_bm25(), which leaves E's phrases unscored and takes the counts as
+ * given: bm25()'s score to the last bit. Without it, whichever of two ways reads fewer postings: the difference of
+ * `(E) AND (all)` and `E` by bm25() (E's terms read three times, the others once), or E's row ids first and then the
+ * plain query kept to them (`+rowid IN`: every term read twice, and the rows to keep tested one by one).
  */
 export function ftsSource(
   prepare: Prepare,
@@ -81,17 +81,26 @@ export function ftsSource(
   rank: string,
   terms: string[],
   df: Map<string, number>,
+  native = false,
 ): PrunedSource {
   const all = terms.map(quote).join(' OR ');
   const postings = (list: string[]) => list.reduce((sum, t) => sum + (df.get(t) ?? 0), 0);
-  const ranks = (expression: string) =>
+  const weights = /^bm25\(([^()]*)\)$/.exec(rank)?.[1];
+  const ranks = (expression: string, by = rank) =>
     prepare(`SELECT rowid, rank FROM ${table} WHERE ${table} MATCH ? AND rank MATCH ?`)
       .raw()
-      .iterate(expression, rank) as Iterable<[number, number]>;
+      .iterate(expression, by) as Iterable<[number, number]>;
   return {
     scores: (sets) => {
       const expression = ftsExpression(sets);
       const out: Array<[number, number]> = [];
+      if (native && weights !== undefined && terms.length <= 64) {
+        // E's phrases come first in `(E) AND (all)`: one a term of each set
+        const counts = terms.map((t) => df.get(t) ?? 0).join(', ');
+        const by = `quarry_bm25(${sets.flat().length}, ${counts}${weights.trim() ? `, ${weights}` : ''})`;
+        for (const [id, r] of ranks(`(${expression}) AND (${all})`, by)) out.push([id, -r]);
+        return out;
+      }
       if (2 * postings([...new Set(sets.flat())]) >= postings(terms)) {
         const ids = prepare(`SELECT rowid FROM ${table} WHERE ${table} MATCH ?`).pluck().all(expression);
         for (const [id, r] of prepare(

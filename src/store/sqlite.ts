@@ -8,6 +8,7 @@ import { startWorker } from '../workers.ts';
 import { chunkGetsVector } from '../workspace/roles.ts';
 import { asBlob, int8Copy, signCode } from './codes.ts';
 import { acquireWriterLock, readLiveLock } from './lock.ts';
+import { loadQuarryBm25 } from './native-rank.ts';
 import {
   countedRows,
   ftsRows,
@@ -261,6 +262,11 @@ export interface SqliteStoreOptions {
   /** The postings below which a query is searched plainly. Default PRUNE_MIN. */
   pruneMin?: number;
   /**
+   * Score the pruned search's rows with quarry_bm25() where it is built (store/native-rank.ts): bm25()'s scores in
+   * one statement instead of two. Default true; false ranks with FTS5's bm25() alone (the same scores).
+   */
+  nativeRank?: boolean;
+  /**
    * Chunks from which whole-file BM25 runs on the reader worker, in parallel with the chunk search. Default
    * PARALLEL_LEXICAL_MIN.
    */
@@ -285,7 +291,16 @@ export type ReaderRequest =
        * Whole-file BM25 over `files_fts`, pruned where it can be (store/pruned.ts), with the reader's own counts:
        * rows `{ id, score, how }` (`how`: 'rare' or 'sets' when pruned), best first.
        */
-      fileBm25: { terms: string[]; all: string; rank: string; limit: number; share: number; min: number };
+      fileBm25: {
+        terms: string[];
+        all: string;
+        rank: string;
+        limit: number;
+        share: number;
+        min: number;
+        /** Score with quarry_bm25() if the reader loaded it. */
+        native: boolean;
+      };
     }
   | {
       /** Answers while the codes are first read into memory. */
@@ -437,6 +452,8 @@ export class SqliteStore implements Store {
       }
     | undefined;
   private readonly supportsVectors: boolean;
+  /** quarry_bm25() is loaded on this connection (store/native-rank.ts). */
+  readonly nativeRank: boolean;
   /** Whether the vector tables exist in this database. */
   private vectorTables = false;
 
@@ -469,6 +486,7 @@ export class SqliteStore implements Store {
       // no sqlite-vec build for this platform: quarry works lexically
       this.supportsVectors = false;
     }
+    this.nativeRank = options.nativeRank !== false && loadQuarryBm25(this.db);
     if (!options.readonly) {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');
@@ -1043,7 +1061,7 @@ export class SqliteStore implements Store {
     const table = scope === 'chunks' ? 'chunks_fts' : 'files_fts';
     const df = this.documentFrequencies(terms, scope);
     const found = prunedTopK(
-      ftsSource((sql) => this.db.prepare(sql), table, rank, terms, df),
+      ftsSource((sql) => this.db.prepare(sql), table, rank, terms, df, this.nativeRank),
       {
         terms,
         limit,
@@ -1051,6 +1069,7 @@ export class SqliteStore implements Store {
         df,
         share: this.pruneShare,
         min: this.pruneMin,
+        scoreCost: this.nativeRank ? 1 : 2,
       },
     );
     if (found) {
@@ -1071,7 +1090,15 @@ export class SqliteStore implements Store {
     limit: number,
   ): Promise<Array<[number, number]>> {
     const rows = await this.onReader({
-      fileBm25: { terms, all, rank, limit, share: this.pruneShare, min: this.pruneMin },
+      fileBm25: {
+        terms,
+        all,
+        rank,
+        limit,
+        share: this.pruneShare,
+        min: this.pruneMin,
+        native: this.nativeRank,
+      },
     });
     const how = rows[0]?.how as 'rare' | 'sets' | undefined;
     if (how) {
