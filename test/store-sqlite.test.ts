@@ -461,6 +461,16 @@ describe('the pruned chunk search (exact MaxScore)', () => {
         assert.deepEqual(exact(a), exact(b), `${terms.join(' ')} (limit ${query.limit})`);
         const c = await bm25Only.lexical.searchChunks(query);
         assert.deepEqual(shape(c), shape(b), `bm25(): ${terms.join(' ')} (limit ${query.limit})`);
+        // within named files (a search's hinted files), ranked by quarry_bm25() and by bm25() alike
+        if (i % 4 === 0 && b.length) {
+          const within = { ...query, filter: { paths: [...new Set(b.slice(0, 30).map((h) => h.path))] } };
+          const [x, y] = [
+            await pruned.lexical.searchChunks(within),
+            await bm25Only.lexical.searchChunks(within),
+          ];
+          assert.ok(x.length > 0);
+          assert.deepEqual(exact(x), exact(y), `within files: ${terms.join(' ')}`);
+        }
         // whole files, over files_fts, with its own counts
         const fileStats = await plain.lexical.termStats(drawn, 'files');
         const fileTerms = drawn.filter((t) => (fileStats.df.get(t) ?? 0) <= fileStats.total / 2);

@@ -85,7 +85,6 @@ export function ftsSource(
 ): PrunedSource {
   const all = terms.map(quote).join(' OR ');
   const postings = (list: string[]) => list.reduce((sum, t) => sum + (df.get(t) ?? 0), 0);
-  const weights = /^bm25\(([^()]*)\)$/.exec(rank)?.[1];
   const ranks = (expression: string, by = rank) =>
     prepare(`SELECT rowid, rank FROM ${table} WHERE ${table} MATCH ? AND rank MATCH ?`)
       .raw()
@@ -94,10 +93,9 @@ export function ftsSource(
     scores: (sets) => {
       const expression = ftsExpression(sets);
       const out: Array<[number, number]> = [];
-      if (native && weights !== undefined && terms.length <= 64) {
-        // E's phrases come first in `(E) AND (all)`: one a term of each set
-        const counts = terms.map((t) => df.get(t) ?? 0).join(', ');
-        const by = `quarry_bm25(${sets.flat().length}, ${counts}${weights.trim() ? `, ${weights}` : ''})`;
+      // E's phrases come first in `(E) AND (all)`: one a term of each set
+      const by = native ? nativeRank(rank, terms, df, sets.flat().length) : undefined;
+      if (by) {
         for (const [id, r] of ranks(`(${expression}) AND (${all})`, by)) out.push([id, -r]);
         return out;
       }
@@ -122,6 +120,24 @@ export function ftsSource(
         prepare(`SELECT count(*) FROM ${table} WHERE ${table} MATCH ?`).pluck().get(ftsExpression(sets)),
       ),
   };
+}
+
+/**
+ * The quarry_bm25() rank (store/native-rank.ts) equal to `rank` (`bm25(w, …)`) for an expression whose phrases are
+ * `skip` leading ones left unscored and then `terms` (ASCII words: one phrase each, counted in `df`); undefined where
+ * it does not apply.
+ */
+export function nativeRank(
+  rank: string,
+  terms: string[],
+  df: Map<string, number>,
+  skip = 0,
+): string | undefined {
+  const weights = /^bm25\(([^()]*)\)$/.exec(rank)?.[1];
+  if (weights === undefined || terms.length > 64 || !terms.every((t) => /^[a-z0-9_$]+$/.test(t)))
+    return undefined;
+  const counts = terms.map((t) => df.get(t) ?? 0).join(', ');
+  return `quarry_bm25(${skip}, ${counts}${weights.trim() ? `, ${weights}` : ''})`;
 }
 
 /** FTS5's row count of a table, read in O(1) from its averages record: the N of its idf (0 while it has none). */

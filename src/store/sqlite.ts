@@ -13,6 +13,7 @@ import {
   countedRows,
   ftsRows,
   ftsSource,
+  nativeRank,
   PRUNE_MIN,
   PRUNE_SHARE,
   prunable,
@@ -1128,7 +1129,12 @@ export class SqliteStore implements Store {
   private searchLexicalInFiles(q: LexicalQuery, match: string, rank: string): ChunkHit[] {
     const paths = JSON.stringify([...new Set(q.filter!.paths)]);
     const scores = new Map<number, number>();
-    for (const [id, r] of this.stmts.chunkRanksIn.raw().iterate(match, rank, paths) as Iterable<
+    // quarry_bm25() skips bm25()'s count of every term's documents: the same scores, from the counts kept
+    const terms = [...new Set(q.terms)].filter((t) => t.length > 0);
+    const by = this.nativeRank
+      ? nativeRank(rank, terms, this.documentFrequencies(terms, 'chunks'))
+      : undefined;
+    for (const [id, r] of this.stmts.chunkRanksIn.raw().iterate(match, by ?? rank, paths) as Iterable<
       [number, number]
     >)
       scores.set(id, -r);
