@@ -12,6 +12,7 @@ import {
 } from '../embed/models.ts';
 import { pinnedSha256, presetDir, presetFor } from '../embed/presets.ts';
 import { openProject } from '../project/local.ts';
+import { loadQuarryBm25 } from '../store/native-rank.ts';
 import { storeTarget, storeTraits } from '../store/open.ts';
 import { indexPaths } from '../workspace/root.ts';
 
@@ -89,6 +90,22 @@ async function checkInstall(checks: Checks): Promise<void> {
     },
     'reinstall quarry (better-sqlite3 compiles from source and needs Node headers: npm_config_nodedir)',
   );
+  {
+    // optional: without it, lexical search ranks with FTS5's bm25(), the same lists, slower on a large index
+    const { default: Database } = await import('better-sqlite3');
+    const db = new Database(':memory:');
+    const loaded = loadQuarryBm25(db);
+    db.close();
+    checks.add(
+      'quarry_bm25',
+      loaded || 'warn',
+      loaded
+        ? 'built and loaded: pruned lexical searches score in one statement'
+        : process.env.QUARRY_NATIVE_RANK === '0'
+          ? 'off (QUARRY_NATIVE_RANK=0): searches rank with FTS5 bm25(), the same lists'
+          : 'not built: searches rank with FTS5 bm25(), the same lists, slower on a large index; install a C compiler (cc) and run `npm rebuild -g quarry`',
+    );
+  }
   await checks.attempt(
     'onnxruntime-node',
     async () => {
