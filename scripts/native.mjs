@@ -3,7 +3,7 @@
 // Optional: without a compiler (or where it does not build), quarry ranks with FTS5's own bm25(), which gives the
 // same scores and only costs more on a large index; this says so and exits 0.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,8 @@ try {
   const headers = join(dirname(createRequire(join(root, 'package.json')).resolve('better-sqlite3/package.json')), 'deps', 'sqlite3');
   if (!existsSync(join(headers, 'sqlite3ext.h'))) throw new Error(`no sqlite3ext.h in ${headers}`);
   mkdirSync(out, { recursive: true });
+  // a build leaves no older function behind if this one fails; an install keeps the one the package shipped
+  if (!quiet) rmSync(target, { force: true });
   const shared = process.platform === 'darwin' ? ['-dynamiclib'] : ['-shared', '-fPIC'];
   execFileSync(process.env.CC || 'cc', ['-O2', ...shared, '-I', headers, '-o', target, source, '-lm'], {
     stdio: quiet ? 'ignore' : ['ignore', 'inherit', 'inherit'],

@@ -163,9 +163,11 @@ const MIGRATIONS: string[] = [
   CREATE INDEX quarry_file_text_trigrams ON quarry_file_text USING gin (trigrams);
   UPDATE quarry_files SET size = -1, hash = '';
   `,
-  // 4: a count of the repository's lexical writes, so that a reader keeps document counts until it moves
+  // 4: a count of the repository's lexical writes, so that a reader keeps document counts until it moves; and files
+  // are re-read, since a token over 256 characters is now kept as its head and a hash (lexTokens), in queries too
   `
   ALTER TABLE quarry_repos ADD COLUMN generation BIGINT NOT NULL DEFAULT 0;
+  UPDATE quarry_files SET size = -1, hash = '';
   `,
 ];
 
@@ -996,10 +998,12 @@ export class PostgresStore implements Store {
    * query, while counting a common word's postings reads all of them. The generation, the totals and the counts
    * not kept yet are read in one statement, so they come from one snapshot.
    */
-  private async termStats(terms: string[], scope: 'chunks' | 'files'): Promise<TermStats> {
+  private async termStats(terms: string[], scope: 'chunks' | 'files', fresh = false): Promise<TermStats> {
     const unique = [...new Set(terms.flatMap(lexTokens))];
-    const kept = this.counts;
-    const missing = kept ? unique.filter((t) => !kept[scope].has(t)) : unique;
+    // the counts this call relies on, held here: another call may replace this.counts while this one waits
+    const kept = fresh ? undefined : this.counts;
+    const known = kept?.[scope];
+    const missing = known ? unique.filter((t) => !known.has(t)) : unique;
     const rows = await this.q(
       `SELECT r.generation, r.chunk_docs, r.file_docs, t.term, t.n
        FROM quarry_repos r LEFT JOIN LATERAL (
@@ -1012,19 +1016,25 @@ export class PostgresStore implements Store {
     const head = rows[0];
     if (!head) return { total: 0, df: new Map() };
     const generation = Number(head.generation);
-    if (kept?.generation !== generation) {
-      // moved since: count every term again
-      this.counts = { generation, chunks: new Map(), files: new Map() };
-      if (missing.length < unique.length) return this.termStats(terms, scope);
+    // the kept counts are of another generation: count every term again
+    if (known && kept!.generation !== generation && missing.length < unique.length)
+      return this.termStats(terms, scope, true);
+    const counted = new Map<string, number>(missing.map((t) => [t, 0]));
+    for (const r of rows) if (r.term !== null) counted.set(r.term as string, Number(r.n));
+    const df = new Map<string, number>();
+    for (const t of unique) {
+      const n = counted.get(t) ?? known?.get(t) ?? 0;
+      if (n) df.set(t, n);
     }
-    const counts = this.counts![scope];
-    for (const t of missing) counts.set(t, 0);
-    for (const r of rows) if (r.term !== null) counts.set(r.term as string, Number(r.n));
-    const df = new Map(
-      unique.flatMap((t) => (counts.get(t) ? [[t, counts.get(t)!] as [string, number]] : [])),
-    );
-    // a bounded memory: the common words come back on the next search anyway
-    if (counts.size > 50_000) counts.clear();
+    // keep them, unless counts of a later generation are kept by now (generations only grow)
+    if (!this.counts || this.counts.generation < generation)
+      this.counts = { generation, chunks: new Map(), files: new Map() };
+    if (this.counts.generation === generation) {
+      const counts = this.counts[scope];
+      // a bounded memory: the common words come back on the next search anyway
+      if (counts.size > 50_000) counts.clear();
+      for (const [t, n] of counted) counts.set(t, n);
+    }
     return { total: Number(scope === 'chunks' ? head.chunk_docs : head.file_docs), df };
   }
 
