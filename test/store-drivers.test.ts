@@ -125,6 +125,18 @@ for (const kind of ['postgres', 'chroma'] as const) {
                       .then((h) => h.map((x) => `${x.chunkId} ${x.score.toFixed(9)}`))
                   : s.lexical.searchFiles(query).then((h) => h.map((x) => `${x.path} ${x.score.toFixed(9)}`));
               assert.deepEqual(await search(pruned), await search(plain), `${scope}: ${terms.join(' ')}`);
+              // within named files (a search's hinted files): that part of the whole ranking, scores and all
+              if (scope === 'chunks' && i % 3 === 0) {
+                const whole = await plain.lexical.searchChunks({ ...query, limit: 100_000 });
+                const paths = [...new Set(whole.slice(0, 40).map((h) => h.path))].slice(0, 8);
+                const within = await plain.lexical.searchChunks({ ...query, filter: { paths } });
+                const shown = (hits: typeof whole) => hits.map((h) => `${h.chunkId} ${h.score}`);
+                assert.deepEqual(
+                  shown(within),
+                  shown(whole.filter((h) => paths.includes(h.path)).slice(0, query.limit)),
+                  `within files: ${terms.join(' ')}`,
+                );
+              }
             }
           }
         } finally {
