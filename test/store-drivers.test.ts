@@ -4,7 +4,7 @@ import { resolveConfig } from '../src/config/config.ts';
 import { openStore } from '../src/store/open.ts';
 import { openPostgresStore } from '../src/store/postgres.ts';
 import type { Store } from '../src/store/types.ts';
-import { makeTree, removeTree } from './helpers.ts';
+import { lineFile, makeTree, removeTree } from './helpers.ts';
 import { prunedCorpus } from './pruned-corpus.ts';
 import { storeContract } from './store-contract.ts';
 import { storeGuarantees } from './store-guarantees.ts';
@@ -46,35 +46,11 @@ for (const kind of ['postgres', 'chroma'] as const) {
         const repo = `counts-${++n}`;
         const a = await openPostgresStore({ url: server.url, repo, create: true });
         const b = await openPostgresStore({ url: server.url, repo, create: false });
-        const file = (path: string, text: string) => ({
-          file: {
-            path,
-            size: 1,
-            mtimeMs: 1,
-            hash: text,
-            language: 'typescript',
-            method: 'tree-sitter' as const,
-          },
-          chunks: [
-            {
-              ordinal: 0,
-              startLine: 1,
-              endLine: 1,
-              symbol: null,
-              kind: null,
-              container: null,
-              text,
-              tokens: { path, symbols: '', body: text },
-            },
-          ],
-          symbols: [],
-          tokens: { path, symbols: '', body: text },
-        });
         try {
-          await a.replaceFiles([file('a.ts', 'alpha beta'), file('b.ts', 'alpha')]);
+          await a.replaceFiles([lineFile('a.ts', ['alpha beta']), lineFile('b.ts', ['alpha'])]);
           const df = async (s: typeof a) => (await s.lexical.termStats(['alpha', 'gamma'], 'chunks')).df;
           assert.equal((await df(a)).get('alpha'), 2);
-          await a.replaceFiles([file('c.ts', 'alpha gamma')]);
+          await a.replaceFiles([lineFile('c.ts', ['alpha gamma'])]);
           assert.deepEqual(
             [...(await df(a))],
             [

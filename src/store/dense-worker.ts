@@ -173,7 +173,6 @@ function fileBm25(q: Extract<ReaderRequest, { fileBm25: unknown }>['fileBm25']):
     df,
     share: q.share,
     min: q.min,
-    scoreCost: native ? 1 : 2,
   });
   if (found) return found.list.map(([id, score]) => ({ id, score, how: found.how }));
   return prepare(

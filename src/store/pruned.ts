@@ -44,12 +44,18 @@ export interface PrunedSource {
   scores(sets: TermSets): Iterable<[number, number]>;
   /** How many documents the sets match (no scoring). */
   count(sets: TermSets): number;
+  /**
+   * What scoring one document costs, in postings read: 1 for FTS5 with quarry_bm25() (one statement), 2 with bm25()
+   * (two statements read it), the number of terms for PostgreSQL (an index lookup of each).
+   */
+  scoreCost: number;
 }
 
 /** The same, over a connection that answers asynchronously (PostgreSQL). */
 export interface AsyncPrunedSource {
   scores(sets: TermSets): Promise<Iterable<[number, number]>>;
   count(sets: TermSets): Promise<number>;
+  scoreCost: number;
 }
 
 /** The prepared statements of one connection (better-sqlite3's `Database.prepare`, or a cache over it). */
@@ -119,6 +125,7 @@ export function ftsSource(
       Number(
         prepare(`SELECT count(*) FROM ${table} WHERE ${table} MATCH ?`).pluck().get(ftsExpression(sets)),
       ),
+    scoreCost: native ? 1 : 2,
   };
 }
 
@@ -154,11 +161,6 @@ export interface PrunedQuery {
   df: Map<string, number>;
   share: number;
   min: number;
-  /**
-   * What scoring one document costs, in postings read: 2 for FTS5 (the default: two queries read it), the number of
-   * terms for PostgreSQL (an index lookup of each).
-   */
-  scoreCost?: number;
 }
 
 /** Whether a query's terms suit the pruned search: FTS5 tokenizes them as quarry does (ASCII), and not too many. */
@@ -178,7 +180,7 @@ type Answer = Iterable<[number, number]> | number;
 
 /** The first `limit` documents, best first (score, then document), and which step proved it; undefined: ask plainly. */
 export function prunedTopK(source: PrunedSource, q: PrunedQuery): PrunedList | undefined {
-  const steps = plan(q);
+  const steps = plan(q, source.scoreCost);
   let step = steps.next();
   while (!step.done)
     step = steps.next(
@@ -192,7 +194,7 @@ export async function prunedTopKAsync(
   source: AsyncPrunedSource,
   q: PrunedQuery,
 ): Promise<PrunedList | undefined> {
-  const steps = plan(q);
+  const steps = plan(q, source.scoreCost);
   let step = steps.next();
   while (!step.done)
     step = steps.next(
@@ -204,7 +206,7 @@ export async function prunedTopKAsync(
 }
 
 /** The plan, whatever the engine: it yields what it needs to know and is given the answer. */
-function* plan(q: PrunedQuery): Generator<Request, PrunedList | undefined, Answer> {
+function* plan(q: PrunedQuery, cost: number): Generator<Request, PrunedList | undefined, Answer> {
   const { terms, limit, total } = q;
   if (!prunable(terms) || q.share <= 0 || !total || limit <= 0) return undefined;
   const docs = (t: string) => q.df.get(t) ?? 0;
@@ -224,7 +226,6 @@ function* plan(q: PrunedQuery): Generator<Request, PrunedList | undefined, Answe
   // a plain query this small costs less than a failed attempt (FTS5 ranks ~20,000 chunks in ~40 ms)
   if (postingsAll < q.min) return undefined;
   let budget = postingsAll * q.share;
-  const cost = q.scoreCost ?? 2;
   const scores = new Map<number, number>();
   const best = () => [...scores].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, limit);
 

@@ -1070,7 +1070,6 @@ export class SqliteStore implements Store {
         df,
         share: this.pruneShare,
         min: this.pruneMin,
-        scoreCost: this.nativeRank ? 1 : 2,
       },
     );
     if (found) {
