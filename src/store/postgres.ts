@@ -1181,8 +1181,12 @@ export class PostgresStore implements Store {
         );
         return Number(rows[0]?.n ?? 0);
       },
-      scores: (sets) =>
-        this.scoreDocs(scope, q, terms, { docs: (params) => matching(sets, params), df: stats.df }),
+      scores: (sets, limit) =>
+        this.scoreDocs(scope, q, terms, {
+          docs: (params) => matching(sets, params),
+          df: stats.df,
+          limit,
+        }),
       scoreCost: terms.length,
     };
   }

@@ -40,8 +40,11 @@ export type TermSets = string[][];
 
 /** One index of documents, through one connection, as the plan asks it. */
 export interface PrunedSource {
-  /** (document, score by the whole query) of every document the sets match. */
-  scores(sets: TermSets): Iterable<[number, number]>;
+  /**
+   * (document, score by the whole query) of the documents the sets match: at least the first `limit` of them by score,
+   * then document (all of them where the source cannot order them itself).
+   */
+  scores(sets: TermSets, limit: number): Iterable<[number, number]>;
   /** How many documents the sets match (no scoring). */
   count(sets: TermSets): number;
   /**
@@ -53,7 +56,7 @@ export interface PrunedSource {
 
 /** The same, over a connection that answers asynchronously (PostgreSQL). */
 export interface AsyncPrunedSource {
-  scores(sets: TermSets): Promise<Iterable<[number, number]>>;
+  scores(sets: TermSets, limit: number): Promise<Iterable<[number, number]>>;
   count(sets: TermSets): Promise<number>;
   scoreCost: number;
 }
@@ -95,27 +98,34 @@ export function ftsSource(
     prepare(`SELECT rowid, rank FROM ${table} WHERE ${table} MATCH ? AND rank MATCH ?`)
       .raw()
       .iterate(expression, by) as Iterable<[number, number]>;
+  // where the rank is the whole score, SQLite keeps the first `limit` itself: a common word's ten thousand rows
+  // otherwise cross into JavaScript to be sorted there
+  const first = (rows: Array<[number, number]>) => rows.map(([id, r]): [number, number] => [id, -r]);
   return {
-    scores: (sets) => {
+    scores: (sets, limit) => {
       const expression = ftsExpression(sets);
-      const out: Array<[number, number]> = [];
       // E's phrases come first in `(E) AND (all)`: one a term of each set
       const by = native ? nativeRank(rank, terms, df, sets.flat().length) : undefined;
-      if (by) {
-        for (const [id, r] of ranks(`(${expression}) AND (${all})`, by)) out.push([id, -r]);
-        return out;
-      }
+      if (by)
+        return first(
+          prepare(
+            `SELECT rowid, rank FROM ${table} WHERE ${table} MATCH ? AND rank MATCH ? ORDER BY rank, rowid LIMIT ?`,
+          )
+            .raw()
+            .all(`(${expression}) AND (${all})`, by, limit) as Array<[number, number]>,
+        );
       if (2 * postings([...new Set(sets.flat())]) >= postings(terms)) {
         const ids = prepare(`SELECT rowid FROM ${table} WHERE ${table} MATCH ?`).pluck().all(expression);
-        for (const [id, r] of prepare(
-          `SELECT rowid, rank FROM ${table} WHERE ${table} MATCH ? AND rank MATCH ?
-           AND +rowid IN (SELECT value FROM json_each(?))`,
-        )
-          .raw()
-          .iterate(all, rank, JSON.stringify(ids)) as Iterable<[number, number]>)
-          out.push([id, -r]);
-        return out;
+        return first(
+          prepare(
+            `SELECT rowid, rank FROM ${table} WHERE ${table} MATCH ? AND rank MATCH ?
+             AND +rowid IN (SELECT value FROM json_each(?)) ORDER BY rank, rowid LIMIT ?`,
+          )
+            .raw()
+            .all(all, rank, JSON.stringify(ids), limit) as Array<[number, number]>,
+        );
       }
+      const out: Array<[number, number]> = [];
       const own = new Map<number, number>();
       for (const [id, r] of ranks(expression)) own.set(id, r);
       for (const [id, r] of ranks(`(${expression}) AND (${all})`)) out.push([id, own.get(id)! - r]);
@@ -175,7 +185,7 @@ export interface PrunedList {
   how: 'rare' | 'sets';
 }
 
-type Request = { kind: 'scores' | 'count'; sets: TermSets };
+type Request = { kind: 'scores' | 'count'; sets: TermSets; limit: number };
 type Answer = Iterable<[number, number]> | number;
 
 /** The first `limit` documents, best first (score, then document), and which step proved it; undefined: ask plainly. */
@@ -184,7 +194,9 @@ export function prunedTopK(source: PrunedSource, q: PrunedQuery): PrunedList | u
   let step = steps.next();
   while (!step.done)
     step = steps.next(
-      step.value.kind === 'scores' ? source.scores(step.value.sets) : source.count(step.value.sets),
+      step.value.kind === 'scores'
+        ? source.scores(step.value.sets, step.value.limit)
+        : source.count(step.value.sets),
     );
   return step.value;
 }
@@ -199,7 +211,7 @@ export async function prunedTopKAsync(
   while (!step.done)
     step = steps.next(
       step.value.kind === 'scores'
-        ? await source.scores(step.value.sets)
+        ? await source.scores(step.value.sets, step.value.limit)
         : await source.count(step.value.sets),
     );
   return step.value;
@@ -238,7 +250,7 @@ function* plan(q: PrunedQuery, cost: number): Generator<Request, PrunedList | un
     budget -= cost * postings;
     scores.clear();
     const rare = order.slice(0, j + 1).map((t) => [t]);
-    for (const [id, s] of (yield { kind: 'scores', sets: rare }) as Iterable<[number, number]>)
+    for (const [id, s] of (yield { kind: 'scores', sets: rare, limit }) as Iterable<[number, number]>)
       scores.set(id, s);
     if (scores.size >= limit) break;
     if (j >= order.length - 2) return undefined;
@@ -260,8 +272,8 @@ function* plan(q: PrunedQuery, cost: number): Generator<Request, PrunedList | un
   }
   // their documents are counted first (reading postings is cheap beside scoring them): an AND of common words often
   // holds far fewer than its rarest term
-  if (cost * ((yield { kind: 'count', sets }) as number) > budget) return undefined;
-  for (const [id, s] of (yield { kind: 'scores', sets }) as Iterable<[number, number]>) scores.set(id, s);
+  if (cost * ((yield { kind: 'count', sets, limit }) as number) > budget) return undefined;
+  for (const [id, s] of (yield { kind: 'scores', sets, limit }) as Iterable<[number, number]>) scores.set(id, s);
   return { list: best(), how: 'sets' };
 }
 
