@@ -273,7 +273,8 @@ function* plan(q: PrunedQuery, cost: number): Generator<Request, PrunedList | un
   // their documents are counted first (reading postings is cheap beside scoring them): an AND of common words often
   // holds far fewer than its rarest term
   if (cost * ((yield { kind: 'count', sets, limit }) as number) > budget) return undefined;
-  for (const [id, s] of (yield { kind: 'scores', sets, limit }) as Iterable<[number, number]>) scores.set(id, s);
+  for (const [id, s] of (yield { kind: 'scores', sets, limit }) as Iterable<[number, number]>)
+    scores.set(id, s);
   return { list: best(), how: 'sets' };
 }
 
