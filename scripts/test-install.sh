@@ -59,4 +59,38 @@ node -e '
   console.log("test-install: hybrid search answered from the installed package; top: " + top[0]);
 ' "$tmp/search.json"
 (cd "$proj" && "$quarry" doctor)
+
+# The settings schema (zod) loads only where a settings file is read (scripts/bundle.mjs): a search without one never
+# requires its CommonJS build; with one, the setting applies and a bad value is one line naming it, exit code 2.
+cat >"$tmp/probe.cjs" <<'EOF'
+process.on('exit', () => {
+  if (Object.keys(require('node:module')._cache).some((f) => f.endsWith('settings.cjs')))
+    process.stderr.write('probe: settings.cjs loaded\n');
+});
+EOF
+probe() { (cd "$proj" && NODE_OPTIONS="--require $tmp/probe.cjs" "$quarry" search --json "ranked result lists" 2>"$tmp/probe.err"); }
+probe >"$tmp/plain.json"
+if grep -q 'settings.cjs loaded' "$tmp/probe.err"; then
+  echo "test-install: a search with no settings file loaded the settings schema" >&2
+  exit 1
+fi
+printf '[search]\ntop_k = 2\n' >"$proj/quarry.toml"
+probe >"$tmp/set.json"
+grep -q 'settings.cjs loaded' "$tmp/probe.err" || { echo "test-install: quarry.toml was read without the schema" >&2; exit 1; }
+node -e '
+  const n = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).results.length;
+  if (n !== 2) throw new Error("test-install: top_k = 2 in quarry.toml gave " + n + " results");
+' "$tmp/set.json"
+printf '[search]\ntop_k = "two"\n' >"$proj/quarry.toml"
+set +e
+(cd "$proj" && "$quarry" search "ranked result lists" >/dev/null 2>"$tmp/bad.err")
+code=$?
+set -e
+if [ "$code" != 2 ] || [ "$(wc -l <"$tmp/bad.err")" != 1 ] || ! grep -q 'search.top_k' "$tmp/bad.err"; then
+  echo "test-install: a bad setting gave exit code $code and:" >&2
+  cat "$tmp/bad.err" >&2
+  exit 1
+fi
+rm "$proj/quarry.toml"
+echo "test-install: settings read on demand (top_k applied, a bad value refused in one line)"
 echo "test-install: ok"

@@ -4,15 +4,8 @@ import { dirname, join, resolve } from 'node:path';
 import { parse as parseToml, stringify as stringifyToml } from 'smol-toml';
 import { QuarryError } from '../errors.ts';
 import { writeAtomic } from '../workspace/atomic.ts';
-import {
-  ConfigSchema,
-  EMBED_DEVICES,
-  EMBED_PROVIDERS,
-  FUSIONS,
-  RANKERS,
-  STORE_DRIVERS,
-  settingsToConfig,
-} from './schema.ts';
+import { EMBED_DEVICES, EMBED_PROVIDERS, FUSIONS, RANKERS, STORE_DRIVERS } from './names.ts';
+import { defaultConfig, settingsModule } from './settings.ts';
 
 /** quarry's settings, resolved: the output of the one schema (config/schema.ts), where each is described. */
 export type { QuarryConfig, UserConfig } from './schema.ts';
@@ -31,12 +24,12 @@ export type StoreDriver = StoreOptions['driver'];
 export type FieldWeights = QuarryConfig['search']['weights'];
 
 /** Every default, from the schema. */
-export const DEFAULT_CONFIG: QuarryConfig = ConfigSchema.parse({});
+export const DEFAULT_CONFIG: QuarryConfig = defaultConfig();
 
 function readToml(file: string): UserConfig {
   if (!existsSync(file)) return {};
   try {
-    const out = settingsToConfig(parseToml(readFileSync(file, 'utf8')), file);
+    const out = settingsModule().settingsToConfig(parseToml(readFileSync(file, 'utf8')), file);
     // a folder named in a settings file is relative to that file, wherever quarry runs from
     if (out.embed?.modelDir) out.embed.modelDir = resolve(dirname(file), out.embed.modelDir);
     return out;
@@ -281,7 +274,7 @@ export function writeProjectSettings(
   if (typeof changes !== 'object' || changes === null || Array.isArray(changes))
     throw new QuarryError('BAD_CONFIG', 'settings must be an object of sections: {"search": {"top_k": 20}}');
   apply(next, changes, '');
-  settingsToConfig(next, 'quarry.toml'); // throws a one-line BAD_CONFIG naming the setting
+  settingsModule().settingsToConfig(next, 'quarry.toml'); // throws a one-line BAD_CONFIG naming the setting
   writeAtomic(join(root, 'quarry.toml'), `${stringifyToml(next)}\n`);
   return next;
 }

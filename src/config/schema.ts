@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { QuarryError } from '../errors.ts';
+import { EMBED_DEVICES, EMBED_PROVIDERS, FUSIONS, RANKERS, STORE_DRIVERS } from './names.ts';
 
 // zod compiles an object schema's parser with `new Function` on its first parse: for the config, parsed a few times a
 // process, that compile cost ~9 ms of every command's start and saved nothing
@@ -17,12 +18,6 @@ const count = z.number().int().nonnegative();
 const positive = z.number().int().positive();
 const share = z.number().min(0).max(1);
 const weight = z.number().nonnegative();
-
-export const EMBED_PROVIDERS = ['local', 'static', 'onnx', 'ollama', 'openai', 'gemini', 'none'] as const;
-export const EMBED_DEVICES = ['auto', 'cpu', 'cuda'] as const;
-export const STORE_DRIVERS = ['sqlite', 'postgres', 'chroma'] as const;
-export const FUSIONS = ['rrf', 'linear'] as const;
-export const RANKERS = ['rrf', 'learned'] as const;
 
 /** Settings callers may pass in code (`overrides`) but a settings file may not name. */
 const codeOnlySettings = new WeakSet<z.ZodType>();

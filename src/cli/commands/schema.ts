@@ -11,6 +11,6 @@ export function registerSchema(program: Command, cli: CliContext): void {
 }
 
 export async function runSchema(cli: CliContext): Promise<void> {
-  const { settingsJsonSchema } = await import('../../config/schema.ts');
-  cli.io.stdout.write(`${JSON.stringify(settingsJsonSchema(), null, 2)}\n`);
+  const { settingsModule } = await import('../../config/settings.ts');
+  cli.io.stdout.write(`${JSON.stringify(settingsModule().settingsJsonSchema(), null, 2)}\n`);
 }
