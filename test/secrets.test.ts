@@ -155,6 +155,15 @@ describe('secrets (regression: secrets inside ordinary files were indexed and se
     );
     assert.equal(cli.code, 0, cli.stderr);
     assert.match(cli.stdout, /REDACTED/);
+    // the snippets are redacted in one pass and split back: each keeps its own file's lines
+    const results = (JSON.parse(cli.stdout) as { results: Array<{ path: string; snippet: string }> }).results;
+    assert.ok(new Set(results.map((r) => r.path)).size >= 2, 'results from several files');
+    for (const r of results) {
+      const file = readFileSync(join(root, r.path), 'utf8');
+      for (const line of r.snippet.split('\n'))
+        if (!line.includes('[REDACTED'))
+          assert.ok(file.includes(line), `${r.path}: "${line}" is not its line`);
+    }
     const context = runCli(['search', '--mode', 'lexical', '-C', '3', 'AWS_SECRET_ACCESS_KEY'], {
       cwd: root,
     });

@@ -69,19 +69,33 @@ export function unwrap(project: Project): Project {
  * The project as a face shows it: secrets in search snippets and in file views, replaced line for line
  * (context is redacted where it is assembled). Its settings may turn this off (`context.redact_secrets = false`).
  */
+/**
+ * Every result's snippet redacted in one pass, as grep's lines are: secretlint's set-up is most of a short text's cost
+ * (ten snippets one by one took 23–34 ms in a fresh process, joined 12–19 ms). Redaction keeps the line count, so the
+ * joined text splits back at the snippets' own line counts; where it did not, each snippet is redacted alone.
+ */
+async function cleanSnippets(
+  results: SearchResult[],
+  clean: (text: string) => Promise<string>,
+): Promise<SearchResult[]> {
+  if (!results.length) return results;
+  const counts = results.map((r) => r.snippet.split('\n').length);
+  const lines = (await clean(results.map((r) => r.snippet).join('\n'))).split('\n');
+  if (lines.length !== counts.reduce((a, b) => a + b, 0))
+    return Promise.all(results.map(async (r) => ({ ...r, snippet: await clean(r.snippet) })));
+  let at = 0;
+  return results.map((r, i) => ({ ...r, snippet: lines.slice(at, (at += counts[i]!)).join('\n') }));
+}
+
 export function redacting(project: Project): Project {
   if (project.config.context.redactSecrets === false) return project;
   let view = redactedViews.get(project);
   if (view) return view;
   const clean = async (text: string) => (await redactSecrets(text)).text;
-  const cleanResult = async (r: SearchResult): Promise<SearchResult> => ({
-    ...r,
-    snippet: await clean(r.snippet),
-  });
   view = Object.assign(Object.create(project) as Project, {
     search: async (query: string, options?: ProjectSearchOptions) => {
       const res = await project.search(query, options);
-      return { ...res, results: await Promise.all(res.results.map(cleanResult)) };
+      return { ...res, results: await cleanSnippets(res.results, clean) };
     },
     grep: async (query: GrepQuery) => {
       const res = await project.grep(query);
