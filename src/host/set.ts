@@ -84,7 +84,11 @@ async function cleanSnippets(
   if (lines.length !== counts.reduce((a, b) => a + b, 0))
     return Promise.all(results.map(async (r) => ({ ...r, snippet: await clean(r.snippet) })));
   let at = 0;
-  return results.map((r, i) => ({ ...r, snippet: lines.slice(at, (at += counts[i]!)).join('\n') }));
+  return results.map((r, i) => {
+    const from = at;
+    at += counts[i]!;
+    return { ...r, snippet: lines.slice(from, at).join('\n') };
+  });
 }
 
 export function redacting(project: Project): Project {
