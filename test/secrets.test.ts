@@ -202,6 +202,17 @@ describe('secrets (regression: secrets inside ordinary files were indexed and se
     assert.ok(dry.stdout.includes(DB_PASSWORD), 'turned off, the file is sent as written');
   });
 
+  it('redacts every copy of a key found twice close together (snippets and grep lines are redacted joined)', async () => {
+    // only secretlint's preset knows this format: quarry's own rules do not catch it, so each copy rests on the
+    // position of its own finding (the second copy was left as written when the first was taken for both)
+    const token = `shpat_${'0a1b2c3d4e5f6789'.repeat(2)}`;
+    const line = `curl -H "X-Shopify-Access-Token: ${token}" https://shop.example/admin`;
+    const out = (await redactSecrets(`${line}\n${line}\n`)).text;
+    assert.ok(!out.includes(token), out);
+    assert.equal(out.split('\n').length, 3);
+    assert.equal(out.split('[REDACTED').length - 1, 2);
+  });
+
   it('leaves ordinary code alone: names, lookups, placeholders, hashes', async () => {
     for (const text of [
       'def check_password(user, password):',

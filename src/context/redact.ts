@@ -200,10 +200,16 @@ async function secretlintSpans(text: string): Promise<Array<{ start: number; end
   for (const m of result.messages) {
     let [start, end] = m.range;
     // the secret itself where the rule names it: some rules' ranges start at the match, not at the secret (the AWS
-    // rule reports `AWS_SECRET_ACCESS_KEY = "q8Zt…` for the key's length), so the key is looked up near the range
+    // rule reports `AWS_SECRET_ACCESS_KEY = "q8Zt…` for the key's length), so the key is looked up near the range:
+    // first the copy that starts inside it, since an earlier copy close by (two snippets or grep lines joined) is
+    // another finding's, and taking it would leave this one as written
     const key = (m.data as { KEY?: unknown } | undefined)?.KEY;
     if (typeof key === 'string' && key.length >= 8) {
-      const at = text.indexOf(key, Math.max(0, start - key.length - 200));
+      const inside = text.indexOf(key, start);
+      const at =
+        inside >= 0 && inside <= m.range[1]
+          ? inside
+          : text.indexOf(key, Math.max(0, start - key.length - 200));
       if (at >= 0) [start, end] = [at, at + key.length];
     }
     if (end <= start) continue;

@@ -66,23 +66,23 @@ export function unwrap(project: Project): Project {
 }
 
 /**
- * The project as a face shows it: secrets in search snippets and in file views, replaced line for line
- * (context is redacted where it is assembled). Its settings may turn this off (`context.redact_secrets = false`).
- */
-/**
  * Every result's snippet redacted in one pass, as grep's lines are: secretlint's set-up is most of a short text's cost
  * (ten snippets one by one took 23–34 ms in a fresh process, joined 12–19 ms). Redaction keeps the line count, so the
- * joined text splits back at the snippets' own line counts; where it did not, each snippet is redacted alone.
+ * joined text splits back at the snippets' own line counts. Each snippet is redacted alone where the count changed,
+ * and where a private key's BEGIN line is in the text: a block would run on to an END line in a later snippet and
+ * blank the snippets between.
  */
 async function cleanSnippets(
   results: SearchResult[],
   clean: (text: string) => Promise<string>,
 ): Promise<SearchResult[]> {
   if (!results.length) return results;
+  const oneByOne = () => Promise.all(results.map(async (r) => ({ ...r, snippet: await clean(r.snippet) })));
+  const joined = results.map((r) => r.snippet).join('\n');
+  if (/-----BEGIN [A-Z0-9 ]*PRIVATE KEY/.test(joined)) return oneByOne();
   const counts = results.map((r) => r.snippet.split('\n').length);
-  const lines = (await clean(results.map((r) => r.snippet).join('\n'))).split('\n');
-  if (lines.length !== counts.reduce((a, b) => a + b, 0))
-    return Promise.all(results.map(async (r) => ({ ...r, snippet: await clean(r.snippet) })));
+  const lines = (await clean(joined)).split('\n');
+  if (lines.length !== counts.reduce((a, b) => a + b, 0)) return oneByOne();
   let at = 0;
   return results.map((r, i) => {
     const from = at;
@@ -91,6 +91,10 @@ async function cleanSnippets(
   });
 }
 
+/**
+ * The project as a face shows it: secrets in search snippets and in file views, replaced line for line
+ * (context is redacted where it is assembled). Its settings may turn this off (`context.redact_secrets = false`).
+ */
 export function redacting(project: Project): Project {
   if (project.config.context.redactSecrets === false) return project;
   let view = redactedViews.get(project);
