@@ -66,29 +66,37 @@ export function unwrap(project: Project): Project {
 }
 
 /**
- * Every result's snippet redacted in one pass, as grep's lines are: secretlint's set-up is most of a short text's cost
- * (ten snippets one by one took 23–34 ms in a fresh process, joined 12–19 ms). Redaction keeps the line count, so the
- * joined text splits back at the snippets' own line counts. Each snippet is redacted alone where the count changed,
- * and where a private key's BEGIN line is in the text: a block would run on to an END line in a later snippet and
- * blank the snippets between.
+ * Texts redacted in one pass and split back, for grep's lines and a search's snippets: secretlint's set-up is most of
+ * a short text's cost (one call per grep line cost ~17 ms each: 3,000 lines took 50 s; ten snippets one by one took
+ * 23–34 ms in a fresh process, joined 12–19 ms). Redaction keeps the line count, so the joined text splits back at
+ * each text's own line count; where it did not, each text is redacted alone.
+ */
+async function cleanTexts(texts: string[], clean: (text: string) => Promise<string>): Promise<string[]> {
+  if (!texts.length) return [];
+  const counts = texts.map((t) => t.split('\n').length);
+  const lines = (await clean(texts.join('\n'))).split('\n');
+  if (lines.length !== counts.reduce((a, b) => a + b, 0)) return Promise.all(texts.map(clean));
+  let at = 0;
+  return counts.map((n) => {
+    const from = at;
+    at += n;
+    return lines.slice(from, at).join('\n');
+  });
+}
+
+/**
+ * Every result's snippet, redacted as one text (cleanTexts), except where a private key's BEGIN line is among them:
+ * a block would run on to an END line in a later snippet and blank the snippets between, so each is redacted alone.
  */
 async function cleanSnippets(
   results: SearchResult[],
   clean: (text: string) => Promise<string>,
 ): Promise<SearchResult[]> {
-  if (!results.length) return results;
-  const oneByOne = () => Promise.all(results.map(async (r) => ({ ...r, snippet: await clean(r.snippet) })));
-  const joined = results.map((r) => r.snippet).join('\n');
-  if (/-----BEGIN [A-Z0-9 ]*PRIVATE KEY/.test(joined)) return oneByOne();
-  const counts = results.map((r) => r.snippet.split('\n').length);
-  const lines = (await clean(joined)).split('\n');
-  if (lines.length !== counts.reduce((a, b) => a + b, 0)) return oneByOne();
-  let at = 0;
-  return results.map((r, i) => {
-    const from = at;
-    at += counts[i]!;
-    return { ...r, snippet: lines.slice(from, at).join('\n') };
-  });
+  const snippets = results.map((r) => r.snippet);
+  const cleaned = snippets.some((t) => /-----BEGIN [A-Z0-9 ]*PRIVATE KEY/.test(t))
+    ? await Promise.all(snippets.map(clean))
+    : await cleanTexts(snippets, clean);
+  return results.map((r, i) => ({ ...r, snippet: cleaned[i]! }));
 }
 
 /**
@@ -107,28 +115,20 @@ export function redacting(project: Project): Project {
     },
     grep: async (query: GrepQuery) => {
       const res = await project.grep(query);
-      // every line of the answer redacted in one pass (one call per line cost ~17 ms each: 3,000 lines took 50 s);
-      // a grep line holds no newline, and redaction keeps lines as they are, so the joined text splits back
+      // every line of the answer redacted in one pass, then handed back in the order it was taken
       const texts: string[] = [];
       for (const m of res.matches)
         texts.push(m.text, ...m.before.map((l) => l.text), ...m.after.map((l) => l.text));
-      const joined = texts.join('\n');
-      const redacted = texts.length ? (await clean(joined)).split('\n') : [];
-      const same = redacted.length === texts.length;
+      const redacted = await cleanTexts(texts, clean);
       let at = 0;
-      const next = async (t: string) => (same ? (redacted[at++] as string) : clean(t));
-      const lines = async (ls: GrepLine[]) => {
-        const out: GrepLine[] = [];
-        for (const l of ls) out.push({ ...l, text: await next(l.text) });
-        return out;
-      };
-      const matches = [];
-      for (const m of res.matches) {
-        const text = await next(m.text);
+      const next = () => redacted[at++]!;
+      const lines = (ls: GrepLine[]) => ls.map((l) => ({ ...l, text: next() }));
+      const matches = res.matches.map((m) => {
+        const text = next();
         // a redacted line keeps the match ranges that still fit it
         const ranges = text === m.text ? m.ranges : m.ranges.filter(([, e]) => e <= text.length);
-        matches.push({ ...m, text, ranges, before: await lines(m.before), after: await lines(m.after) });
-      }
+        return { ...m, text, ranges, before: lines(m.before), after: lines(m.after) };
+      });
       return { ...res, matches };
     },
     readFile: async (path: string, range?: { start?: number; end?: number }) => {

@@ -100,31 +100,28 @@ export function ftsSource(
       .iterate(expression, by) as Iterable<[number, number]>;
   // where the rank is the whole score, SQLite keeps the first `limit` itself: a common word's ten thousand rows
   // otherwise cross into JavaScript to be sorted there
-  const first = (rows: Array<[number, number]>) => rows.map(([id, r]): [number, number] => [id, -r]);
+  const first = (expression: string, by: string, limit: number, ids?: unknown[]) =>
+    (
+      prepare(
+        `SELECT rowid, rank FROM ${table} WHERE ${table} MATCH ? AND rank MATCH ?
+         ${ids ? 'AND +rowid IN (SELECT value FROM json_each(?))' : ''} ORDER BY rank, rowid LIMIT ?`,
+      )
+        .raw()
+        .all(expression, by, ...(ids ? [JSON.stringify(ids)] : []), limit) as Array<[number, number]>
+    ).map(([id, r]): [number, number] => [id, -r]);
   return {
     scores: (sets, limit) => {
       const expression = ftsExpression(sets);
       // E's phrases come first in `(E) AND (all)`: one a term of each set
       const by = native ? nativeRank(rank, terms, df, sets.flat().length) : undefined;
-      if (by)
+      if (by) return first(`(${expression}) AND (${all})`, by, limit);
+      if (2 * postings([...new Set(sets.flat())]) >= postings(terms))
         return first(
-          prepare(
-            `SELECT rowid, rank FROM ${table} WHERE ${table} MATCH ? AND rank MATCH ? ORDER BY rank, rowid LIMIT ?`,
-          )
-            .raw()
-            .all(`(${expression}) AND (${all})`, by, limit) as Array<[number, number]>,
+          all,
+          rank,
+          limit,
+          prepare(`SELECT rowid FROM ${table} WHERE ${table} MATCH ?`).pluck().all(expression),
         );
-      if (2 * postings([...new Set(sets.flat())]) >= postings(terms)) {
-        const ids = prepare(`SELECT rowid FROM ${table} WHERE ${table} MATCH ?`).pluck().all(expression);
-        return first(
-          prepare(
-            `SELECT rowid, rank FROM ${table} WHERE ${table} MATCH ? AND rank MATCH ?
-             AND +rowid IN (SELECT value FROM json_each(?)) ORDER BY rank, rowid LIMIT ?`,
-          )
-            .raw()
-            .all(all, rank, JSON.stringify(ids), limit) as Array<[number, number]>,
-        );
-      }
       const out: Array<[number, number]> = [];
       const own = new Map<number, number>();
       for (const [id, r] of ranks(expression)) own.set(id, r);
@@ -185,7 +182,7 @@ export interface PrunedList {
   how: 'rare' | 'sets';
 }
 
-type Request = { kind: 'scores' | 'count'; sets: TermSets; limit: number };
+type Request = { kind: 'scores'; sets: TermSets; limit: number } | { kind: 'count'; sets: TermSets };
 type Answer = Iterable<[number, number]> | number;
 
 /** The first `limit` documents, best first (score, then document), and which step proved it; undefined: ask plainly. */
@@ -272,7 +269,7 @@ function* plan(q: PrunedQuery, cost: number): Generator<Request, PrunedList | un
   }
   // their documents are counted first (reading postings is cheap beside scoring them): an AND of common words often
   // holds far fewer than its rarest term
-  if (cost * ((yield { kind: 'count', sets, limit }) as number) > budget) return undefined;
+  if (cost * ((yield { kind: 'count', sets }) as number) > budget) return undefined;
   for (const [id, s] of (yield { kind: 'scores', sets, limit }) as Iterable<[number, number]>)
     scores.set(id, s);
   return { list: best(), how: 'sets' };
