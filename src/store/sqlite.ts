@@ -588,7 +588,10 @@ export class SqliteStore implements Store {
         `INSERT INTO meta (key, value) VALUES (@key, CAST(@n AS INTEGER))
          ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + CAST(@n AS INTEGER)`,
       ),
-      listFiles: db.prepare(`SELECT * FROM files ORDER BY path`),
+      // only what a FileRecord holds, as arrays: a 100k-file index's list is read on every run (~2.5× faster)
+      listFiles: db
+        .prepare(`SELECT path, size, mtime_ms, hash, language, method FROM files ORDER BY path`)
+        .raw(),
       getFile: db.prepare(`SELECT * FROM files WHERE path = ?`),
       fileId: db.prepare(`SELECT id FROM files WHERE path = ?`).pluck(),
       // many files' chunks in one statement: FTS5 pays ~3 ms a DELETE statement on chunks_fts at 475k chunks
@@ -680,7 +683,14 @@ export class SqliteStore implements Store {
   }
 
   async listFiles(): Promise<FileRecord[]> {
-    return (this.stmts.listFiles.all() as Row[]).map(toFile);
+    return (this.stmts.listFiles.all() as unknown[][]).map((r) => ({
+      path: r[0] as string,
+      size: Number(r[1]),
+      mtimeMs: Number(r[2]),
+      hash: r[3] as string,
+      language: r[4] as string,
+      method: r[5] as FileRecord['method'],
+    }));
   }
 
   async getFile(path: string): Promise<FileRecord | undefined> {
