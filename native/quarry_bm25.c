@@ -22,7 +22,7 @@ static void quarryBm25(
   const double b = 0.75;
   int rc = SQLITE_OK;
   int nPhrase = pApi->xPhraseCount(pFts);
-  int skip, nScored, i, nInst = 0, nTok = 0;
+  int skip, nScored, i, nTok = 0;
   sqlite3_int64 nRow = 0, nToken = 0;
   double avgdl, D, score = 0.0;
   double aFreq[64];
@@ -44,14 +44,17 @@ static void quarryBm25(
   if( rc!=SQLITE_OK ){ sqlite3_result_error_code(pCtx, rc); return; }
   avgdl = (double)nToken / (double)nRow;
 
+  /* each scored phrase's own positions, in (column, offset) order: the order in which bm25() meets that phrase's
+  ** instances in its merged list (xInst), so each sum is the same to the last bit, without merging every phrase's
+  ** positions, the skipped ones too, into one list first */
   memset(aFreq, 0, sizeof(aFreq));
-  rc = pApi->xInstCount(pFts, &nInst);
-  for(i=0; rc==SQLITE_OK && i<nInst; i++){
-    int ip, ic, io;
-    rc = pApi->xInst(pFts, i, &ip, &ic, &io);
-    if( rc==SQLITE_OK && ip>=skip ){
-      double w = (nW > ic) ? sqlite3_value_double(apW[ic]) : 1.0;
-      aFreq[ip-skip] += w;
+  for(i=0; rc==SQLITE_OK && i<nScored; i++){
+    Fts5PhraseIter it;
+    int ic = -1, io = 0;
+    rc = pApi->xPhraseFirst(pFts, skip+i, &it, &ic, &io);
+    while( rc==SQLITE_OK && ic>=0 ){
+      aFreq[i] += (nW > ic) ? sqlite3_value_double(apW[ic]) : 1.0;
+      pApi->xPhraseNext(pFts, &it, &ic, &io);
     }
   }
   if( rc==SQLITE_OK ) rc = pApi->xColumnSize(pFts, -1, &nTok);

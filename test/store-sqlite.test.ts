@@ -434,6 +434,8 @@ describe('the pruned chunk search (exact MaxScore)', () => {
     const reader = openSqliteStore(path, { pruneShare: 1, pruneMin: 0, parallelLexicalMin: 0 });
     // the same without quarry_bm25(): FTS5's bm25() scores each expression's rows (two statements, or row ids)
     const bm25Only = openSqliteStore(path, { pruneShare: 1, pruneMin: 0, nativeRank: false });
+    // within named files: each chunk looked up, whatever the query's postings
+    const lookup = openSqliteStore(path, { lookupPostings: 0 });
     assert.ok(
       pruned.nativeRank,
       'quarry_bm25 is not built here: npm run build (scripts/native.mjs) builds it',
@@ -464,12 +466,14 @@ describe('the pruned chunk search (exact MaxScore)', () => {
         // within named files (a search's hinted files), ranked by quarry_bm25() and by bm25() alike
         if (i % 4 === 0 && b.length) {
           const within = { ...query, filter: { paths: [...new Set(b.slice(0, 30).map((h) => h.path))] } };
-          const [x, y] = [
+          const [x, y, z] = [
             await pruned.lexical.searchChunks(within),
             await bm25Only.lexical.searchChunks(within),
+            await lookup.lexical.searchChunks(within),
           ];
           assert.ok(x.length > 0);
           assert.deepEqual(exact(x), exact(y), `within files: ${terms.join(' ')}`);
+          assert.deepEqual(exact(z), exact(y), `within files, chunk by chunk: ${terms.join(' ')}`);
         }
         // whole files, over files_fts, with its own counts
         const fileStats = await plain.lexical.termStats(drawn, 'files');
@@ -505,6 +509,7 @@ describe('the pruned chunk search (exact MaxScore)', () => {
       await plain.close();
       await reader.close();
       await bm25Only.close();
+      await lookup.close();
     }
     // both ways of proving the cut were taken (each query asked twice of the pruned store)
     assert.ok(took > queries / 10, `pruned ${took} of ${queries}`);

@@ -272,6 +272,11 @@ export interface SqliteStoreOptions {
    * PARALLEL_LEXICAL_MIN.
    */
   parallelLexicalMin?: number;
+  /**
+   * Within named files, the query's postings per chunk past which each chunk is looked up rather than every posting
+   * read (the same scores either way). Default LOOKUP_POSTINGS.
+   */
+  lookupPostings?: number;
   /** Open without writing anything (no migration); fails if the database does not exist. */
   readonly?: boolean;
   /** Keep vectors here (default true when sqlite-vec loads); false when another engine keeps them. */
@@ -394,6 +399,11 @@ export function sqliteIndexSize(path: string): number | undefined {
  * corpus it took 10–120 ms of a search; a worker starts in ~50 ms on the other core).
  */
 const PARALLEL_LEXICAL_MIN = 100_000;
+/**
+ * Within named files, a chunk is looked up on its own (FTS5 seeks each term's postings to it) when the query's
+ * postings exceed this many per chunk; otherwise one pass reads every posting and scores only the files' chunks.
+ */
+const LOOKUP_POSTINGS = 500;
 /** Document counts kept in memory (documentFrequencies), at most. */
 const DF_CACHE_MAX = 20_000;
 
@@ -436,6 +446,7 @@ export class SqliteStore implements Store {
   private readonly pruneShare: number;
   private readonly pruneMin: number;
   private readonly parallelLexicalMin: number;
+  private readonly lookupPostings: number;
   /** Whole-file searches this store answered itself while the reader was not running (onReaderToo). */
   private fileSearches = 0;
   /**
@@ -466,6 +477,7 @@ export class SqliteStore implements Store {
     this.mergeMin = options.mergeMin ?? MERGE_MIN;
     this.pruneMin = options.pruneMin ?? PRUNE_MIN;
     this.parallelLexicalMin = options.parallelLexicalMin ?? PARALLEL_LEXICAL_MIN;
+    this.lookupPostings = options.lookupPostings ?? LOOKUP_POSTINGS;
     // QUARRY_PRUNE_SHARE=0 turns the pruned search off (to compare with the plain one: bench/search-latency.ts)
     const envShare = Number(process.env.QUARRY_PRUNE_SHARE);
     this.pruneShare =
@@ -625,9 +637,18 @@ export class SqliteStore implements Store {
       // one term at a time: fts5vocab seeks a term it is given with =, and scans the whole vocabulary for IN (…)
       chunkVocab: db.prepare(`SELECT doc FROM chunks_vocab WHERE term = ?`).pluck(),
       totalChanges: db.prepare(`SELECT total_changes()`).pluck(),
-      chunkRanksIn: db.prepare(
+      chunkIdsIn: db.prepare(
+        `SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path IN (SELECT value FROM json_each(?))`,
+      ),
+      // every posting of the query read, only these chunks scored
+      chunkRanksAmong: db.prepare(
         `SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ? AND +rowid IN
-           (SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path IN (SELECT value FROM json_each(?)))`,
+           (SELECT value FROM json_each(?))`,
+      ),
+      // one FTS5 lookup of each chunk (its terms' postings found by seeking)
+      chunkRanksAt: db.prepare(
+        `SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ? AND rowid IN
+           (SELECT value FROM json_each(?))`,
       ),
       filePaths: db.prepare(`SELECT id, path FROM files WHERE id IN (SELECT value FROM json_each(?))`),
       chunkHitRows: db.prepare(
@@ -1136,14 +1157,23 @@ export class SqliteStore implements Store {
    * ? OR …`) took 98–168 ms, and 14–30 ms for 8 files, where a query a file took 75–160 ms (docs/benchmarks.md).
    */
   private searchLexicalInFiles(q: LexicalQuery, match: string, rank: string): ChunkHit[] {
-    const paths = JSON.stringify([...new Set(q.filter!.paths)]);
+    const ids = this.stmts.chunkIdsIn.pluck().all(JSON.stringify([...new Set(q.filter!.paths)])) as number[];
+    if (!ids.length) return [];
     const scores = new Map<number, number>();
     // quarry_bm25() skips bm25()'s count of every term's documents: the same scores, from the counts kept
     const terms = [...new Set(q.terms)].filter((t) => t.length > 0);
-    const by = this.nativeRank
-      ? nativeRank(rank, terms, this.documentFrequencies(terms, 'chunks'))
-      : undefined;
-    for (const [id, r] of this.stmts.chunkRanksIn.raw().iterate(match, by ?? rank, paths) as Iterable<
+    const df = this.documentFrequencies(terms, 'chunks');
+    const by = this.nativeRank ? nativeRank(rank, terms, df) : undefined;
+    // Reading a posting costs ~0.25 µs and looking one chunk up ~0.1 ms (the 100k corpus): a few chunks and common
+    // words are looked up, many chunks or rare words read in one pass. Both score the same rows the same way. Not
+    // with bm25(), which would count every term's documents again for each chunk.
+    let postings = 0;
+    for (const t of terms) postings += df.get(t) ?? 0;
+    const statement =
+      by && ids.length * this.lookupPostings < postings
+        ? this.stmts.chunkRanksAt
+        : this.stmts.chunkRanksAmong;
+    for (const [id, r] of statement.raw().iterate(match, by ?? rank, JSON.stringify(ids)) as Iterable<
       [number, number]
     >)
       scores.set(id, -r);
