@@ -4,6 +4,7 @@ import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { indexProject } from '../src/project/local.ts';
+import { readVarints } from '../src/store/pruned.ts';
 import { openSqliteStore, SCHEMA_VERSION } from '../src/store/sqlite.ts';
 import {
   copyPolyglot,
@@ -134,6 +135,72 @@ describe('SqliteStore specifics', () => {
     assert.deepEqual(shape(merged), shape(fresh));
     assert.deepEqual(await s.check(), []);
     await s.close();
+  });
+
+  it('takes what deleted documents held off BM25’s averages, as a clean build counts them, and recounts an older index', async () => {
+    // each table's averages record: [documents, tokens in each column] (no record, or all zeros, when it is empty)
+    const records = (path: string) => {
+      const db = new Database(path, { readonly: true });
+      try {
+        return ['chunks_fts', 'files_fts', 'refs_fts'].map((t) => {
+          const block = db.prepare(`SELECT block FROM ${t}_data WHERE id = 1`).pluck().get() as Buffer;
+          const record = block?.length ? readVarints(block) : [];
+          return record.every((n) => n === 0) ? [] : record;
+        });
+      } finally {
+        db.close();
+      }
+    };
+    const body = (i: number, n: number) => Array.from({ length: n }, (_, k) => `w${(i * 7 + k) % 13} x${k}`);
+    const path = freshPath();
+    const s = openSqliteStore(path);
+    await s.replaceFiles(Array.from({ length: 10 }, (_, i) => lineFile(`f${i}.ts`, body(i, 2 + (i % 3)))));
+    await s.settle?.();
+    // updates of other lengths, in two transactions, and deletes: nothing settled in between
+    await s.replaceFiles([lineFile('f1.ts', body(20, 6)), lineFile('f4.ts', body(21, 1))]);
+    await s.replaceFiles([lineFile('f7.ts', body(22, 4)), lineFile('f11.ts', body(23, 3))]);
+    await s.deleteFiles(['f2.ts', 'f8.ts']);
+    const pending = new Database(path, { readonly: true });
+    const kept = pending
+      .prepare(`SELECT value FROM meta WHERE key = 'fts_unsettled'`)
+      .pluck()
+      .get() as string;
+    pending.close();
+    assert.match(kept, /"chunks_fts":\[\d+,/, 'the deleted documents’ sizes are kept until settle()');
+    await s.settle?.();
+    assert.deepEqual(await s.check(), []);
+    const after = records(path);
+    const final = (await s.listFiles()).map((f) => f.path);
+    await s.close();
+    const clean = freshPath();
+    const c = openSqliteStore(clean);
+    const finalBody: Record<string, string[]> = {
+      'f1.ts': body(20, 6),
+      'f4.ts': body(21, 1),
+      'f7.ts': body(22, 4),
+      'f11.ts': body(23, 3),
+    };
+    await c.replaceFiles(
+      final.map((p) =>
+        lineFile(p, finalBody[p] ?? body(Number(p.slice(1, -3)), 2 + (Number(p.slice(1, -3)) % 3))),
+      ),
+    );
+    await c.settle?.();
+    await c.close();
+    assert.deepEqual(after, records(clean), 'each averages record is a clean build’s');
+    assert.ok(after[0]!.length === 4 && after[0]![0]! > 0);
+    // an index from before the sums were kept says only that a recount is due: every docsize row is counted
+    const old = new Database(path);
+    old.unsafeMode(true);
+    old.prepare(`UPDATE chunks_fts_data SET block = ? WHERE id = 1`).run(Buffer.from([99, 1, 1, 1]));
+    old.unsafeMode(false);
+    old.prepare(`INSERT INTO meta (key, value) VALUES ('fts_unsettled', '1')`).run();
+    old.close();
+    const again = openSqliteStore(path);
+    await again.settle?.();
+    assert.deepEqual(await again.check(), []);
+    await again.close();
+    assert.deepEqual(records(path), after);
   });
 
   it('uses WAL and records its schema version', async () => {

@@ -407,8 +407,28 @@ const LOOKUP_POSTINGS = 500;
 /** Document counts kept in memory (documentFrequencies), at most. */
 const DF_CACHE_MAX = 20_000;
 
-/** Meta key set while FTS5's BM25 statistics wait for a recount (settle()). */
+/**
+ * Meta key set while FTS5's BM25 statistics wait for settle(): what the deleted documents held (`Removed`, as JSON),
+ * or RECOUNT (an index written before quarry kept that): every document is counted again.
+ */
 const UNSETTLED = 'fts_unsettled';
+const RECOUNT = '1';
+/** The full-text tables BM25 ranks, whose averages records settle() corrects. */
+const RANKED_FTS = ['chunks_fts', 'files_fts', 'refs_fts'] as const;
+
+/** Per full-text table, what its deleted documents held: [documents, tokens in each column]. */
+type Removed = Partial<Record<(typeof RANKED_FTS)[number], number[]>>;
+
+/** Adds FTS5 docsize records (a varint of tokens per column) to sums of [documents, tokens in each column]. */
+function addSizes(sums: number[], sizes: Iterable<Buffer>): number[] {
+  for (const sz of sizes) {
+    sums[0] = (sums[0] ?? 0) + 1;
+    readVarints(sz).forEach((n, i) => {
+      sums[i + 1] = (sums[i + 1] ?? 0) + n;
+    });
+  }
+  return sums;
+}
 /** Meta key: chunk documents deleted from FTS5 since its segments were last merged into one (settle()). */
 const DELETED_DOCS = 'fts_deleted';
 /** settle() merges FTS5's segments once the deleted documents reach this share of those left (and MERGE_MIN). */
@@ -612,6 +632,15 @@ export class SqliteStore implements Store {
         `DELETE FROM chunks_fts WHERE rowid IN
            (SELECT id FROM chunks WHERE file_id IN (SELECT value FROM json_each(?)))`,
       ),
+      // what the documents about to be deleted hold: FTS5 leaves its averages record as it was on a DELETE
+      chunkDocSizes: db.prepare(
+        `SELECT sz FROM chunks_fts_docsize WHERE id IN
+           (SELECT id FROM chunks WHERE file_id IN (SELECT value FROM json_each(?)))`,
+      ),
+      fileDocSizes: db.prepare(
+        `SELECT sz FROM files_fts_docsize WHERE id IN (SELECT value FROM json_each(?))`,
+      ),
+      refDocSizes: db.prepare(`SELECT sz FROM refs_fts_docsize WHERE id IN (SELECT value FROM json_each(?))`),
       deleteChunks: db.prepare(`DELETE FROM chunks WHERE file_id = ?`),
       deleteSymbols: db.prepare(`DELETE FROM symbols WHERE file_id = ?`),
       deleteFile: db.prepare(`DELETE FROM files WHERE id = ?`),
@@ -722,9 +751,32 @@ export class SqliteStore implements Store {
   /** Removes the rows of these files, all but the files' own (see removeRows). */
   private removeRowsOf(ids: number[]): void {
     if (!ids.length) return;
-    const gone = this.stmts.deleteFts.run(JSON.stringify(ids)).changes;
-    if (gone) this.stmts.addMeta.run({ key: DELETED_DOCS, n: gone });
+    const list = JSON.stringify(ids);
+    // FTS5 leaves its averages record as it was on DELETE: what the deleted documents held is added up in the same
+    // transaction, so that settle() (or, after a kill, the next run's) takes it off the record
+    const s = this.stmts;
+    const removed = this.unsettled();
+    if (removed) {
+      const sizes = { chunks_fts: s.chunkDocSizes, files_fts: s.fileDocSizes, refs_fts: s.refDocSizes };
+      for (const t of RANKED_FTS)
+        removed[t] = addSizes(removed[t] ?? [0], sizes[t].pluck().iterate(list) as Iterable<Buffer>);
+    }
+    s.setMeta.run(UNSETTLED, removed ? JSON.stringify(removed) : RECOUNT);
+    const gone = s.deleteFts.run(list).changes;
+    if (gone) s.addMeta.run({ key: DELETED_DOCS, n: gone });
     for (const id of ids) this.removeRows(id);
+  }
+
+  /** What deleted documents held and the averages records still count, or undefined: a recount is due anyway. */
+  private unsettled(): Removed | undefined {
+    const value = this.stmts.getMeta.get(UNSETTLED) as string | undefined;
+    if (value === undefined) return {};
+    if (value === RECOUNT) return undefined;
+    try {
+      return JSON.parse(value) as Removed;
+    } catch {
+      return undefined;
+    }
   }
 
   /** One file's rows but its chunks' lexical documents (removeRowsOf deletes those, for many files at once). */
@@ -743,9 +795,6 @@ export class SqliteStore implements Store {
     this.stmts.deleteSymbols.run(id);
     if (this.stmts.deleteRefs.run(id).changes) this.stmts.deleteRefsFts.run(id);
     this.stmts.deleteTextFts.run(id);
-    // FTS5 leaves its averages record as it was on DELETE: marked in the same transaction, so that a run killed
-    // before settle() still leaves the recount to the next run
-    this.stmts.setMeta.run(UNSETTLED, '1');
   }
 
   private readonly replaceTx = (batch: FileUpdate[]): void => {
@@ -835,33 +884,23 @@ export class SqliteStore implements Store {
     // BM25 reads the row count and the token totals from FTS5's "averages" record, and a DELETE from a
     // contentless-delete table leaves them as they were (measured: 30 updated and 8 deleted files left 158 rows
     // counted for 120, SQLite 3.53), so an updated index ranked differently from a clean build of the same files.
-    // The exact figures are in the table's docsize rows: recount them (30 ms for 5,762 chunks) and write the
-    // record as a clean build has it. Document frequencies need nothing: deleted rows' postings are skipped.
+    // Each delete added up what its documents held (their docsize rows), and that comes off the record now, which is
+    // then what a clean build writes. A recount of every docsize row gives the same record (1.4 s at 475k chunks,
+    // where one changed file's update costs milliseconds): for an index from before those sums were kept, and
+    // should a record not hold them. Document frequencies need nothing: deleted rows' postings are skipped.
     this.db
       .transaction(() => {
-        for (const t of ['chunks_fts', 'files_fts', 'refs_fts']) {
-          let rows = 0;
-          let totals: number[] = [];
-          for (const r of this.db.prepare(`SELECT sz FROM ${t}_docsize`).iterate() as Iterable<{
-            sz: Buffer;
-          }>) {
-            const sizes = readVarints(r.sz);
-            if (totals.length < sizes.length)
-              totals = [...totals, ...new Array(sizes.length - totals.length).fill(0)];
-            sizes.forEach((n, i) => {
-              totals[i]! += n;
-            });
-            rows++;
-          }
+        const removed = this.unsettled();
+        for (const t of RANKED_FTS) {
           const columns = this.ftsColumns(t);
-          while (totals.length < columns) totals.push(0);
+          const record = removed && this.lessRemoved(t, columns, removed[t] ?? [0]);
           // FTS5's own record, in its own format; SQLite's defensive mode guards shadow tables, lifted for this
           // one statement (the integrity check in test/history.test.ts reads the result)
           this.db.unsafeMode(true);
           try {
             this.db
               .prepare(`UPDATE ${t}_data SET block = ? WHERE id = 1`)
-              .run(Buffer.from(writeVarints([rows, ...totals.slice(0, columns)])));
+              .run(Buffer.from(writeVarints(record ?? this.recounted(t, columns))));
           } finally {
             this.db.unsafeMode(false);
           }
@@ -871,6 +910,24 @@ export class SqliteStore implements Store {
       .immediate();
     this.wrote = true;
     this.mergeSegments();
+  }
+
+  /** A table's averages record less what its deleted documents held, or undefined where that cannot be right. */
+  private lessRemoved(table: string, columns: number, removed: number[]): number[] | undefined {
+    const block = this.db.prepare(`SELECT block FROM ${table}_data WHERE id = 1`).pluck().get();
+    if (!(block instanceof Uint8Array) || !block.length) return undefined;
+    const record = readVarints(block as Buffer);
+    if (record.length !== columns + 1 || removed.length > columns + 1) return undefined;
+    const less = record.map((n, i) => n - (removed[i] ?? 0));
+    return less.every((n) => n >= 0) ? less : undefined;
+  }
+
+  /** A table's averages record from every docsize row: its documents, and the tokens in each column. */
+  private recounted(table: string, columns: number): number[] {
+    const sizes = this.db.prepare(`SELECT sz FROM ${table}_docsize`).pluck().iterate() as Iterable<Buffer>;
+    const record = addSizes([0], sizes);
+    while (record.length < columns + 1) record.push(0);
+    return record.slice(0, columns + 1);
   }
 
   /**
@@ -964,6 +1021,16 @@ export class SqliteStore implements Store {
         const actual = count(`SELECT count(*) FROM ${t}_docsize`);
         if (counted !== actual && actual > 0)
           problems.push(`${t} counts ${counted} documents for BM25 but holds ${actual}`);
+        else if (actual > 0) {
+          // and as many tokens in each column as its documents hold (BM25's average document length)
+          const block = this.db.prepare(`SELECT block FROM ${t}_data WHERE id = 1`).pluck().get() as Buffer;
+          const kept = readVarints(block).slice(1);
+          const held = this.recounted(t, this.ftsColumns(t)).slice(1);
+          if (kept.join() !== held.join())
+            problems.push(
+              `${t} counts ${kept.join('/')} tokens by column for BM25 but holds ${held.join('/')}`,
+            );
+        }
       }
     }
     if (this.vectorTables) {
