@@ -666,9 +666,6 @@ export class SqliteStore implements Store {
       // one term at a time: fts5vocab seeks a term it is given with =, and scans the whole vocabulary for IN (…)
       chunkVocab: db.prepare(`SELECT doc FROM chunks_vocab WHERE term = ?`).pluck(),
       totalChanges: db.prepare(`SELECT total_changes()`).pluck(),
-      chunkIdsIn: db.prepare(
-        `SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path IN (SELECT value FROM json_each(?))`,
-      ),
       // every posting of the query read, only these chunks scored
       chunkRanksAmong: db.prepare(
         `SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rank MATCH ? AND +rowid IN
@@ -914,12 +911,16 @@ export class SqliteStore implements Store {
 
   /** A table's averages record less what its deleted documents held, or undefined where that cannot be right. */
   private lessRemoved(table: string, columns: number, removed: number[]): number[] | undefined {
-    const block = this.db.prepare(`SELECT block FROM ${table}_data WHERE id = 1`).pluck().get();
-    if (!(block instanceof Uint8Array) || !block.length) return undefined;
-    const record = readVarints(block as Buffer);
-    if (record.length !== columns + 1 || removed.length > columns + 1) return undefined;
+    const record = this.averages(table);
+    if (record?.length !== columns + 1 || removed.length > columns + 1) return undefined;
     const less = record.map((n, i) => n - (removed[i] ?? 0));
     return less.every((n) => n >= 0) ? less : undefined;
+  }
+
+  /** A table's averages record as FTS5 keeps it ([documents, tokens in each column]), or undefined while it has none. */
+  private averages(table: string): number[] | undefined {
+    const block = this.db.prepare(`SELECT block FROM ${table}_data WHERE id = 1`).pluck().get();
+    return block instanceof Uint8Array && block.length ? readVarints(block as Buffer) : undefined;
   }
 
   /** A table's averages record from every docsize row: its documents, and the tokens in each column. */
@@ -1023,8 +1024,7 @@ export class SqliteStore implements Store {
           problems.push(`${t} counts ${counted} documents for BM25 but holds ${actual}`);
         else if (actual > 0) {
           // and as many tokens in each column as its documents hold (BM25's average document length)
-          const block = this.db.prepare(`SELECT block FROM ${t}_data WHERE id = 1`).pluck().get() as Buffer;
-          const kept = readVarints(block).slice(1);
+          const kept = (this.averages(t) ?? []).slice(1);
           const held = this.recounted(t, this.ftsColumns(t)).slice(1);
           if (kept.join() !== held.join())
             problems.push(
@@ -1224,35 +1224,34 @@ export class SqliteStore implements Store {
    * ? OR …`) took 98–168 ms, and 14–30 ms for 8 files, where a query a file took 75–160 ms (docs/benchmarks.md).
    */
   private searchLexicalInFiles(q: LexicalQuery, match: string, rank: string): ChunkHit[] {
-    const ids = this.stmts.chunkIdsIn.pluck().all(JSON.stringify([...new Set(q.filter!.paths)])) as number[];
-    if (!ids.length) return [];
-    const scores = new Map<number, number>();
+    // the chunks of the named files that pass the filter, placed; only these are scored
+    const { sql: where, params } = filterSql({ ...q.filter, paths: [...new Set(q.filter!.paths)] });
+    const rows = this.db
+      .prepare(
+        `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind FROM chunks c JOIN files f ON f.id = c.file_id
+         WHERE 1 ${where}`,
+      )
+      .all(...params) as Row[];
+    if (!rows.length) return [];
+    const ids = JSON.stringify(rows.map((r) => r.id));
     // quarry_bm25() skips bm25()'s count of every term's documents: the same scores, from the counts kept
     const terms = [...new Set(q.terms)].filter((t) => t.length > 0);
-    const df = this.documentFrequencies(terms, 'chunks');
-    const by = this.nativeRank ? nativeRank(rank, terms, df) : undefined;
+    const df = this.nativeRank ? this.documentFrequencies(terms, 'chunks') : undefined;
+    const by = df && nativeRank(rank, terms, df);
     // Reading a posting costs ~0.25 µs and looking one chunk up ~0.1 ms (the 100k corpus): a few chunks and common
     // words are looked up, many chunks or rare words read in one pass. Both score the same rows the same way. Not
     // with bm25(), which would count every term's documents again for each chunk.
     let postings = 0;
-    for (const t of terms) postings += df.get(t) ?? 0;
+    for (const t of terms) postings += df?.get(t) ?? 0;
     const statement =
-      by && ids.length * this.lookupPostings < postings
+      by && rows.length * this.lookupPostings < postings
         ? this.stmts.chunkRanksAt
         : this.stmts.chunkRanksAmong;
-    for (const [id, r] of statement.raw().iterate(match, by ?? rank, JSON.stringify(ids)) as Iterable<
-      [number, number]
-    >)
+    const scores = new Map<number, number>();
+    for (const [id, r] of statement.raw().iterate(match, by ?? rank, ids) as Iterable<[number, number]>)
       scores.set(id, -r);
-    if (!scores.size) return [];
-    const { sql: where, params } = filterSql({ ...q.filter, paths: undefined });
-    const rows = this.db
-      .prepare(
-        `SELECT c.id, f.path, c.start_line, c.end_line, c.symbol, c.kind FROM chunks c JOIN files f ON f.id = c.file_id
-         WHERE c.id IN (SELECT value FROM json_each(?)) ${where}`,
-      )
-      .all(JSON.stringify([...scores.keys()]), ...params) as Row[];
     return rows
+      .filter((r) => scores.has(r.id as number))
       .map((r) => toHit({ ...r, score: scores.get(r.id as number)! }))
       .sort((a, b) => b.score - a.score || a.chunkId - b.chunkId)
       .slice(0, q.limit);
