@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { codeTokenText, identifierParts, pathTokenText } from '../src/chunk/tokens.ts';
+import {
+  codeTokenText,
+  identifierParts,
+  pathTokenText,
+  pushCodeTokens,
+  pushUnicodeTokens,
+} from '../src/chunk/tokens.ts';
 import { analyzeQuery } from '../src/search/query.ts';
 
 describe('code-aware tokens', () => {
@@ -11,6 +19,44 @@ describe('code-aware tokens', () => {
     assert.equal(codeTokenText('utf8Decode'), 'utf8decode utf decode');
     assert.equal(codeTokenText('a + b'), '');
     assert.deepEqual(identifierParts('trie-router'), ['trie', 'router']);
+  });
+
+  it('scans ASCII by hand into exactly the tokens the regular expressions give', () => {
+    const same = (text: string) => {
+      const fast: string[] = [];
+      const reference: string[] = [];
+      pushCodeTokens(text, fast);
+      pushUnicodeTokens(text, reference);
+      assert.deepEqual(fast, reference, JSON.stringify(text));
+    };
+    // letters, digits, joiners and separators in every order, and characters only Unicode classes know: accented
+    // and caseless letters, other scripts' digits, a titlecase letter, a combining mark, a surrogate pair
+    const ascii = ['a', 'z', 'A', 'Z', '0', '9', '_', '$', '-', ' ', '.', '\n'];
+    const other = ['é', 'É', 'ß', 'Σ', 'σ', '中', '٣', '²', 'Ⅻ', 'ǅ', '\u0301', '😀'];
+    let seed = 7;
+    const pick = (from: string[]) => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return from[(seed >>> 16) % from.length]!; // the high bits: an LCG's low bits repeat quickly
+    };
+    for (let k = 0; k < 20_000; k++) {
+      const from = k % 2 ? ascii : [...ascii, ...other];
+      let text = '';
+      for (let i = 1 + (k % 13); i > 0; i--) text += pick(from);
+      same(text);
+    }
+    for (const word of [
+      'HTTPServer2',
+      'getURLsFor',
+      '__init__',
+      '$scope',
+      'a1B2c3',
+      'XMLHttpRequest',
+      'v8_ABI9x',
+    ])
+      same(word);
+    // and whole source files
+    const dir = join(import.meta.dirname, '..', 'src', 'chunk');
+    for (const name of readdirSync(dir)) same(readFileSync(join(dir, name), 'utf8'));
   });
 
   it('tokenises paths into segments, stems and parts', () => {
