@@ -113,7 +113,8 @@ function pushAsciiParts(text: string, a: number, b: number, whole: string, out: 
     } else if (isLower(c)) while (i < b && isLower(text.charCodeAt(i))) i++;
     else while (i < b && isDigit(text.charCodeAt(i))) i++;
     if (i - s > 1) {
-      const p = text.slice(s, i).toLowerCase();
+      // `whole` is text[a, b) lower-cased, character for character
+      const p = whole.slice(s - a, i - a);
       if (p !== whole) out.push(p);
     }
   }
