@@ -1,7 +1,7 @@
 // Kill loop: `kill -9` quarry at random instants while it indexes, check the index after every kill, resume, and
 // compare the final index with a clean build of the same tree.
 //   node --import tsx bench/kill-loop.ts [--kills N] [--files N] [--embed] [--seed S] [--json]
-//     [--store sqlite|postgres|chroma] [--server-kills F] [--power-loss N]
+//     [--store sqlite|postgres|chroma] [--server-kills F] [--power-loss N] [--write-behind-files N]
 // Lexical by default (walk, chunking, the lexical writes); --embed adds both embedding phases with the real model
 // (weights from scripts/fetch-test-weights.sh). The tree is generated (TypeScript, `--files` of them) in a
 // temporary folder. After each kill: the driver's own check (`Store.check()`: for SQLite `PRAGMA integrity_check`,
@@ -16,6 +16,8 @@
 // --power-loss N (SQLite): N times during an uninterrupted run, copy the database and its write-ahead log as they
 // are mid-write (under a held read transaction, so that the copy is a state a power loss can leave), then open the
 // copy, check it, resume it and compare it with the clean build.
+// --write-behind-files N: runs with at least N files to read write on their own thread (`write_behind_files`; the
+// default keeps quarry's), so that kills land while that thread writes, and resumed runs below N write on the main one.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
@@ -44,6 +46,7 @@ const arg = (name: string, fallback: number) => {
 };
 const KILLS = arg('kills', 100);
 const FILES = arg('files', 600);
+const WRITE_BEHIND = process.argv.includes('--write-behind-files') ? arg('write-behind-files', 0) : undefined;
 const EMBED = process.argv.includes('--embed');
 const STORE = (() => {
   const i = process.argv.indexOf('--store');
@@ -71,6 +74,7 @@ const BASE_ENV = {
   QUARRY_SHARED_CACHE: 'off',
   NO_COLOR: '1',
   ...(server ? { QUARRY_STORE_URL: server.url } : {}),
+  ...(WRITE_BEHIND !== undefined ? { QUARRY_WRITE_BEHIND_FILES: String(WRITE_BEHIND) } : {}),
 };
 /** Each tree its own repository in a shared server. */
 const envFor = (repo: string) => ({ ...BASE_ENV, QUARRY_REPO: repo });

@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 
 /** The worker modules, by their path under src/ (and dist/). */
-export type WorkerModule = 'indexing/worker' | 'embed/worker' | 'store/dense-worker';
+export type WorkerModule = 'indexing/worker' | 'embed/worker' | 'store/dense-worker' | 'store/write-worker';
 
 // Set by scripts/bundle.mjs: the CLI's bundle lives in dist/bundle/, one folder below the modules it starts.
 declare const __QUARRY_BUNDLE__: boolean | undefined;

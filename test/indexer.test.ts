@@ -176,6 +176,28 @@ describe('indexing', () => {
     assert.deepEqual(lexicalState(indexPaths(a).db), lexicalState(indexPaths(b).db));
   });
 
+  it('writes a long run on a thread of its own to the index this thread writes, in one pass or two', async () => {
+    const plain = copyPolyglot(trees);
+    await indexOnce(plain, testConfig(), 2);
+    for (const quickPass of [false, true]) {
+      const root = copyPolyglot(trees);
+      const store = openSqliteStore(indexPaths(root).db);
+      const r = await indexRepository({
+        root,
+        config: testConfig(),
+        store,
+        workers: 2,
+        quickPass,
+        writeBehind: true,
+      });
+      await store.close();
+      assert.equal(r.added, 17);
+      assert.equal(r.quickPass !== undefined, quickPass);
+      assert.deepEqual(dumpIndex(indexPaths(root).db), dumpIndex(indexPaths(plain).db));
+      assert.deepEqual(lexicalState(indexPaths(root).db), lexicalState(indexPaths(plain).db));
+    }
+  });
+
   it('parses on the next run what a killed run left as line windows, and status counts them meanwhile', async () => {
     const root = copyPolyglot(trees);
     const controller = new AbortController();

@@ -53,6 +53,15 @@ export const ConfigSchema = z.object({
       'a run with at least this many files to parse makes them searchable by line windows first, then parses them; 0: never (default 10000)',
     )
     .default(10_000),
+  /**
+   * A run with at least this many files to read writes them on a thread of its own (SQLite), while the main thread
+   * hands out files to the parse workers; 0 never does. Default 2000.
+   */
+  writeBehindFiles: count
+    .describe(
+      'a run with at least this many files to read writes the index on a thread of its own; 0: never (default 2000)',
+    )
+    .default(2_000),
   chunk: z
     .object({
       /** A definition larger than this (characters) is split. Default 2000. */

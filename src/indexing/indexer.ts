@@ -4,7 +4,7 @@ import type { QuarryConfig } from '../config/config.ts';
 import { cacheFor } from '../embed/shared-cache.ts';
 import type { Embedder } from '../embed/types.ts';
 import { QuarryError } from '../errors.ts';
-import type { FileTouch, FileUpdate, Store } from '../store/types.ts';
+import type { FileTouch, FileUpdate, Store, WriteBehind } from '../store/types.ts';
 import { detectLanguage } from '../workspace/languages.ts';
 import { gitHead, gitRemote, isDirectory } from '../workspace/root.ts';
 import {
@@ -98,6 +98,11 @@ export interface IndexOptions {
    */
   quickPass?: boolean;
   /**
+   * Write on a thread of the store's own (StoreCore.writeBehind) while this one hands out files. Default: when at
+   * least `config.writeBehindFiles` files are to be read, and the store has one.
+   */
+  writeBehind?: boolean;
+  /**
    * Index this folder under the store's key even when the key holds another source (another remote, or another
    * folder and machine): its files replace that source's. Without it such a run is refused.
    */
@@ -149,6 +154,8 @@ async function checkSource(store: Store, now: Source, replace: boolean | undefin
 const COMMIT_FILES = 256;
 const COMMIT_MS = 500;
 const IN_FLIGHT_PER_WORKER = 16;
+/** With a writer behind, a batch grows to this many files while the one before is written. */
+const BEHIND_MAX_FILES = 512;
 const IN_THREAD_MAX_FILES = 24;
 
 type KnownFiles = Map<string, Awaited<ReturnType<Store['listFiles']>>[number]>;
@@ -381,12 +388,31 @@ function lexicalProgress(
   return progress;
 }
 
-/** Gathers file updates and touches, and writes them to the store a batch at a time. */
-function batchWriter(store: Store) {
+/**
+ * Gathers file updates and touches, and writes them to the store a batch at a time. With a writer behind (a long run
+ * on SQLite), a batch is handed to its thread and this one goes on handing out files: one batch is written at a time,
+ * and the next grows meanwhile, up to BEHIND_MAX_FILES, past which a commit waits for the write.
+ */
+function batchWriter(store: Store, behind?: WriteBehind) {
   let batch: FileUpdate[] = [];
   let touches: FileTouch[] = [];
   let lastCommit = performance.now();
-  return {
+  let writing: Promise<void> | undefined;
+  // read through a function: a write ends while a commit awaits another
+  const busy = () => writing !== undefined;
+  let failed: { error: unknown } | undefined;
+  const check = () => {
+    if (failed) throw failed.error;
+  };
+  const take = () => {
+    // take the batch first: outcomes that arrive while it is written go to the next one
+    const taken = { updates: batch, touched: touches };
+    batch = [];
+    touches = [];
+    lastCommit = performance.now();
+    return taken;
+  };
+  const writer = {
     update(u: FileUpdate) {
       batch.push(u);
     },
@@ -395,16 +421,41 @@ function batchWriter(store: Store) {
     },
     due: () => batch.length + touches.length >= COMMIT_FILES || performance.now() - lastCommit > COMMIT_MS,
     async commit() {
-      // take the batch first: outcomes that arrive while this commit runs go to the next one
-      const updates = batch;
-      const touched = touches;
-      batch = [];
-      touches = [];
-      lastCommit = performance.now();
-      if (updates.length) await store.replaceFiles(updates);
-      if (touched.length) await store.touchFiles(touched);
+      check();
+      if (!behind) {
+        const { updates, touched } = take();
+        if (updates.length) await store.replaceFiles(updates);
+        if (touched.length) await store.touchFiles(touched);
+        return;
+      }
+      if (writing) {
+        if (batch.length + touches.length < BEHIND_MAX_FILES) return;
+        await writing;
+        check();
+        // another commit may have handed a batch over while this one waited
+        if (busy()) return;
+      }
+      const { updates, touched } = take();
+      if (!updates.length && !touched.length) return;
+      writing = behind.write(updates, touched).then(
+        () => {
+          writing = undefined;
+        },
+        (error: unknown) => {
+          failed = { error };
+          writing = undefined;
+        },
+      );
+    },
+    /** Writes everything gathered, and waits for it: what follows may read it, or write on this thread. */
+    async flush() {
+      while (writing) await writing;
+      await writer.commit();
+      while (writing) await writing;
+      check();
     },
   };
+  return writer;
 }
 
 type BatchWriter = ReturnType<typeof batchWriter>;
@@ -424,9 +475,12 @@ async function indexFiles(
   started: number,
 ): Promise<void> {
   const { root, config, store } = options;
-  const writer = batchWriter(store);
   // starting workers (each loads the tree-sitter runtime) costs more than a few files take in this thread
   const workers = options.workers ?? (tasks.length <= IN_THREAD_MAX_FILES ? 0 : undefined);
+  const min = config.writeBehindFiles;
+  const behind =
+    (options.writeBehind ?? (min > 0 && tasks.length >= min)) ? store.writeBehind?.() : undefined;
+  const writer = batchWriter(store, behind);
   const pool = createFilePool(root, config, workers);
   const record = (task: FileTask, outcome: FileOutcomeOf) =>
     recordOutcome(task, outcome, store, report, writer, warn);
@@ -469,6 +523,7 @@ async function indexFiles(
     }
   } finally {
     await pool.close();
+    await behind?.close();
   }
   for (const grammar of pool.givenUp)
     warn(
@@ -517,7 +572,7 @@ async function runTasks(
     }
   }
   await Promise.all(inFlight);
-  await writer.commit();
+  await writer.flush();
   progress.emit(phase);
 }
 
@@ -552,6 +607,8 @@ async function recordOutcome(
       break;
     case 'gone':
       if (task.knownHash) {
+        // on this thread: what was handed to a writer behind is written first
+        await writer.flush();
         await store.deleteFiles([task.path]);
         report.deleted++;
       }

@@ -45,9 +45,11 @@ import type {
   SymbolHit,
   TermStats,
   VectorIndex,
+  WriteBehind,
   WriterInfo,
   WriterLock,
 } from './types.ts';
+import { startWriteBehind } from './write-behind.ts';
 
 /** Bump with a new entry in MIGRATIONS; never edit an old one. */
 const MIGRATIONS: Array<(db: Database.Database) => void> = [
@@ -854,6 +856,11 @@ export class SqliteStore implements Store {
     if (!updates.length) return;
     this.db.transaction(this.replaceTx).immediate(updates);
     this.wrote = true;
+  }
+
+  /** See StoreCore.writeBehind: a second connection on a thread of its own (store/write-worker.ts). */
+  writeBehind(): WriteBehind {
+    return startWriteBehind(this.location);
   }
 
   async touchFiles(files: FileTouch[]): Promise<void> {

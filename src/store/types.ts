@@ -230,6 +230,13 @@ export interface StoreCore {
    */
   touchFiles(files: FileTouch[]): Promise<void>;
   deleteFiles(paths: string[]): Promise<void>;
+  /**
+   * A writer for a long run, on a thread of its own, so that the thread which hands out files and reads the parse
+   * workers' results goes on while a batch is written (SQLite: its statements block the thread that runs them; a
+   * network store's writes do not, and it has none). Batches are written in the order given, each as replaceFiles and
+   * then touchFiles write it, in one transaction each; the caller holds the writer lock throughout.
+   */
+  writeBehind?(): WriteBehind;
 
   getChunks(ids: number[]): Promise<StoredChunk[]>;
   /** Every chunk of each file, in order (files without chunks are absent), in one round trip. */
@@ -258,6 +265,14 @@ export interface StoreCore {
    * their vectors. `quarry doctor` and the kill loop run it.
    */
   check(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/** See StoreCore.writeBehind. */
+export interface WriteBehind {
+  /** Writes one batch; resolves once it is committed, rejects with the write's error. */
+  write(updates: FileUpdate[], touches: FileTouch[]): Promise<void>;
+  /** Waits for the batches given, then stops the thread. */
   close(): Promise<void>;
 }
 

@@ -1,0 +1,37 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { SqliteStore } from './sqlite.ts';
+import type { WriteRequest } from './write-behind.ts';
+
+/**
+ * The write-behind thread (store/write-behind.ts): a second connection to the index that writes a long run's batches,
+ * one transaction each, while the thread that started it hands out files. It writes only under the writer lock its
+ * starter holds, so no other writer meets it.
+ */
+const { path } = workerData as { path: string };
+let store: SqliteStore | undefined;
+let opening: Error | undefined;
+try {
+  store = new SqliteStore(path);
+} catch (err) {
+  opening = err as Error;
+}
+
+parentPort!.on('message', async (m: WriteRequest) => {
+  if (m.close) {
+    try {
+      await store?.close();
+    } finally {
+      parentPort!.postMessage({ id: m.id });
+    }
+    return;
+  }
+  try {
+    if (!store) throw opening;
+    await store.replaceFiles(m.updates);
+    await store.touchFiles(m.touches);
+    parentPort!.postMessage({ id: m.id });
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    parentPort!.postMessage({ id: m.id, error: { message: e.message, name: e.name, code: e.code } });
+  }
+});
