@@ -152,10 +152,13 @@ async function checkSource(store: Store, now: Source, replace: boolean | undefin
 }
 
 const COMMIT_FILES = 256;
+/** A batch also commits once its files hold this many bytes (of text read): large files weigh on memory, not count. */
+const COMMIT_BYTES = 16 * 2 ** 20;
 const COMMIT_MS = 500;
 const IN_FLIGHT_PER_WORKER = 16;
 /** With a writer behind, a batch grows to this many files while the one before is written. */
 const BEHIND_MAX_FILES = 512;
+const BEHIND_MAX_BYTES = 2 * COMMIT_BYTES;
 const IN_THREAD_MAX_FILES = 24;
 
 type KnownFiles = Map<string, Awaited<ReturnType<Store['listFiles']>>[number]>;
@@ -391,11 +394,13 @@ function lexicalProgress(
 /**
  * Gathers file updates and touches, and writes them to the store a batch at a time. With a writer behind (a long run
  * on SQLite), a batch is handed to its thread and this one goes on handing out files: one batch is written at a time,
- * and the next grows meanwhile, up to BEHIND_MAX_FILES, past which a commit waits for the write.
+ * and the next grows meanwhile, up to BEHIND_MAX_FILES or BEHIND_MAX_BYTES, past which a commit waits for the write.
  */
 function batchWriter(store: Store, behind?: WriteBehind) {
   let batch: FileUpdate[] = [];
   let touches: FileTouch[] = [];
+  /** Bytes of text the batch holds (its files' sizes, the touches' texts). */
+  let bytes = 0;
   let lastCommit = performance.now();
   let writing: Promise<void> | undefined;
   // read through a function: a write ends while a commit awaits another
@@ -409,17 +414,23 @@ function batchWriter(store: Store, behind?: WriteBehind) {
     const taken = { updates: batch, touched: touches };
     batch = [];
     touches = [];
+    bytes = 0;
     lastCommit = performance.now();
     return taken;
   };
   const writer = {
     update(u: FileUpdate) {
       batch.push(u);
+      bytes += u.file.size;
     },
     touch(t: FileTouch) {
       touches.push(t);
+      bytes += t.text?.length ?? 0;
     },
-    due: () => batch.length + touches.length >= COMMIT_FILES || performance.now() - lastCommit > COMMIT_MS,
+    due: () =>
+      batch.length + touches.length >= COMMIT_FILES ||
+      bytes >= COMMIT_BYTES ||
+      performance.now() - lastCommit > COMMIT_MS,
     async commit() {
       check();
       if (!behind) {
@@ -429,7 +440,7 @@ function batchWriter(store: Store, behind?: WriteBehind) {
         return;
       }
       if (writing) {
-        if (batch.length + touches.length < BEHIND_MAX_FILES) return;
+        if (batch.length + touches.length < BEHIND_MAX_FILES && bytes < BEHIND_MAX_BYTES) return;
         await writing;
         check();
         // another commit may have handed a batch over while this one waited
