@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { cpSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -196,6 +196,33 @@ describe('indexing', () => {
       assert.deepEqual(dumpIndex(indexPaths(root).db), dumpIndex(indexPaths(plain).db));
       assert.deepEqual(lexicalState(indexPaths(root).db), lexicalState(indexPaths(plain).db));
     }
+  });
+
+  it('deletes a file found gone mid-run on this thread while a writer thread writes the rest', async () => {
+    const root = copyPolyglot(trees);
+    await indexOnce(root, testConfig(), 2);
+    // every file changed: all are read again, and one is gone by the time a worker reads it
+    const indexed = new Database(indexPaths(root).db, { readonly: true });
+    const paths = (indexed.prepare('SELECT path FROM files').pluck().all() as string[]).filter(
+      (p) => p !== 'util.js',
+    );
+    indexed.close();
+    for (const p of paths) writeFileSync(join(root, p), `${readFileSync(join(root, p), 'utf8')}\n`);
+    utimesSync(join(root, 'util.js'), new Date(), new Date(Date.now() + 5000));
+    const store = openSqliteStore(indexPaths(root).db);
+    const r = await indexRepository({
+      root,
+      config: testConfig(),
+      store,
+      workers: 2,
+      writeBehind: true,
+      onProgress: (p) => {
+        if (p.phase === 'lexical' && p.done === 0) rmSync(join(root, 'util.js'), { force: true });
+      },
+    });
+    await store.close();
+    assert.deepEqual([r.updated, r.deleted], [paths.length, 1]);
+    assert.deepEqual(dumpIndex(indexPaths(root).db), await cleanBuildDump(root));
   });
 
   it('parses on the next run what a killed run left as line windows, and status counts them meanwhile', async () => {

@@ -399,12 +399,16 @@ function lexicalProgress(
 function batchWriter(store: Store, behind?: WriteBehind) {
   let batch: FileUpdate[] = [];
   let touches: FileTouch[] = [];
-  /** Bytes of text the batch holds (its files' sizes, the touches' texts). */
+  /** How much text the batch holds: its files' sizes in bytes, the touches' texts in characters. */
   let bytes = 0;
   let lastCommit = performance.now();
   let writing: Promise<void> | undefined;
   // read through a function: a write ends while a commit awaits another
   const busy = () => writing !== undefined;
+  /** Writes running on this thread (alone()): no batch is handed over until they end. */
+  let writingHere = 0;
+  /** Settles once every write begun on this thread has ended (flush waits for them). */
+  let hereDone: Promise<unknown> = Promise.resolve();
   let failed: { error: unknown } | undefined;
   const check = () => {
     if (failed) throw failed.error;
@@ -427,10 +431,13 @@ function batchWriter(store: Store, behind?: WriteBehind) {
       touches.push(t);
       bytes += t.text?.length ?? 0;
     },
-    due: () =>
-      batch.length + touches.length >= COMMIT_FILES ||
-      bytes >= COMMIT_BYTES ||
-      performance.now() - lastCommit > COMMIT_MS,
+    due: () => {
+      const files = batch.length + touches.length;
+      if (files < COMMIT_FILES && bytes < COMMIT_BYTES && performance.now() - lastCommit <= COMMIT_MS)
+        return false;
+      // behind a write, a batch waits for it until it reaches its bound
+      return !writing || files >= BEHIND_MAX_FILES || bytes >= BEHIND_MAX_BYTES;
+    },
     async commit() {
       check();
       if (!behind) {
@@ -439,12 +446,13 @@ function batchWriter(store: Store, behind?: WriteBehind) {
         if (touched.length) await store.touchFiles(touched);
         return;
       }
+      if (writingHere) return;
       if (writing) {
         if (batch.length + touches.length < BEHIND_MAX_FILES && bytes < BEHIND_MAX_BYTES) return;
         await writing;
         check();
-        // another commit may have handed a batch over while this one waited
-        if (busy()) return;
+        // another commit may have handed a batch over while this one waited, or a write on this thread begun
+        if (busy() || writingHere) return;
       }
       const { updates, touched } = take();
       if (!updates.length && !touched.length) return;
@@ -458,8 +466,27 @@ function batchWriter(store: Store, behind?: WriteBehind) {
         },
       );
     },
+    /**
+     * Runs a write on this thread (its own transaction) once the batch handed over is written; none is handed over
+     * until it ends, so the two connections never wait on each other.
+     */
+    async alone<T>(write: () => Promise<T>): Promise<T> {
+      writingHere++;
+      const run = (async () => {
+        while (writing) await writing;
+        check();
+        return write();
+      })();
+      hereDone = Promise.all([hereDone, run.catch(() => {})]);
+      try {
+        return await run;
+      } finally {
+        writingHere--;
+      }
+    },
     /** Writes everything gathered, and waits for it: what follows may read it, or write on this thread. */
     async flush() {
+      await hereDone;
       while (writing) await writing;
       await writer.commit();
       while (writing) await writing;
@@ -489,10 +516,15 @@ async function indexFiles(
   // starting workers (each loads the tree-sitter runtime) costs more than a few files take in this thread
   const workers = options.workers ?? (tasks.length <= IN_THREAD_MAX_FILES ? 0 : undefined);
   const min = config.writeBehindFiles;
-  const behind =
-    (options.writeBehind ?? (min > 0 && tasks.length >= min)) ? store.writeBehind?.() : undefined;
-  const writer = batchWriter(store, behind);
   const pool = createFilePool(root, config, workers);
+  let behind: WriteBehind | undefined;
+  try {
+    behind = (options.writeBehind ?? (min > 0 && tasks.length >= min)) ? store.writeBehind?.() : undefined;
+  } catch (err) {
+    await pool.close();
+    throw err;
+  }
+  const writer = batchWriter(store, behind);
   const record = (task: FileTask, outcome: FileOutcomeOf) =>
     recordOutcome(task, outcome, store, report, writer, warn);
   try {
@@ -618,9 +650,8 @@ async function recordOutcome(
       break;
     case 'gone':
       if (task.knownHash) {
-        // on this thread: what was handed to a writer behind is written first
-        await writer.flush();
-        await store.deleteFiles([task.path]);
+        // on this thread, once what was handed to a writer behind is written, and none handed over meanwhile
+        await writer.alone(() => store.deleteFiles([task.path]));
         report.deleted++;
       }
       break;

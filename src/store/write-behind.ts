@@ -35,6 +35,8 @@ export function startWriteBehind(path: string): WriteBehind {
     p.reject(err);
   });
   worker.on('error', failAll);
+  // a batch the thread could not take would never be answered
+  worker.on('messageerror', failAll);
   worker.on('exit', (code) => failAll(new Error(`the index's writer thread stopped (exit code ${code})`)));
   const send = (request: Request): Promise<void> => {
     if (stopped) return Promise.reject(stopped);

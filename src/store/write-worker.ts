@@ -16,7 +16,14 @@ try {
   opening = err as Error;
 }
 
-parentPort!.on('message', async (m: WriteRequest) => {
+// one message at a time, each after the one before has ended, whatever a write awaits
+let queue = Promise.resolve();
+parentPort!.on('message', (m: WriteRequest) => {
+  // (handle answers every message; a close whose database fails to close has answered already)
+  queue = queue.then(() => handle(m)).catch(() => {});
+});
+
+async function handle(m: WriteRequest): Promise<void> {
   if (m.close) {
     try {
       await store?.close();
@@ -34,4 +41,4 @@ parentPort!.on('message', async (m: WriteRequest) => {
     const e = err as Error & { code?: string };
     parentPort!.postMessage({ id: m.id, error: { message: e.message, name: e.name, code: e.code } });
   }
-});
+}
