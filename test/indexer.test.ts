@@ -48,10 +48,21 @@ function lexicalState(dbPath: string) {
   }
 }
 
-async function indexOnce(root: string, config = testConfig(), workers?: number) {
+async function indexOnce(
+  root: string,
+  config = testConfig(),
+  workers?: number,
+  more: Partial<Parameters<typeof indexRepository>[0]> = {},
+) {
   const store = openSqliteStore(indexPaths(root).db);
   try {
-    return await indexRepository({ root, config, store, ...(workers !== undefined ? { workers } : {}) });
+    return await indexRepository({
+      root,
+      config,
+      store,
+      ...(workers !== undefined ? { workers } : {}),
+      ...more,
+    });
   } finally {
     await store.close();
   }
@@ -153,12 +164,7 @@ describe('indexing', () => {
     const b = copyPolyglot(trees);
     const phases: string[] = [];
     let searchableQuick: unknown[] = [];
-    const storeA = openSqliteStore(indexPaths(a).db);
-    const ra = await indexRepository({
-      root: a,
-      config: testConfig(),
-      store: storeA,
-      workers: 2,
+    const ra = await indexOnce(a, testConfig(), 2, {
       quickPass: true,
       onProgress: (p) => {
         if (phases.at(-1) !== p.phase) phases.push(p.phase);
@@ -166,7 +172,6 @@ describe('indexing', () => {
         if (p.phase === 'chunk' && p.done === 0) searchableQuick = methods(indexPaths(a).db);
       },
     });
-    await storeA.close();
     const rb = await indexOnce(b, testConfig(), 2);
     assert.deepEqual(phases, ['walk', 'lexical', 'chunk', 'done']);
     assert.ok(searchableQuick.some((m) => m === 'quick') && searchableQuick.some((m) => m === 'lines'));
@@ -181,16 +186,7 @@ describe('indexing', () => {
     await indexOnce(plain, testConfig(), 2);
     for (const quickPass of [false, true]) {
       const root = copyPolyglot(trees);
-      const store = openSqliteStore(indexPaths(root).db);
-      const r = await indexRepository({
-        root,
-        config: testConfig(),
-        store,
-        workers: 2,
-        quickPass,
-        writeBehind: true,
-      });
-      await store.close();
+      const r = await indexOnce(root, testConfig(), 2, { quickPass, writeBehind: true });
       assert.equal(r.added, 17);
       assert.equal(r.quickPass !== undefined, quickPass);
       assert.deepEqual(dumpIndex(indexPaths(root).db), dumpIndex(indexPaths(plain).db));
@@ -209,18 +205,12 @@ describe('indexing', () => {
     indexed.close();
     for (const p of paths) writeFileSync(join(root, p), `${readFileSync(join(root, p), 'utf8')}\n`);
     utimesSync(join(root, 'util.js'), new Date(), new Date(Date.now() + 5000));
-    const store = openSqliteStore(indexPaths(root).db);
-    const r = await indexRepository({
-      root,
-      config: testConfig(),
-      store,
-      workers: 2,
+    const r = await indexOnce(root, testConfig(), 2, {
       writeBehind: true,
       onProgress: (p) => {
         if (p.phase === 'lexical' && p.done === 0) rmSync(join(root, 'util.js'), { force: true });
       },
     });
-    await store.close();
     assert.deepEqual([r.updated, r.deleted], [paths.length, 1]);
     assert.deepEqual(dumpIndex(indexPaths(root).db), await cleanBuildDump(root));
   });
