@@ -152,11 +152,18 @@ test('a search in a checkout with a running serve asks it, with the same answer;
   await s.url;
   const note = join(dir, '.quarry', 'server.json');
   try {
-    const announced = JSON.parse(readFileSync(note, 'utf8')) as { pid: number; url: string };
+    const announced = JSON.parse(readFileSync(note, 'utf8')) as { pid: number; url: string; repo: string };
     assert.equal(announced.pid, s.child.pid);
+    assert.equal(typeof announced.repo, 'string');
     const asked = await runCliAsync(['--verbose', 'search', '--json', 'writer lock'], { cwd: dir });
     assert.equal(asked.code, 0, asked.stderr);
     assert.match(asked.stderr, /asking the running server at http:\/\/127\.0\.0\.1:\d+/);
+    // a lexical search asks it too: its index is open and warm
+    const lexical = await runCliAsync(['--verbose', 'search', '--mode', 'lexical', '--json', 'writer lock'], {
+      cwd: dir,
+    });
+    assert.equal(lexical.code, 0, lexical.stderr);
+    assert.match(lexical.stderr, /asking the running server/);
     const here = await runCliAsync(['--verbose', 'search', '--no-server', '--json', 'writer lock'], {
       cwd: dir,
     });
@@ -175,6 +182,43 @@ test('a search in a checkout with a running serve asks it, with the same answer;
   const after = await runCliAsync(['--verbose', 'search', 'writer lock'], { cwd: dir });
   assert.equal(after.code, 0, after.stderr);
   assert.doesNotMatch(after.stderr, /asking the running server/);
+});
+
+test('a search whose announced server does not answer runs here, with the same answer', async () => {
+  const dir = makeTree({
+    '.git/HEAD': 'ref: refs/heads/main\n',
+    'src/lock.ts': 'export function takeWriterLock(path: string) {\n  return path;\n}\n',
+  });
+  trees.push(dir);
+  const indexed = await runCliAsync(['index'], { cwd: dir });
+  assert.equal(indexed.code, 0, indexed.stderr);
+  const first = await runCliAsync(['search', '--json', 'writer lock'], { cwd: dir });
+  assert.equal(first.code, 0, first.stderr);
+  // a port nobody listens on, announced by a process that runs (this one): the note names the repository, so the
+  // search is sent there first and fails to connect
+  const port = await new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const p = (probe.address() as { port: number }).port;
+      probe.close(() => resolve(p));
+    });
+  });
+  writeFiles(dir, {
+    '.quarry/server.json': JSON.stringify({
+      pid: process.pid,
+      url: `http://127.0.0.1:${port}`,
+      kind: 'serve',
+      repo: 'gone',
+      startedAt: new Date().toISOString(),
+    }),
+  });
+  const r = await runCliAsync(['--verbose', 'search', '--json', 'writer lock'], { cwd: dir });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /asking the running server/);
+  assert.match(
+    r.stderr,
+    /cannot reach quarry at http:\/\/127\.0\.0\.1:\d+\/ \(ECONNREFUSED\).*: searching here instead/,
+  );
+  assert.deepEqual(JSON.parse(r.stdout).results, JSON.parse(first.stdout).results);
 });
 
 test('a request body over 4 MiB is refused with 413 as it arrives, and the server keeps answering (regression: no body limit)', async () => {

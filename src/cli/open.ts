@@ -204,8 +204,11 @@ export async function warmServerProject(rootOption: string | undefined): Promise
   if (!note) return undefined;
   try {
     const { openRemoteProject } = await import('../project/remote.ts');
-    // opening asks the server for its status once: it answers, and is quarry
-    return await openRemoteProject({ url: note.url });
+    // opening asks the server for its status once (it answers, and is quarry), unless its note names the repository:
+    // then the first call checks, and the caller opens the index here if that call cannot reach it
+    return await openRemoteProject(
+      note.repo ? { url: note.url, repo: note.repo, known: true } : { url: note.url },
+    );
   } catch {
     return undefined;
   }

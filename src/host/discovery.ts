@@ -14,6 +14,8 @@ export interface ServerNote {
   url: string;
   kind: 'serve' | 'mcp';
   startedAt: string;
+  /** The repository the server keeps open for this checkout (an older server's note lacks it: then ask its status). */
+  repo?: string;
 }
 
 const file = (root: string) => join(indexPaths(root).dir, 'server.json');

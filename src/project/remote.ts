@@ -3,6 +3,7 @@ import { type QuarryConfig, resolveConfig } from '../config/config.ts';
 import type { AssembledContext, AssembleOptions } from '../context/assemble.ts';
 import type { RepoMap } from '../context/repomap.ts';
 import { QuarryError, type QuarryErrorCode } from '../errors.ts';
+import { type HttpAgents, type HttpAnswer, HttpFailure, httpRequest } from '../net/http-request.ts';
 import type { GrepQuery, GrepResponse } from '../search/grep.ts';
 import type { SearchResponse } from '../search/search.ts';
 import type { RefHit, RepoInfo, SymbolHit } from '../store/types.ts';
@@ -28,6 +29,11 @@ export interface RemoteOptions {
   /** Per request, ms. Default 60 s (a context for a large budget takes a while on a busy server). */
   timeoutMs?: number;
   env?: NodeJS.ProcessEnv;
+  /**
+   * The repository's name is known (a server announced it for this checkout): skip the status call that checks the
+   * server and learns the name up front (on a large index it costs more than a search); the first call checks instead.
+   */
+  known?: boolean;
 }
 
 const STATUS_CODES: Record<number, QuarryErrorCode> = {
@@ -54,12 +60,16 @@ export function remoteTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
   return s * 1000;
 }
 
-/** A client of another quarry's HTTP API: what `quarry serve` offers, one request per call, no state between. */
+/**
+ * A client of another quarry's HTTP API: what `quarry serve` offers, one request per call, no state between but
+ * kept-alive sockets.
+ */
 export class RemoteClient {
   readonly base: URL;
   readonly shown: string;
   private readonly token: string | undefined;
   private readonly timeoutMs: number;
+  private readonly agents: HttpAgents = {};
 
   constructor(url: string, token?: string, timeoutMs?: number, env: NodeJS.ProcessEnv = process.env) {
     let u: URL;
@@ -90,30 +100,34 @@ export class RemoteClient {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (init.body !== undefined) headers['content-type'] = 'application/json';
-    let res: Response | undefined;
+    let res: HttpAnswer | undefined;
     // every call reads (nothing here changes the server's state), so a kept-alive socket that the server closed
     // as it was reused is retried once on a fresh one
     for (let attempt = 0; !res; attempt++) {
       try {
-        res = await fetch(url, {
-          method: init.body === undefined ? 'GET' : 'POST',
-          headers,
-          ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-          signal: AbortSignal.timeout(this.timeoutMs),
-        });
+        res = await httpRequest(
+          url,
+          {
+            method: init.body === undefined ? 'GET' : 'POST',
+            headers,
+            ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+            timeoutMs: this.timeoutMs,
+          },
+          this.agents,
+        );
       } catch (err) {
-        const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
-        if (attempt === 0 && (cause === 'UND_ERR_SOCKET' || cause === 'ECONNRESET')) continue;
+        const cause = err instanceof HttpFailure ? err.code : (err as Error).name;
+        if (attempt === 0 && (cause === 'ECONNRESET' || cause === 'EPIPE')) continue;
         throw new QuarryError(
           'REMOTE',
-          cause === 'TimeoutError'
+          cause === 'Timeout'
             ? `quarry at ${this.shown} did not answer within ${Math.round(this.timeoutMs / 1000)} s: try again, or check the server`
             : `cannot reach quarry at ${this.shown} (${cause}): is \`quarry serve\` running there?`,
           { cause: err },
         );
       }
     }
-    const text = await res.text();
+    const { text } = res;
     let body: unknown;
     try {
       body = text ? JSON.parse(text) : {};
@@ -123,7 +137,7 @@ export class RemoteClient {
         `${this.shown} answered ${res.status} with something that is not quarry's API: check the URL`,
       );
     }
-    if (!res.ok) {
+    if (res.status < 200 || res.status > 299) {
       const message = (body as { error?: string }).error ?? `HTTP ${res.status}`;
       throw new QuarryError(
         STATUS_CODES[res.status] ?? 'REMOTE',
@@ -145,9 +159,12 @@ export async function openRemoteProject(options: RemoteOptions): Promise<Project
   const client = new RemoteClient(options.url, options.token, options.timeoutMs, options.env);
   const config =
     options.config ?? resolveConfig({ root: process.cwd(), ...(options.env ? { env: options.env } : {}) });
-  // one call up front: the server is there, the token works, the repository exists (one-line errors if not)
-  const status = await client.call<IndexStatus>('status', { query: { repo: options.repo } });
-  const repo = status.repo;
+  // one call up front: the server is there, the token works, the repository exists (one-line errors if not);
+  // a server announced for this checkout named its repository, and its first answer checks the rest
+  const repo =
+    options.known && options.repo
+      ? options.repo
+      : (await client.call<IndexStatus>('status', { query: { repo: options.repo } })).repo;
   const q = { repo };
   return {
     name: repo,

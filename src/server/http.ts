@@ -70,7 +70,11 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
   // a search in this checkout may ask this server (its model is warm) when no token is needed to
   const forget =
     live && isLoopback(host) && !tokensRequired
-      ? announceServer(live.project.root, { url: `http://${shown}:${port}`, kind: 'serve' })
+      ? announceServer(live.project.root, {
+          url: `http://${shown}:${port}`,
+          kind: 'serve',
+          repo: live.project.name,
+        })
       : () => undefined;
   return {
     url: `http://${shown}:${port}/${generated ? `?token=${generated}` : ''}`,

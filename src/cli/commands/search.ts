@@ -1,4 +1,5 @@
 import { type Command, Option } from 'commander';
+import { isQuarryError } from '../../errors.ts';
 import { openedSet, type ProjectSet, searchFilter } from '../../host/set.ts';
 import { analyzeQuery, resultJson, SEARCH_MODES, type SearchMode } from '../../host/vocabulary.ts';
 import type { Project } from '../../project/local.ts';
@@ -54,29 +55,33 @@ export function registerSearch(program: Command, cli: CliContext): void {
     .action((words: string[], opts: SearchOptions) => runSearch(cli, words, opts));
 }
 
-/** The project the search starts from: a running server's when it can answer (its model is warm), else opened here. */
+/** The project the search starts from: a running server's when it can answer (it is warm), else opened here. */
 async function firstProject(
   cli: CliContext,
   opts: SearchOptions,
   many: boolean,
   names: string[],
-): Promise<Project> {
+): Promise<{ project: Project; viaServer: boolean }> {
   const g = cli.globals();
-  // a hybrid search in a checkout that a running server keeps open goes to that server: its model is loaded
-  // (loading ONNX again costs more than the search); if it does not answer, the search runs here
-  const viaServer =
-    !many && opts.server !== false && opts.mode !== 'lexical' && !g.remote && !g.store && !g.repo?.length
+  // a search in a checkout that a running server keeps open goes to that server: its index is open and its caches
+  // warm (a new process opening a large index pays more than the search), and its model is loaded (loading ONNX
+  // again costs more than a hybrid search); if it does not answer, the search runs here
+  const warm =
+    !many && opts.server !== false && !g.remote && !g.store && !g.repo?.length
       ? await warmServerProject(g.root)
       : undefined;
-  if (viaServer && g.verbose)
+  if (warm && g.verbose)
     cli.io.stderr.write(
-      `${cli.colors(cli.io.stderr).dim(`asking the running server at ${viaServer.location}`)}\n`,
+      `${cli.colors(cli.io.stderr).dim(`asking the running server at ${warm.location}`)}\n`,
     );
-  return viaServer ?? (await openAnyProject(many ? { ...g, repo: names.slice(0, 1), overlay: false } : g));
+  if (warm) return { project: warm, viaServer: true };
+  return {
+    project: await openAnyProject(many ? { ...g, repo: names.slice(0, 1), overlay: false } : g),
+    viaServer: false,
+  };
 }
 
 export async function runSearch(cli: CliContext, words: string[], opts: SearchOptions): Promise<void> {
-  const { io } = cli;
   const g = cli.globals();
   const many = Boolean(opts.allRepos) || (g.repo?.length ?? 0) > 1;
   const names: string[] = many
@@ -84,7 +89,29 @@ export async function runSearch(cli: CliContext, words: string[], opts: SearchOp
       ? (await repoList(g)).map((r) => r.name)
       : (g.repo ?? [])
     : [];
-  const project = await firstProject(cli, opts, many, names);
+  const { project, viaServer } = await firstProject(cli, opts, many, names);
+  const state = { printing: false };
+  try {
+    await searchWith(cli, project, words, opts, names, state);
+  } catch (err) {
+    // the server announced for this checkout stopped, or is not quarry: the index is here, search it here
+    if (!viaServer || state.printing || !isQuarryError(err) || err.code !== 'REMOTE') throw err;
+    if (g.verbose)
+      cli.io.stderr.write(`${cli.colors(cli.io.stderr).dim(`${err.message}: searching here instead`)}\n`);
+    await searchWith(cli, await openAnyProject(g), words, opts, names, state);
+  }
+}
+
+async function searchWith(
+  cli: CliContext,
+  project: Project,
+  words: string[],
+  opts: SearchOptions,
+  names: string[],
+  state: { printing: boolean },
+): Promise<void> {
+  const { io } = cli;
+  const g = cli.globals();
   const opened: Project[] = [project];
   // the set of what this command opened: one search over it (several repositories interleaved), snippets and
   // file views redacted as on every face
@@ -106,6 +133,7 @@ export async function runSearch(cli: CliContext, words: string[], opts: SearchOp
     if (res.stale) searchOptions.onNotice(res.stale);
     const found = opts.files ? res.files.length : res.results.length;
     if (!found) cli.setExitCode(1); // as grep and ripgrep: no match is not an error, and scripts can tell
+    state.printing = true;
     await printSearch(cli, set, res, opts);
   } finally {
     await set.close();
