@@ -1,10 +1,6 @@
 import type { Agent, ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
 
-/**
- * One HTTP(S) request with node:http, for the clients a one-shot command runs: Node's `fetch` loads undici on its
- * first call, ~0.2 s of a `quarry search` that asks a warm local server (docs/benchmarks.md), where node:http costs
- * a few milliseconds. TLS (node:https) is loaded only for an https URL.
- */
+/** A request's answer: its status and its body as text. */
 export interface HttpAnswer {
   status: number;
   text: string;
@@ -27,6 +23,12 @@ export interface HttpAgents {
   https?: Agent;
 }
 
+/**
+ * One HTTP(S) request with node:http, for the clients a one-shot command runs: Node's `fetch` loads undici on its
+ * first call, ~0.2 s of a `quarry search` that asks a warm local server (docs/benchmarks.md), where node:http costs
+ * a few milliseconds. TLS (node:https) is loaded only for an https URL. Rejects with an HttpFailure when no answer
+ * comes (the socket's error, or `Timeout` after `timeoutMs`); any status is an answer.
+ */
 export async function httpRequest(
   url: URL,
   init: { method: string; headers: Record<string, string>; body?: string; timeoutMs: number },
