@@ -95,4 +95,33 @@ if [ "$code" != 2 ] || [ "$(wc -l <"$tmp/bad.err" | tr -d ' ')" != 1 ] || ! grep
 fi
 rm "$proj/quarry.toml"
 echo "test-install: settings read on demand (top_k applied, a bad value refused in one line)"
+
+# A search in a checkout that a running `quarry serve` keeps open asks it (.quarry/server.json), loading only what
+# asks and prints (cli/main.ts's command table): the same answer, and no SQLite, regular-expression engine or model.
+cat >"$tmp/native.cjs" <<'EOF'
+process.on('exit', () => {
+  for (const name of ['better-sqlite3', 're2', 'onnxruntime-node'])
+    if (Object.keys(require('node:module')._cache).some((f) => f.includes(`/node_modules/${name}/`)))
+      process.stderr.write(`probe: ${name} loaded\n`);
+});
+EOF
+(cd "$proj" && exec "$quarry" serve --no-watch --port 0 >"$tmp/serve.out" 2>&1) &
+serve=$!
+for _ in $(seq 1 120); do [ -f "$proj/.quarry/server.json" ] && break; sleep 0.5; done
+[ -f "$proj/.quarry/server.json" ] || { cat "$tmp/serve.out" >&2; echo "test-install: quarry serve announced nothing" >&2; exit 1; }
+(cd "$proj" && NODE_OPTIONS="--require \"$tmp/native.cjs\"" "$quarry" --verbose search --json "ranked result lists" \
+  >"$tmp/served.json" 2>"$tmp/served.err")
+kill "$serve"
+wait "$serve" || true
+grep -q 'asking the running server' "$tmp/served.err" || { cat "$tmp/served.err" >&2; echo "test-install: the search did not ask the server" >&2; exit 1; }
+if grep 'probe:' "$tmp/served.err" >&2; then
+  echo "test-install: a search sent to the server loaded a native module" >&2
+  exit 1
+fi
+node -e '
+  const paths = (f) => JSON.parse(require("fs").readFileSync(f, "utf8")).results.map((r) => r.path + ":" + r.startLine);
+  if (JSON.stringify(paths(process.argv[1])) !== JSON.stringify(paths(process.argv[2])))
+    throw new Error("test-install: the server answered otherwise than the index here");
+' "$tmp/served.json" "$tmp/plain.json"
+echo "test-install: a search sent to the running server (the same answer, no native module loaded)"
 echo "test-install: ok"

@@ -334,3 +334,51 @@ describe('quarry index without weights', () => {
     }
   });
 });
+
+describe('quarry CLI: each command loads its own module', () => {
+  /** `quarry …argv` in this process, its exit code and what it wrote. */
+  async function inProcess(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+    const { main } = await import('../src/cli/main.ts');
+    const got = { out: '', err: '' };
+    const sink = (key: 'out' | 'err') =>
+      ({
+        write: (s: string) => {
+          got[key] += String(s);
+          return true;
+        },
+        isTTY: false,
+        columns: 200,
+      }) as unknown as NodeJS.WriteStream;
+    const code = await main(argv, { stdout: sink('out'), stderr: sink('err') });
+    return { code, ...got };
+  }
+
+  it('every command help lists runs with only the module named for it loaded, after global options too', async () => {
+    const help = await inProcess(['--help']);
+    assert.equal(help.code, 0, help.err);
+    const names = help.out
+      .split('Commands:')[1]!
+      .split('\n')
+      .map((l) => /^ {2}([a-z]+)\b/.exec(l)?.[1])
+      .filter((n): n is string => Boolean(n) && n !== 'help');
+    assert.ok(names.length >= 25, names.join(' '));
+    for (const name of names) {
+      // a word the table maps to the wrong module would be an unknown command here
+      for (const argv of [
+        [name, '--help'],
+        ['--root', '.', '--color', 'never', name, '--help'],
+      ]) {
+        const r = await inProcess(argv);
+        assert.equal(r.code, 0, `quarry ${argv.join(' ')}: ${r.err}`);
+        assert.match(r.out, new RegExp(`^Usage: quarry ${name} `), `quarry ${argv.join(' ')}`);
+      }
+    }
+    // no command, a misspelt one: every module, so that commander can name the nearest
+    const typo = await inProcess(['serch', 'x']);
+    assert.equal(typo.code, 2);
+    assert.match(typo.err, /unknown command 'serch'[\s\S]*Did you mean search\?/);
+    const version = await inProcess(['--version']);
+    assert.equal(version.code, 0);
+    assert.match(version.out, /^\d+\.\d+\.\d+\n$/);
+  });
+});

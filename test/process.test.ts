@@ -3,6 +3,7 @@
 // stop signal ends a server while it is still indexing.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -152,9 +153,15 @@ test('a search in a checkout with a running serve asks it, with the same answer;
   await s.url;
   const note = join(dir, '.quarry', 'server.json');
   try {
-    const announced = JSON.parse(readFileSync(note, 'utf8')) as { pid: number; url: string; repo: string };
+    const announced = JSON.parse(readFileSync(note, 'utf8')) as {
+      pid: number;
+      url: string;
+      repo: string;
+      redacts: boolean;
+    };
     assert.equal(announced.pid, s.child.pid);
     assert.equal(typeof announced.repo, 'string');
+    assert.equal(announced.redacts, true);
     const asked = await runCliAsync(['--verbose', 'search', '--json', 'writer lock'], { cwd: dir });
     assert.equal(asked.code, 0, asked.stderr);
     assert.match(asked.stderr, /asking the running server at http:\/\/127\.0\.0\.1:\d+/);
@@ -219,6 +226,73 @@ test('a search whose announced server does not answer runs here, with the same a
     /cannot reach quarry at http:\/\/127\.0\.0\.1:\d+\/ \(ECONNREFUSED\).*: searching here instead/,
   );
   assert.deepEqual(JSON.parse(r.stdout).results, JSON.parse(first.stdout).results);
+});
+
+test('an answer from an announced server is redacted here, unless its note says the server redacts', async () => {
+  const dir = makeTree({ '.git/HEAD': 'ref: refs/heads/main\n', 'src/settings.py': 'REGION = "eu"\n' });
+  trees.push(dir);
+  // an older quarry, whose answers may hold a secret as written, stands for any server whose note says nothing: a
+  // real HTTP server on 127.0.0.1 answering quarry's search API
+  const key = 'AKIAZ7QX4RTPL2MNB8VW';
+  const snippet = `AWS_ACCESS_KEY_ID = "${key}"`;
+  const answer = {
+    query: 'aws key',
+    mode: 'lexical',
+    results: [
+      {
+        path: 'src/settings.py',
+        startLine: 1,
+        endLine: 1,
+        symbol: null,
+        kind: null,
+        score: 1,
+        snippet,
+        snippetLine: 1,
+        line: 1,
+        column: 1,
+        signals: { lexical: 1, fileLexical: 0, fileHint: 0, symbolHint: 0, dense: 0 },
+        chunkId: 1,
+      },
+    ],
+    files: [{ path: 'src/settings.py', score: 1 }],
+    tookMs: 1,
+  };
+  const asked: string[] = [];
+  const server = createHttpServer((req, res) => {
+    asked.push(req.url ?? '');
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(answer));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const announce = (extra: object) =>
+    writeFiles(dir, {
+      '.quarry/server.json': JSON.stringify({
+        pid: process.pid,
+        url,
+        kind: 'serve',
+        repo: 'settings',
+        startedAt: new Date().toISOString(),
+        ...extra,
+      }),
+    });
+  try {
+    announce({});
+    const older = await runCliAsync(['search', '--json', 'aws key'], { cwd: dir });
+    assert.equal(older.code, 0, older.stderr);
+    const shown = JSON.parse(older.stdout).results[0].snippet as string;
+    assert.doesNotMatch(shown, new RegExp(key));
+    assert.match(shown, /REDACTED/);
+    // a server that says it redacts (every `quarry serve` of this version, by its settings) is printed as it answers
+    announce({ redacts: true });
+    const trusted = await runCliAsync(['search', '--json', 'aws key'], { cwd: dir });
+    assert.equal(trusted.code, 0, trusted.stderr);
+    assert.equal(JSON.parse(trusted.stdout).results[0].snippet, snippet);
+    assert.equal(asked.length, 2);
+    assert.match(asked[0]!, /^\/api\/search\?/);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
 });
 
 test('a request body over 4 MiB is refused with 413 as it arrives, and the server keeps answering (regression: no body limit)', async () => {

@@ -2,54 +2,75 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError, Option } from 'commander';
 import { checkRepoName, driverOfUrl } from '../config/config.ts';
 import { isQuarryError, knownError, QuarryError } from '../errors.ts';
-import { registerAsk } from './commands/ask.ts';
-import { registerChat } from './commands/chat.ts';
-import { registerCompletion } from './commands/completion.ts';
-import { registerDoctor } from './commands/doctor.ts';
-import { registerEditCommands } from './commands/edit.ts';
-import { registerEval } from './commands/eval.ts';
-import { registerFiles } from './commands/files.ts';
-import { registerGrep } from './commands/grep.ts';
-import { registerIndex } from './commands/index.ts';
-import { registerMcp } from './commands/mcp.ts';
-import { registerModel } from './commands/model.ts';
-import { registerRepos } from './commands/repos.ts';
-import { registerReset } from './commands/reset.ts';
-import { registerSchema } from './commands/schema.ts';
-import { registerSearch } from './commands/search.ts';
-import { registerServe } from './commands/serve.ts';
-import { registerStatus } from './commands/status.ts';
-import { registerSymbolCommands } from './commands/symbols.ts';
-import { registerToken } from './commands/token.ts';
-import { registerWatch } from './commands/watch.ts';
 import type { CliContext, Globals, Io } from './context.ts';
 import { colorsFor } from './format.ts';
 
 const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
-/** The commands, in the order help and completion list them. */
-const COMMANDS = [
-  registerIndex,
-  registerStatus,
-  registerSearch,
-  registerGrep,
-  registerEval,
-  registerModel,
-  registerAsk,
-  registerSymbolCommands,
-  registerEditCommands,
-  registerChat,
-  registerMcp,
-  registerServe,
-  registerWatch,
-  registerRepos,
-  registerToken,
-  registerFiles,
-  registerDoctor,
-  registerReset,
-  registerSchema,
-  registerCompletion,
+type Register = (program: Command, cli: CliContext) => void;
+
+/**
+ * The commands, in the order help and completion list them: the names each module registers, and the module. A
+ * command's module is loaded when that command runs, and every module only for help, completion or a word that names
+ * none: `quarry search` loads search's code, not the indexer's, the chat's or the server's (docs/benchmarks.md, "A
+ * search that loads only search").
+ */
+const COMMANDS: Array<[names: string[], load: () => Promise<Register>]> = [
+  [['index'], async () => (await import('./commands/index.ts')).registerIndex],
+  [['status'], async () => (await import('./commands/status.ts')).registerStatus],
+  [['search'], async () => (await import('./commands/search.ts')).registerSearch],
+  [['grep'], async () => (await import('./commands/grep.ts')).registerGrep],
+  [['eval'], async () => (await import('./commands/eval.ts')).registerEval],
+  [['model'], async () => (await import('./commands/model.ts')).registerModel],
+  [['ask'], async () => (await import('./commands/ask.ts')).registerAsk],
+  [
+    ['symbols', 'def', 'refs', 'map'],
+    async () => (await import('./commands/symbols.ts')).registerSymbolCommands,
+  ],
+  [
+    ['edit', 'apply', 'undo', 'history'],
+    async () => (await import('./commands/edit.ts')).registerEditCommands,
+  ],
+  [['chat'], async () => (await import('./commands/chat.ts')).registerChat],
+  [['mcp'], async () => (await import('./commands/mcp.ts')).registerMcp],
+  [['serve'], async () => (await import('./commands/serve.ts')).registerServe],
+  [['watch'], async () => (await import('./commands/watch.ts')).registerWatch],
+  [['repos'], async () => (await import('./commands/repos.ts')).registerRepos],
+  [['token'], async () => (await import('./commands/token.ts')).registerToken],
+  [['files'], async () => (await import('./commands/files.ts')).registerFiles],
+  [['doctor'], async () => (await import('./commands/doctor.ts')).registerDoctor],
+  [['reset'], async () => (await import('./commands/reset.ts')).registerReset],
+  [['schema'], async () => (await import('./commands/schema.ts')).registerSchema],
+  [['completion'], async () => (await import('./commands/completion.ts')).registerCompletion],
 ];
+
+/** The global options that take a value (`--root DIR`): the word after one is not the command. */
+const VALUE_OPTIONS = new Set(['--root', '--store', '--repo', '--remote', '--color']);
+
+/**
+ * The modules a command line needs: the one that registers its command, or all of them (help, completion, no
+ * command, a misspelt one, which commander then names its nearest match for).
+ */
+async function registrations(argv: string[]): Promise<Register[]> {
+  let word: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (VALUE_OPTIONS.has(arg)) i++;
+    else if (!arg.startsWith('-')) {
+      word = arg;
+      break;
+    }
+  }
+  // `quarry --version` prints a line and needs no command
+  if (
+    !word &&
+    argv.some((a) => a === '-V' || a === '--version') &&
+    !argv.some((a) => a === '-h' || a === '--help')
+  )
+    return [];
+  const one = word === 'completion' ? undefined : COMMANDS.find(([names]) => names.includes(word ?? ''));
+  return Promise.all((one ? [one] : COMMANDS).map(([, load]) => load()));
+}
 
 /** The program with its global options; commands are registered on it. */
 function buildProgram(io: Io): Command {
@@ -145,7 +166,7 @@ export async function main(
       exitCode = code;
     },
   };
-  for (const register of COMMANDS) register(program, cli);
+  for (const register of await registrations(argv)) register(program, cli);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return exitCode;

@@ -1,11 +1,18 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { QuarryError } from '../errors.ts';
-import { openRepoRegistry, storeTraitsAt } from '../host/admin.ts';
 import { mainWorktreeOf, projectRootFor } from '../host/checkout.ts';
-import { type LocalProject, openProject, type Project } from '../project/local.ts';
+import type { LocalProject, OpenProjectOptions, Project } from '../project/local.ts';
 import type { RepoInfo } from '../store/types.ts';
 import type { Globals } from './context.ts';
+
+/**
+ * A project opened here: the local project's code (store, indexer, search, grammars) loads with the first one, so a
+ * command that asks a running server never loads it (docs/benchmarks.md, "A search that loads only search").
+ */
+async function openProject(options: OpenProjectOptions): Promise<LocalProject> {
+  return (await import('../project/local.ts')).openProject(options);
+}
 
 /** The folder a project is a checkout of, when it is one here (not a remote, nor a repository read from a store). */
 export function checkoutRoot(project: Project): string | undefined {
@@ -77,6 +84,7 @@ export async function openAnyProject(g: Globals): Promise<Project> {
     const here = projectRootFor(g.root);
     if (!here) return openProject({ repo: repos[0] });
     const project = await openProject({ root: here, overrides: { store: { repo: repos[0] } } });
+    const { storeTraitsAt } = await import('../host/admin.ts');
     if (!storeTraitsAt(project.config, here).keyed && project.name !== repos[0]) {
       await project.close();
       throw new QuarryError(
@@ -154,6 +162,7 @@ export async function repoList(g: Globals): Promise<RepoInfo[]> {
   const here = projectRootFor(g.root);
   // a shared store lists its repositories from anywhere: a checkout with no index of its own in that store included
   // (it once failed there, exit 3, trying to open the checkout's own key)
+  const { openRepoRegistry } = await import('../host/admin.ts');
   const registry = await openRepoRegistry(here ?? process.cwd());
   if (!registry && here) {
     const project = await openProject({ root: here });
@@ -206,9 +215,11 @@ export async function warmServerProject(rootOption: string | undefined): Promise
     const { openRemoteProject } = await import('../project/remote.ts');
     // opening asks the server for its status once (it answers, and is quarry), unless its note names the repository:
     // then the first call checks, and the caller opens the index here if that call cannot reach it
-    return await openRemoteProject(
-      note.repo ? { url: note.url, repo: note.repo, known: true } : { url: note.url },
-    );
+    return await openRemoteProject({
+      url: note.url,
+      ...(note.repo ? { repo: note.repo, known: true } : {}),
+      ...(note.redacts ? { redacted: true } : {}),
+    });
   } catch {
     return undefined;
   }

@@ -1,15 +1,13 @@
 import { resolveConfig } from '../config/config.ts';
-import { redactSecrets } from '../context/redact.ts';
 import { QuarryError } from '../errors.ts';
-import { openProject } from '../project/local.ts';
 import { openRemoteProject, remoteRepos } from '../project/remote.ts';
 import type { Project, ProjectSearchOptions } from '../project/types.ts';
-import { type GrepLine, type GrepQuery, languageAliases } from '../search/grep.ts';
+import type { GrepLine, GrepQuery } from '../search/grep.ts';
 import type { SearchResponse, SearchResult } from '../search/search.ts';
-import { openRegistry } from '../store/open.ts';
 import type { RepoInfo, SearchFilter } from '../store/types.ts';
 import type { LiveProject } from '../watch/live.ts';
-import { type Grant, mayRead } from './tokens.ts';
+import { languageAliases } from '../workspace/languages.ts';
+import type { Grant } from './tokens.ts';
 
 /**
  * The repositories a server offers: its own checkout (kept fresh, re-indexable), every other repository of its
@@ -104,10 +102,12 @@ async function cleanSnippets(
  * (context is redacted where it is assembled). Its settings may turn this off (`context.redact_secrets = false`).
  */
 export function redacting(project: Project): Project {
-  if (project.config.context.redactSecrets === false) return project;
+  if (project.config.context.redactSecrets === false || project.redacted) return project;
   let view = redactedViews.get(project);
   if (view) return view;
-  const clean = async (text: string) => (await redactSecrets(text)).text;
+  // secretlint loads with the first text to redact
+  const clean = async (text: string) =>
+    (await (await import('../context/redact.ts')).redactSecrets(text)).text;
   view = Object.assign(Object.create(project) as Project, {
     search: async (query: string, options?: ProjectSearchOptions) => {
       const res = await project.search(query, options);
@@ -290,6 +290,8 @@ export async function openServedSet(options: ServedSetOptions): Promise<ProjectS
     });
   }
 
+  const { openRegistry } = await import('../store/open.ts');
+  const { openProject } = await import('../project/local.ts');
   const registry = live ? undefined : await openRegistry(resolveConfig({ root: cwd }), cwd);
   if (!live && !registry)
     throw new QuarryError(
@@ -353,7 +355,8 @@ export function scopedSet(set: ProjectSet, allowed: (repo: string) => boolean): 
  * machine's name) only when it may also re-index; a reader learns nothing about the server's disk.
  */
 export function grantedSet(set: ProjectSet, grant: Grant): ProjectSet {
-  const scoped = grant.repos === '*' ? set : scopedSet(set, (r) => mayRead(grant, r));
+  const { repos } = grant;
+  const scoped = repos === '*' ? set : scopedSet(set, (r) => repos.has(r));
   if (grant.reindex) return scoped;
   return { ...scoped, list: async () => (await scoped.list()).map((r) => ({ ...r, source: null })) };
 }

@@ -115,7 +115,3 @@ export const AD_HOC_TOKEN = 'command-line';
 export function adHocToken(token: string): TokenEntry {
   return { name: AD_HOC_TOKEN, sha256: sha256(token), repos: '*', reindex: true, created: '' };
 }
-
-export function mayRead(grant: Grant, repo: string): boolean {
-  return grant.repos === '*' || grant.repos.has(repo);
-}

@@ -206,6 +206,11 @@ export interface Project {
   /** Where it is: a folder, or a URL. */
   readonly location: string;
   readonly remote: boolean;
+  /**
+   * Its search snippets and file views come with secrets already redacted: a local quarry server that announced it
+   * redacts (`.quarry/server.json`), so the faces show them as they come instead of redacting them a second time.
+   */
+  readonly redacted?: boolean;
   /** This machine's settings (the model, context preferences). */
   readonly config: QuarryConfig;
   search(query: string, options?: ProjectSearchOptions): Promise<SearchResponse>;

@@ -7,21 +7,17 @@ import { detectLanguage } from '../workspace/languages.ts';
 import { ABOUT_TESTS, type FileRole, fileRole, testedBasename } from '../workspace/roles.ts';
 import { type FileEvidence, fileFeatures, queryShape, symbolNames } from './features.ts';
 import type { ChangeHistory } from './history.ts';
+import type { SearchMode, SearchResult } from './modes.ts';
 import { type AnalyzedQuery, analyzeQuery } from './query.ts';
 import { scoreRanker, shippedRanker } from './ranker.ts';
 
-/** The retrieval modes, in the order they are offered (every face's choices come from this list). */
-export const SEARCH_MODES = ['hybrid', 'lexical', 'dense'] as const;
-export type SearchMode = (typeof SEARCH_MODES)[number];
-
-/** A mode a person or an agent typed, checked (BAD_INPUT names the choices). */
-export function searchMode(raw: string): SearchMode {
-  if ((SEARCH_MODES as readonly string[]).includes(raw)) return raw as SearchMode;
-  throw new QuarryError(
-    'BAD_INPUT',
-    `mode must be ${SEARCH_MODES.slice(0, -1).join(', ')} or ${SEARCH_MODES.at(-1)}`,
-  );
-}
+export {
+  resultJson,
+  SEARCH_MODES,
+  type SearchMode,
+  type SearchResult,
+  searchMode,
+} from './modes.ts';
 
 export interface SearchOptions {
   /** Chunks returned. Default: config `search.top_k` (10). */
@@ -59,60 +55,6 @@ export interface SearchOptions {
 export function denseShare(e: { files: number; coarse: number; refined: number }): number {
   if (e.files <= 0) return 1;
   return Math.min(1, (e.coarse + e.refined) / (2 * e.files)) ** 2;
-}
-
-/** One result, as `quarry search --json` prints it (DESIGN.md, "Search output"). */
-export interface SearchResult {
-  path: string;
-  startLine: number;
-  endLine: number;
-  symbol: string | null;
-  kind: string | null;
-  score: number;
-  snippet: string;
-  /** The file line the snippet starts at. */
-  snippetLine: number;
-  /** The line where the query's words are densest (the chunk's first line when none occurs), and the 1-based column
-   * of the first of them on it (1 when none): what `--vimgrep` prints. */
-  line: number;
-  column: number;
-  /** Why it ranked: which signals contributed. */
-  signals: {
-    lexical: number;
-    fileLexical: number;
-    fileHint: number;
-    symbolHint: number;
-    /** Quoted text or a pasted error message found verbatim in the chunk. */
-    exact?: number;
-    dense: number;
-  };
-  chunkId: number;
-  /** The repository, when results come from several. */
-  repo?: string;
-  /**
-   * With a local overlay on a shared index: `local` for a file that differs from the commit the shared index was
-   * built at (read from this working tree), `shared` for one as the shared index holds it.
-   */
-  side?: 'local' | 'shared';
-}
-
-/** A result as the JSON contract prints it (`quarry search --json`, the HTTP API, MCP `search_code`). */
-export function resultJson(r: SearchResult) {
-  const { repo, side, path, startLine, endLine, symbol, kind, score, snippet, snippetLine, line, column } = r;
-  return {
-    ...(repo ? { repo } : {}),
-    ...(side ? { side } : {}),
-    path,
-    startLine,
-    endLine,
-    symbol,
-    kind,
-    score,
-    snippet,
-    snippetLine,
-    line,
-    column,
-  };
 }
 
 export interface FileResult {

@@ -82,3 +82,28 @@ export function languageIds(): string[] {
     'text',
   ].sort();
 }
+
+/** ripgrep's type names for quarry's languages. */
+export const TYPE_ALIASES: Record<string, string[]> = {
+  py: ['python'],
+  ts: ['typescript', 'tsx'],
+  js: ['javascript'],
+  rs: ['rust'],
+  rb: ['ruby'],
+  cs: ['csharp'],
+  sh: ['bash'],
+  kt: ['kotlin'],
+  md: ['markdown'],
+  cc: ['cpp'],
+  'c++': ['cpp'],
+  yml: ['yaml'],
+  hs: ['haskell'],
+  ex: ['elixir'],
+  ml: ['ocaml'],
+};
+
+/** The languages a ripgrep type name or a language names (`ts` → typescript and tsx), or the name itself. */
+export function languageAliases(type: string): string[] {
+  const t = type.toLowerCase();
+  return TYPE_ALIASES[t] ?? [t];
+}

@@ -5,6 +5,9 @@ import ignore, { type Ignore } from 'ignore';
 import type { QuarryConfig } from '../config/config.ts';
 import { DEFAULT_IGNORES, looksLikeSecretPath, VERSION_CONTROL_IGNORES } from './ignore-rules.ts';
 import { detectLanguage } from './languages.ts';
+import type { SkipReason } from './skips.ts';
+
+export { SKIP_REASONS, type SkipReason } from './skips.ts';
 
 export interface WalkEntry {
   /** Repository-relative POSIX path. */
@@ -12,27 +15,6 @@ export interface WalkEntry {
   size: number;
   mtimeMs: number;
 }
-
-export type SkipReason =
-  | 'too-large'
-  | 'secret'
-  | 'symlink'
-  | 'hard-link'
-  | 'special'
-  | 'unreadable'
-  | 'bad-name';
-
-/** Why each reason is one, for people (`quarry files`, `quarry index`'s notes). */
-export const SKIP_REASONS: Record<SkipReason, string> = {
-  'too-large': 'over the size limit (max_file_bytes, --max-file-size)',
-  secret: 'a secret-looking name (--include-secrets to index it)',
-  symlink: 'a symbolic link (never followed)',
-  'hard-link':
-    'a hard link: its other names may be outside the project (include_hard_links = true to index it)',
-  special: 'not a regular file (FIFO, socket, device)',
-  unreadable: 'cannot be read',
-  'bad-name': 'its name is not valid UTF-8 (rename it)',
-};
 
 /** A path left out by an ignore rule, and the rule's source. Folders are reported once, not their contents. */
 export interface WalkIgnore {
