@@ -1,8 +1,9 @@
 // Bundles the built CLI (dist/cli/run.js) into dist/bundle/: one module graph of a few files instead of ~300, which
-// takes ~0.14 s off every `quarry` command's start (docs/benchmarks.md, "A search as a whole process"). Commands
-// that load more (ask, serve, mcp) still load it lazily, from split chunks. Packages are bundled only when they are
-// plain JavaScript on every command's path; native modules, WebAssembly, and packages that find files beside
-// themselves stay in node_modules. Worker threads run the unbundled dist/ modules (src/workers.ts).
+// takes ~0.14 s off every `quarry` command's start (docs/benchmarks.md, "A search as a whole process"). Each
+// command's module, and what only it needs, loads from split chunks when that command runs (cli/main.ts's command
+// table). Packages are bundled only when they are plain JavaScript on every command's path; native modules,
+// WebAssembly, and packages that find files beside themselves stay in node_modules. Worker threads run the unbundled
+// dist/ modules (src/workers.ts).
 import { rmSync } from 'node:fs';
 import { build } from 'esbuild';
 

@@ -13,7 +13,9 @@ weights="${XDG_CACHE_HOME:-$HOME/.cache}/quarry/models/all-MiniLM-L6-v2/model.on
 [ -f "$weights" ] || { echo "test-install: run scripts/fetch-test-weights.sh first" >&2; exit 1; }
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+serve=
+# a check that fails while `quarry serve` runs (below) leaves nothing running
+trap '[ -z "$serve" ] || kill "$serve" 2>/dev/null; rm -rf "$tmp"' EXIT
 npm run --silent build
 npm pack --silent --pack-destination "$tmp" >/dev/null
 tarball=$(ls "$tmp"/quarry-*.tgz)
@@ -113,6 +115,7 @@ for _ in $(seq 1 120); do [ -f "$proj/.quarry/server.json" ] && break; sleep 0.5
   >"$tmp/served.json" 2>"$tmp/served.err")
 kill "$serve"
 wait "$serve" || true
+serve=
 grep -q 'asking the running server' "$tmp/served.err" || { cat "$tmp/served.err" >&2; echo "test-install: the search did not ask the server" >&2; exit 1; }
 if grep 'probe:' "$tmp/served.err" >&2; then
   echo "test-install: a search sent to the server loaded a native module" >&2

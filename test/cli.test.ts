@@ -362,7 +362,20 @@ describe('quarry CLI: each command loads its own module', () => {
       .map((l) => /^ {2}([a-z]+)\b/.exec(l)?.[1])
       .filter((n): n is string => Boolean(n) && n !== 'help');
     assert.ok(names.length >= 25, names.join(' '));
+    const { entriesFor } = await import('../src/cli/main.ts');
+    const valued = new Set(['--root', '--color']);
+    const every = entriesFor(['--help'], valued).length;
     for (const name of names) {
+      // the table names every command's module: a name missing from it would load every module (as completion
+      // does, which lists them all)
+      const entries = entriesFor(['--root', '.', name, '--json'], valued);
+      if (name === 'completion') assert.equal(entries.length, every);
+      else {
+        assert.equal(entries.length, 1, `${name}: ${entries.length} modules`);
+        assert.ok(entries[0]![0].includes(name), `${name} loads the module of ${entries[0]![0].join(', ')}`);
+      }
+      // help asked before the command lists every command
+      assert.equal(entriesFor(['-h', name], valued).length, every);
       // a word the table maps to the wrong module would be an unknown command here
       for (const argv of [
         [name, '--help'],
@@ -377,6 +390,9 @@ describe('quarry CLI: each command loads its own module', () => {
     const typo = await inProcess(['serch', 'x']);
     assert.equal(typo.code, 2);
     assert.match(typo.err, /unknown command 'serch'[\s\S]*Did you mean search\?/);
+    const listed = await inProcess(['-h', 'search']);
+    assert.equal(listed.code, 0);
+    for (const name of names) assert.match(listed.out, new RegExp(`^ {2}${name}\\b`, 'm'));
     const version = await inProcess(['--version']);
     assert.equal(version.code, 0);
     assert.match(version.out, /^\d+\.\d+\.\d+\n$/);

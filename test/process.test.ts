@@ -153,15 +153,14 @@ test('a search in a checkout with a running serve asks it, with the same answer;
   await s.url;
   const note = join(dir, '.quarry', 'server.json');
   try {
-    const announced = JSON.parse(readFileSync(note, 'utf8')) as {
-      pid: number;
-      url: string;
-      repo: string;
-      redacts: boolean;
-    };
+    const announced = JSON.parse(readFileSync(note, 'utf8')) as { pid: number; url: string; repo: string };
     assert.equal(announced.pid, s.child.pid);
     assert.equal(typeof announced.repo, 'string');
-    assert.equal(announced.redacts, true);
+    // its answers say that it redacted them, so the search here prints them as they come
+    const api = (await (await fetch(`${announced.url}/api/search?q=writer+lock`)).json()) as {
+      redacted?: boolean;
+    };
+    assert.equal(api.redacted, true);
     const asked = await runCliAsync(['--verbose', 'search', '--json', 'writer lock'], { cwd: dir });
     assert.equal(asked.code, 0, asked.stderr);
     assert.match(asked.stderr, /asking the running server at http:\/\/127\.0\.0\.1:\d+/);
@@ -228,11 +227,11 @@ test('a search whose announced server does not answer runs here, with the same a
   assert.deepEqual(JSON.parse(r.stdout).results, JSON.parse(first.stdout).results);
 });
 
-test('an answer from an announced server is redacted here, unless its note says the server redacts', async () => {
+test('an answer from another quarry is redacted here, unless the answer says it was redacted there', async () => {
   const dir = makeTree({ '.git/HEAD': 'ref: refs/heads/main\n', 'src/settings.py': 'REGION = "eu"\n' });
   trees.push(dir);
-  // an older quarry, whose answers may hold a secret as written, stands for any server whose note says nothing: a
-  // real HTTP server on 127.0.0.1 answering quarry's search API
+  // an older quarry, whose answers may hold a secret as written and do not say whether they were redacted: a real
+  // HTTP server on 127.0.0.1 answering quarry's search API, announced for this checkout as a running serve is
   const key = 'AKIAZ7QX4RTPL2MNB8VW';
   const snippet = `AWS_ACCESS_KEY_ID = "${key}"`;
   const answer = {
@@ -258,33 +257,32 @@ test('an answer from an announced server is redacted here, unless its note says 
     tookMs: 1,
   };
   const asked: string[] = [];
+  let redactedThere = false;
   const server = createHttpServer((req, res) => {
     asked.push(req.url ?? '');
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(answer));
+    res.end(JSON.stringify(redactedThere ? { ...answer, redacted: true } : answer));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  const announce = (extra: object) =>
-    writeFiles(dir, {
-      '.quarry/server.json': JSON.stringify({
-        pid: process.pid,
-        url,
-        kind: 'serve',
-        repo: 'settings',
-        startedAt: new Date().toISOString(),
-        ...extra,
-      }),
-    });
+  writeFiles(dir, {
+    '.quarry/server.json': JSON.stringify({
+      pid: process.pid,
+      url,
+      kind: 'serve',
+      repo: 'settings',
+      startedAt: new Date().toISOString(),
+    }),
+  });
   try {
-    announce({});
     const older = await runCliAsync(['search', '--json', 'aws key'], { cwd: dir });
     assert.equal(older.code, 0, older.stderr);
     const shown = JSON.parse(older.stdout).results[0].snippet as string;
     assert.doesNotMatch(shown, new RegExp(key));
     assert.match(shown, /REDACTED/);
-    // a server that says it redacts (every `quarry serve` of this version, by its settings) is printed as it answers
-    announce({ redacts: true });
+    // an answer that says it was redacted there (every `quarry serve` of this version says so when its settings
+    // redact) is printed as it comes
+    redactedThere = true;
     const trusted = await runCliAsync(['search', '--json', 'aws key'], { cwd: dir });
     assert.equal(trusted.code, 0, trusted.stderr);
     assert.equal(JSON.parse(trusted.stdout).results[0].snippet, snippet);

@@ -44,32 +44,35 @@ const COMMANDS: Array<[names: string[], load: () => Promise<Register>]> = [
   [['completion'], async () => (await import('./commands/completion.ts')).registerCompletion],
 ];
 
-/** The global options that take a value (`--root DIR`): the word after one is not the command. */
-const VALUE_OPTIONS = new Set(['--root', '--store', '--repo', '--remote', '--color']);
+type CommandEntry = (typeof COMMANDS)[number];
 
 /**
- * The modules a command line needs: the one that registers its command, or all of them (help, completion, no
- * command, a misspelt one, which commander then names its nearest match for).
+ * The table's entries a command line needs: the one whose module registers its command; none for `--version` alone;
+ * every one for help (asked before any command word), completion, no command or a misspelt one (commander then names
+ * its nearest match). `valued`: the global options that take a value, so that the word after one is not the command.
  */
-async function registrations(argv: string[]): Promise<Register[]> {
+export function entriesFor(argv: readonly string[], valued: ReadonlySet<string>): CommandEntry[] {
   let word: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
+  for (let i = 0; i < argv.length && word === undefined; i++) {
     const arg = argv[i]!;
-    if (VALUE_OPTIONS.has(arg)) i++;
-    else if (!arg.startsWith('-')) {
-      word = arg;
-      break;
-    }
+    if (arg === '-h' || arg === '--help') return COMMANDS;
+    if (valued.has(arg)) i++;
+    else if (!arg.startsWith('-')) word = arg;
   }
   // `quarry --version` prints a line and needs no command
-  if (
-    !word &&
-    argv.some((a) => a === '-V' || a === '--version') &&
-    !argv.some((a) => a === '-h' || a === '--help')
-  )
-    return [];
+  if (word === undefined && argv.some((a) => a === '-V' || a === '--version')) return [];
   const one = word === 'completion' ? undefined : COMMANDS.find(([names]) => names.includes(word ?? ''));
-  return Promise.all((one ? [one] : COMMANDS).map(([, load]) => load()));
+  return one ? [one] : COMMANDS;
+}
+
+/** The global options of `program` that take a value, by each of their flags. */
+function valuedOptions(program: Command): Set<string> {
+  return new Set(
+    program.options
+      .filter((o) => o.required || o.optional)
+      .flatMap((o) => [o.long, o.short])
+      .filter((flag): flag is string => Boolean(flag)),
+  );
 }
 
 /** The program with its global options; commands are registered on it. */
@@ -166,8 +169,9 @@ export async function main(
       exitCode = code;
     },
   };
-  for (const register of await registrations(argv)) register(program, cli);
   try {
+    const modules = await Promise.all(entriesFor(argv, valuedOptions(program)).map(([, load]) => load()));
+    for (const register of modules) register(program, cli);
     await program.parseAsync(argv, { from: 'user' });
     return exitCode;
   } catch (err) {

@@ -218,7 +218,6 @@ export async function warmServerProject(rootOption: string | undefined): Promise
     return await openRemoteProject({
       url: note.url,
       ...(note.repo ? { repo: note.repo, known: true } : {}),
-      ...(note.redacts ? { redacted: true } : {}),
     });
   } catch {
     return undefined;

@@ -16,11 +16,6 @@ export interface ServerNote {
   startedAt: string;
   /** The repository the server keeps open for this checkout (an older server's note lacks it: then ask its status). */
   repo?: string;
-  /**
-   * Its answers come with secrets redacted (its settings' `context.redact_secrets`): a search that asks it prints them
-   * as they come, and does not load secretlint to redact them again (an older server's note lacks it: then redact).
-   */
-  redacts?: boolean;
 }
 
 const file = (root: string) => join(indexPaths(root).dir, 'server.json');

@@ -100,9 +100,10 @@ async function cleanSnippets(
 /**
  * The project as a face shows it: secrets in search snippets and in file views, replaced line for line
  * (context is redacted where it is assembled). Its settings may turn this off (`context.redact_secrets = false`).
+ * What it redacts says so (`redacted`); an answer that another quarry redacted and says so is shown as it comes.
  */
 export function redacting(project: Project): Project {
-  if (project.config.context.redactSecrets === false || project.redacted) return project;
+  if (project.config.context.redactSecrets === false) return project;
   let view = redactedViews.get(project);
   if (view) return view;
   // secretlint loads with the first text to redact
@@ -111,7 +112,9 @@ export function redacting(project: Project): Project {
   view = Object.assign(Object.create(project) as Project, {
     search: async (query: string, options?: ProjectSearchOptions) => {
       const res = await project.search(query, options);
-      return { ...res, results: await cleanSnippets(res.results, clean) };
+      // another quarry's answer that it redacted itself (its faces redact as these do) is shown as it comes
+      if (res.redacted) return res;
+      return { ...res, results: await cleanSnippets(res.results, clean), redacted: true };
     },
     grep: async (query: GrepQuery) => {
       const res = await project.grep(query);
@@ -133,7 +136,8 @@ export function redacting(project: Project): Project {
     },
     readFile: async (path: string, range?: { start?: number; end?: number }) => {
       const slice = await project.readFile(path, range);
-      return { ...slice, lines: (await clean(slice.lines.join('\n'))).split('\n') };
+      if (slice.redacted) return slice;
+      return { ...slice, lines: (await clean(slice.lines.join('\n'))).split('\n'), redacted: true };
     },
   });
   redactedViews.set(project, view);
@@ -395,6 +399,7 @@ export async function searchMany(
     tookMs: performance.now() - started,
     repos: projects.map((p) => p.name),
     ...staleOf(responses, projects),
+    ...(responses.every((r) => r.redacted) ? { redacted: true } : {}),
   };
 }
 

@@ -95,12 +95,7 @@ export async function serveMcpHttp(
   const opened = mcp;
   const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp${generated ? `?token=${generated}` : ''}`;
   const forget = opened.live
-    ? announceServer(opened.live.project.root, {
-        url,
-        kind: 'mcp',
-        repo: opened.live.project.name,
-        redacts: opened.live.project.config.context.redactSecrets !== false,
-      })
+    ? announceServer(opened.live.project.root, { url, kind: 'mcp', repo: opened.live.project.name })
     : () => undefined;
   return {
     url,

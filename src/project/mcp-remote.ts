@@ -32,8 +32,6 @@ export interface McpRemoteOptions {
   repo?: string;
   config?: QuarryConfig;
   env?: NodeJS.ProcessEnv;
-  /** As `RemoteOptions.redacted`. */
-  redacted?: boolean;
 }
 
 type ToolResult = {
@@ -69,7 +67,6 @@ export async function openMcpProject(options: McpRemoteOptions): Promise<Project
     name: options.repo ?? shown,
     location: `${shown}${options.repo ? `#${options.repo}` : ''}`,
     remote: true,
-    ...(options.redacted ? { redacted: true } : {}),
     config,
     search: (query, o) => remoteSearch(server, config, query, o),
     context: (question, o) => remoteContext(server, config, question, o),

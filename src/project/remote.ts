@@ -34,8 +34,6 @@ export interface RemoteOptions {
    * server and learns the name up front (on a large index it costs more than a search); the first call checks instead.
    */
   known?: boolean;
-  /** Its answers come redacted (a server announced for this checkout said so): `Project.redacted`. */
-  redacted?: boolean;
 }
 
 const STATUS_CODES: Record<number, QuarryErrorCode> = {
@@ -172,7 +170,6 @@ export async function openRemoteProject(options: RemoteOptions): Promise<Project
     name: repo,
     location: `${client.shown}#${repo}`,
     remote: true,
-    ...(options.redacted ? { redacted: true } : {}),
     config,
     search: (query: string, o: ProjectSearchOptions = {}) =>
       client.call<SearchResponse>('search', {

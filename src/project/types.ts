@@ -111,6 +111,8 @@ export interface FileSlice {
   end: number;
   total: number;
   lines: string[];
+  /** Secrets in `lines` were replaced where this slice was made (as `SearchResponse.redacted`). */
+  redacted?: boolean;
 }
 
 /** A file's outline: its definitions and its top-level variables and constants. */
@@ -206,11 +208,6 @@ export interface Project {
   /** Where it is: a folder, or a URL. */
   readonly location: string;
   readonly remote: boolean;
-  /**
-   * Its search snippets and file views come with secrets already redacted: a local quarry server that announced it
-   * redacts (`.quarry/server.json`), so the faces show them as they come instead of redacting them a second time.
-   */
-  readonly redacted?: boolean;
   /** This machine's settings (the model, context preferences). */
   readonly config: QuarryConfig;
   search(query: string, options?: ProjectSearchOptions): Promise<SearchResponse>;

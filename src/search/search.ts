@@ -77,6 +77,11 @@ export interface SearchResponse {
    * checkout moved past the commit it was built at, or its vectors are not complete yet.
    */
   stale?: string;
+  /**
+   * The snippets' secrets were replaced where this answer was made (a face's view, `host/set.ts`): a client that gets
+   * it from another quarry prints it as it comes, and does not redact it again.
+   */
+  redacted?: boolean;
 }
 
 /** A file-name hint at least this strong (a name with its extension or a path, matching at most two files). */

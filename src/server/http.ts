@@ -74,7 +74,6 @@ export async function startServer(options: ServeOptions = {}): Promise<Served> {
           url: `http://${shown}:${port}`,
           kind: 'serve',
           repo: live.project.name,
-          redacts: live.project.config.context.redactSecrets !== false,
         })
       : () => undefined;
   return {

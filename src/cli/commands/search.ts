@@ -5,7 +5,7 @@ import { analyzeQuery, resultJson, SEARCH_MODES, type SearchMode } from '../../h
 import type { Project } from '../../project/local.ts';
 import type { CliContext } from '../context.ts';
 import { highlightTerms, safePath, visible } from '../format.ts';
-import { openAnyProject, projectPath, repoList, shownPath, warmServerProject } from '../open.ts';
+import { openAnyProject, projectPath, remoteOf, repoList, shownPath, warmServerProject } from '../open.ts';
 import { collect, nonNegativeInt, positiveInt } from '../options.ts';
 
 interface SearchOptions {
@@ -66,8 +66,14 @@ async function firstProject(
   // a search in a checkout that a running server keeps open goes to that server: its index is open and its caches
   // warm (a new process opening a large index pays more than the search), and its model is loaded (loading ONNX
   // again costs more than a hybrid search); if it does not answer, the search runs here
+  // (not when another index is named: --remote or QUARRY_REMOTE, --store or QUARRY_STORE_URL, --repo)
   const warm =
-    !many && opts.server !== false && !g.remote && !g.store && !g.repo?.length
+    !many &&
+    opts.server !== false &&
+    !remoteOf(g) &&
+    !g.store &&
+    !process.env.QUARRY_STORE_URL &&
+    !g.repo?.length
       ? await warmServerProject(g.root)
       : undefined;
   if (warm && g.verbose)

@@ -45,5 +45,7 @@ export async function search(c: Context<Env>): Promise<Response> {
     files: res.files,
     ...(res.stale ? { stale: res.stale } : {}),
     ...('repos' in res ? { repos: res.repos } : {}),
+    // the set's view redacted the snippets: another quarry asking (--remote, a search sent to this server) need not
+    ...(res.redacted ? { redacted: true } : {}),
   });
 }
