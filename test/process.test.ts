@@ -2,7 +2,7 @@
 // `quarry mcp` in the home folder must not index it), start-up errors exit at once and leave nothing running, and a
 // stop signal ends a server while it is still indexing.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -156,6 +156,8 @@ test('a search in a checkout with a running serve asks it, with the same answer;
     const announced = JSON.parse(readFileSync(note, 'utf8')) as { pid: number; url: string; repo: string };
     assert.equal(announced.pid, s.child.pid);
     assert.equal(typeof announced.repo, 'string');
+    // the owner's only: `quarry mcp --http` writes its token in it
+    if (process.platform !== 'win32') assert.equal(statSync(note).mode & 0o777, 0o600);
     // its answers say that it redacted them, so the search here prints them as they come
     const api = (await (await fetch(`${announced.url}/api/search?q=writer+lock`)).json()) as {
       redacted?: boolean;

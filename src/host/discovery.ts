@@ -7,7 +7,8 @@ import { indexPaths } from '../workspace/root.ts';
 /**
  * A running `quarry serve` or `quarry mcp --http` for a checkout says where it listens in `.quarry/server.json`, so
  * that a `quarry search` in the same checkout can ask it (its model is loaded) instead of loading ONNX again.
- * Only servers that need no token (loopback, no tokens file) announce themselves.
+ * `quarry serve` announces itself when it needs no token (loopback, no tokens file); `quarry mcp --http` always, with
+ * its token in the URL, so the note is readable by its owner only (0600).
  */
 export interface ServerNote {
   pid: number;
@@ -24,7 +25,9 @@ export function announceServer(root: string, note: Omit<ServerNote, 'pid' | 'sta
   const path = file(root);
   const mine: ServerNote = { ...note, pid: process.pid, startedAt: new Date().toISOString() };
   try {
-    writeAtomic(path, `${JSON.stringify(mine)}\n`);
+    // a note left by an earlier server keeps its mode through writeAtomic: it goes first, and this one is its owner's
+    rmSync(path, { force: true });
+    writeAtomic(path, `${JSON.stringify(mine)}\n`, 0o600);
   } catch {
     return () => undefined; // a read-only checkout: nobody finds this server, nothing breaks
   }
