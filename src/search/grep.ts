@@ -1,7 +1,7 @@
 import ignore from 'ignore';
 import { QuarryError } from '../errors.ts';
 import type { SearchFilter } from '../store/types.ts';
-import { TYPE_ALIASES } from '../workspace/languages.ts';
+import { typeLanguages } from '../workspace/languages.ts';
 import {
   GREP_LIMITS,
   type GrepLine,
@@ -41,16 +41,6 @@ export interface GrepSource {
 
 /** Longest line of a minified file a grep answer shows by default: cut around its match. */
 export const DEFAULT_MAX_COLUMNS = 500;
-
-export function typeLanguages(type: string, known: readonly string[]): string[] {
-  const t = type.toLowerCase();
-  if (TYPE_ALIASES[t]) return TYPE_ALIASES[t];
-  if (known.includes(t)) return [t];
-  throw new QuarryError(
-    'BAD_INPUT',
-    `unknown file type "${type}": use a language (${known.slice(0, 12).join(', ')}, …) or ${Object.keys(TYPE_ALIASES).join(', ')}`,
-  );
-}
 
 /** Which paths a query's globs, types and filter let through. */
 function pathTest(q: GrepQuery, languages: string[] | undefined): (path: string) => boolean {

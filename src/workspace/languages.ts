@@ -1,3 +1,5 @@
+import { QuarryError } from '../errors.ts';
+
 /** Language detection by file name. `grammar` names a tree-sitter-wasms grammar when quarry can parse it. */
 export interface LanguageInfo {
   id: string;
@@ -84,7 +86,7 @@ export function languageIds(): string[] {
 }
 
 /** ripgrep's type names for quarry's languages. */
-export const TYPE_ALIASES: Record<string, string[]> = {
+const TYPE_ALIASES: Record<string, string[]> = {
   py: ['python'],
   ts: ['typescript', 'tsx'],
   js: ['javascript'],
@@ -106,4 +108,15 @@ export const TYPE_ALIASES: Record<string, string[]> = {
 export function languageAliases(type: string): string[] {
   const t = type.toLowerCase();
   return TYPE_ALIASES[t] ?? [t];
+}
+
+/** The languages grep's `-t` names: a ripgrep type name or one of `known`; anything else is BAD_INPUT. */
+export function typeLanguages(type: string, known: readonly string[]): string[] {
+  const t = type.toLowerCase();
+  if (TYPE_ALIASES[t]) return TYPE_ALIASES[t];
+  if (known.includes(t)) return [t];
+  throw new QuarryError(
+    'BAD_INPUT',
+    `unknown file type "${type}": use a language (${known.slice(0, 12).join(', ')}, …) or ${Object.keys(TYPE_ALIASES).join(', ')}`,
+  );
 }

@@ -66,14 +66,9 @@ async function firstProject(
   // a search in a checkout that a running server keeps open goes to that server: its index is open and its caches
   // warm (a new process opening a large index pays more than the search), and its model is loaded (loading ONNX
   // again costs more than a hybrid search); if it does not answer, the search runs here
-  // (not when another index is named: --remote or QUARRY_REMOTE, --store or QUARRY_STORE_URL, --repo)
+  // (not when another index is named: --remote or QUARRY_REMOTE, --store, which sets QUARRY_STORE_URL, or --repo)
   const warm =
-    !many &&
-    opts.server !== false &&
-    !remoteOf(g) &&
-    !g.store &&
-    !process.env.QUARRY_STORE_URL &&
-    !g.repo?.length
+    !many && opts.server !== false && !remoteOf(g) && !process.env.QUARRY_STORE_URL && !g.repo?.length
       ? await warmServerProject(g.root)
       : undefined;
   if (warm && g.verbose)
