@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { chunkByLines, chunkFile } from '../src/chunk/chunker.ts';
+import { fixGrammar, functionBody } from '../src/chunk/grammar-fixes.ts';
 import { detectLanguage } from '../src/workspace/languages.ts';
 import { FIXTURES, testConfig } from './helpers.ts';
 
@@ -279,5 +281,61 @@ describe('tree-sitter chunking', () => {
       Array.from({ length: c.endLine - c.startLine + 1 }, (_, i) => c.startLine + i),
     );
     for (const l of [1, 3, 4, 5, 7]) assert.ok(covered.includes(l), `line ${l}`);
+  });
+
+  it('parses Swift raw strings alike in a fresh process and after other files (the scanner state is cleared)', async () => {
+    // tree-sitter-wasms' Swift scanner read its state from uncleared memory: after any other parse, raw strings gave
+    // error trees (and every Swift parse ran 3-10x slower); chunk/grammar-fixes.ts mends the module
+    const swift = [
+      'struct CrashTest {',
+      '    let regex: String',
+      '}',
+      '',
+      'let waitOnEventLoop = CrashTest(',
+      '    regex: #"Precondition failed: wait\\(\\) must not be called when on an EventLoop"#',
+      ')',
+      '',
+      'func quiesceMessage(ticks: Int) -> String {',
+      '    return #"EventLoop didn\'t quiesce after \\#(ticks) ticks."#',
+      '}',
+      '',
+      'final class LeakDetector {',
+      '    var pattern = ##"leaking "promise" created at"##',
+      '',
+      '    func matches(_ line: String) -> Bool {',
+      '        return line.contains(pattern)',
+      '    }',
+      '}',
+      '',
+    ].join('\n');
+    const names = (r: Awaited<ReturnType<typeof chunkFile>>) =>
+      r.symbols.map((s) => `${s.kind}:${s.name}@${s.startLine}`).join(' ');
+    const want = 'class:CrashTest@1 function:quiesceMessage@9 class:LeakDetector@13 method:matches@16';
+    for (let i = 0; i < 3; i++) {
+      await chunkFile('int main(void) { return 0; }\n', 'c', noMerge);
+      await chunkFile(readFileSync(join(polyglot, 'Temperature.swift'), 'utf8'), 'swift', noMerge);
+      const r = await chunkFile(swift, 'swift', noMerge);
+      assert.equal(r.method, 'tree-sitter');
+      assert.equal(names(r), want, `parse ${i + 1}`);
+    }
+  });
+
+  it("mends one byte of tree-sitter-wasms' Swift grammar, and leaves other builds and grammars as they are", () => {
+    const require = createRequire(import.meta.url);
+    const out = join(dirname(require.resolve('tree-sitter-wasms/package.json')), 'out');
+    const bytes = new Uint8Array(readFileSync(join(out, 'tree-sitter-swift.wasm')));
+    const fixed = fixGrammar('swift', bytes);
+    const changed = [...bytes.keys()].filter((i) => bytes[i] !== fixed[i]);
+    assert.equal(changed.length, 1);
+    const body = functionBody(bytes, 'tree_sitter_swift_external_scanner_create')!;
+    assert.equal(changed[0], body.offset + 2); // calloc(0, 4) → calloc(1, 4)
+    assert.equal(fixed[changed[0]!], 1);
+    // a build whose function differs is not touched, nor is another grammar
+    const other = Uint8Array.from(bytes);
+    other[body.offset + 4] = 0x08;
+    assert.equal(fixGrammar('swift', other), other);
+    const go = new Uint8Array(readFileSync(join(out, 'tree-sitter-go.wasm')));
+    assert.equal(fixGrammar('go', go), go);
+    assert.equal(functionBody(go, 'no_such_function'), undefined);
   });
 });

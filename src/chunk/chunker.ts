@@ -1,8 +1,10 @@
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Language, Node, Parser, Query } from 'web-tree-sitter';
 import type { ChunkOptions } from '../config/config.ts';
+import { fixGrammar } from './grammar-fixes.ts';
 import { GRAMMAR_SPECS, type SymbolKind } from './specs.ts';
 
 /** One piece of a file as indexed: a definition, merged small neighbours, or a line window. */
@@ -144,7 +146,8 @@ async function loadGrammar(grammar: string, file: string) {
   });
   await initialised;
   const { Language, Query } = treeSitter!;
-  const language = await Language.load(file);
+  // the module's bytes, mended where a grammar build has a known fault (chunk/grammar-fixes.ts)
+  const language = await Language.load(fixGrammar(grammar, new Uint8Array(await readFile(file))));
   const spec = GRAMMAR_SPECS[grammar] ?? { defs: {} };
   const kinds = new Map<string, SymbolKind>();
   const patterns: string[] = [];
