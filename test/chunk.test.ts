@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { chunkByLines, chunkFile } from '../src/chunk/chunker.ts';
 import { fixGrammar, functionBody } from '../src/chunk/grammar-fixes.ts';
-import { detectLanguage } from '../src/workspace/languages.ts';
+import { processFile } from '../src/indexing/process-file.ts';
+import { detectLanguage, grammarFor } from '../src/workspace/languages.ts';
 import { FIXTURES, testConfig } from './helpers.ts';
 
 const polyglot = join(FIXTURES, 'polyglot');
@@ -337,5 +339,74 @@ describe('tree-sitter chunking', () => {
     const go = new Uint8Array(readFileSync(join(out, 'tree-sitter-go.wasm')));
     assert.equal(fixGrammar('go', go), go);
     assert.equal(functionBody(go, 'no_such_function'), undefined);
+  });
+
+  it('parses a C++ header named .h as C++, and a C header as C', async () => {
+    const cpp = [
+      '#pragma once',
+      '#include <string>',
+      '',
+      'namespace logging {',
+      '',
+      'class Logger {',
+      ' public:',
+      '  explicit Logger(std::string name);',
+      '  void flush() { name_.clear(); }',
+      '',
+      ' private:',
+      '  std::string name_;',
+      '};',
+      '',
+      '}  // namespace logging',
+      '',
+    ].join('\n');
+    const c = [
+      '#ifndef QUEUE_H',
+      '#define QUEUE_H',
+      '#ifdef __cplusplus',
+      'extern "C" {',
+      '#endif',
+      '',
+      '/* a queue; see class_names.txt for what public: means here */',
+      'typedef struct queue {',
+      '  int size;',
+      '} queue_t;',
+      '',
+      'int queue_push(queue_t *q, int v);',
+      '',
+      '#ifdef __cplusplus',
+      '}',
+      '#endif',
+      '#endif',
+      '',
+    ].join('\n');
+    assert.equal(grammarFor('include/logger.h', cpp), 'cpp');
+    assert.equal(grammarFor('include/LOGGER.H', cpp), 'cpp');
+    assert.equal(grammarFor('include/queue.h', c), 'c');
+    assert.equal(grammarFor('src/queue.c', cpp), 'c'); // only a header is told by its text
+    assert.equal(grammarFor('src/logger.hpp', c), 'cpp');
+
+    // indexed: the header keeps its language (c, by its name) and gets C++'s definitions
+    const root = mkdtempSync(join(tmpdir(), 'quarry-h-'));
+    try {
+      mkdirSync(join(root, 'include'));
+      writeFileSync(join(root, 'include', 'logger.h'), cpp);
+      writeFileSync(join(root, 'include', 'queue.h'), c);
+      const symbols = async (path: string) => {
+        const o = await processFile(root, { path, size: 1, mtimeMs: 1 }, testConfig());
+        assert.equal(o.status, 'indexed');
+        if (o.status !== 'indexed') return '';
+        assert.equal(o.update.file.language, 'c');
+        assert.equal(o.update.file.method, 'tree-sitter');
+        return o.update.symbols.map((s) => `${s.kind}:${s.name}`).join(' ');
+      };
+      const logger = await symbols('include/logger.h');
+      for (const want of ['module:logging', 'class:Logger', 'method:flush'])
+        assert.ok(logger.split(' ').includes(want), `${want} in ${logger}`);
+      const queue = await symbols('include/queue.h');
+      assert.ok(queue.split(' ').includes('struct:queue'), queue);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

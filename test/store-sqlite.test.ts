@@ -294,7 +294,7 @@ describe('SqliteStore specifics', () => {
     const db = new Database(index);
     db.exec(`DROP TABLE text_fts;
              CREATE VIRTUAL TABLE text_fts USING fts5 (text, content = '', contentless_delete = 1, tokenize = 'trigram');
-             UPDATE meta SET value = '${SCHEMA_VERSION - 2}' WHERE key = 'schema_version'`);
+             UPDATE meta SET value = '${SCHEMA_VERSION - 3}' WHERE key = 'schema_version'`);
     const chunkIds = db.prepare('SELECT id FROM chunks ORDER BY id').pluck().all();
     db.close();
     const migrated = openSqliteStore(index);
@@ -323,6 +323,33 @@ describe('SqliteStore specifics', () => {
       'the chunks were kept',
     );
     raw.close();
+  });
+
+  it('parses Swift files and .h headers again after the upgrade that mends how they parse', async () => {
+    const root = makeTree({
+      'Sources/Crash.swift': 'let regex = #"wait\\(\\) must not be called"#\nfunc quiesce() -> Int { 1 }\n',
+      'include/logger.h': 'namespace logging {\nclass Logger {\n public:\n  void flush() {}\n};\n}\n',
+      'src/a.py': 'def hello():\n    return 1\n',
+    });
+    dirs.push(root);
+    await indexLexically(root);
+    const index = join(root, '.quarry', 'index.db');
+    const db = new Database(index);
+    db.prepare(`UPDATE meta SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION - 1));
+    db.close();
+    const migrated = openSqliteStore(index);
+    for (const p of ['Sources/Crash.swift', 'include/logger.h'])
+      assert.equal((await migrated.getFile(p))?.hash, '', p);
+    assert.notEqual((await migrated.getFile('src/a.py'))?.hash, '');
+    await migrated.close();
+    const report = await indexProjectAt(root);
+    assert.equal(report.added + report.updated, 2, 'the Swift file and the header parsed again');
+    assert.equal(report.touched, 0);
+    const after = openSqliteStore(index);
+    assert.ok(
+      (await after.findSymbols(['Logger'])).some((d) => d.kind === 'class' && d.path === 'include/logger.h'),
+    );
+    await after.close();
   });
 
   it('answers dense queries the same on the reader worker as in this thread', async () => {
@@ -438,7 +465,7 @@ describe('SqliteStore specifics', () => {
     sqliteVec.load(db);
     db.exec(`DROP TABLE chunk_codes`);
     // the codes came two migrations ago (the last one rebuilt the trigram table)
-    db.prepare(`UPDATE meta SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION - 3));
+    db.prepare(`UPDATE meta SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION - 4));
     db.close();
     const migrated = openSqliteStore(path, { codesMin: 0 });
     assert.deepEqual(await migrated.check(), []);

@@ -2,7 +2,7 @@ import { topLevelVariables } from '../chunk/chunker.ts';
 import { QuarryError } from '../errors.ts';
 import type { IndexedProject as Project, RouteResult } from '../project/types.ts';
 import type { RefHit, SymbolHit } from '../store/types.ts';
-import { detectLanguage } from '../workspace/languages.ts';
+import { grammarFor } from '../workspace/languages.ts';
 
 export type { RoutedAnswer, RouteResult } from '../project/types.ts';
 
@@ -67,7 +67,8 @@ export async function findReferences(project: Project, name: string): Promise<Re
 export async function fileVariables(project: Project, path: string) {
   const lines = (await project.readLines([path])).get(path);
   if (!lines) throw new QuarryError('NOT_FOUND', `${path} cannot be read: re-index`);
-  return topLevelVariables(lines.join('\n'), detectLanguage(path).grammar);
+  const text = lines.join('\n');
+  return topLevelVariables(text, grammarFor(path, text));
 }
 
 /**

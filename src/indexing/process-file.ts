@@ -6,7 +6,7 @@ import { codeTokenText, pathTokenText } from '../chunk/tokens.ts';
 import type { QuarryConfig } from '../config/config.ts';
 import { encodeRefs, type FileUpdate } from '../store/types.ts';
 import { containsPrivateKey } from '../workspace/ignore-rules.ts';
-import { detectLanguage } from '../workspace/languages.ts';
+import { detectLanguage, grammarFor } from '../workspace/languages.ts';
 
 export interface FileTask {
   path: string;
@@ -151,13 +151,14 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
   if (verdict.skip) return skipped(t, hash, lang.id, verdict.skip);
   const text = verdict.text;
 
-  const givenUp = lang.grammar !== undefined && task.noGrammars?.includes(lang.grammar);
+  const grammar = grammarFor(task.path, text);
+  const givenUp = grammar !== undefined && task.noGrammars?.includes(grammar);
   // the first pass of a large run: what a parse would chunk is chunked by lines now, and parsed by the second pass
-  const quick = task.quick === true && lang.grammar !== undefined && !task.plain && !givenUp;
+  const quick = task.quick === true && grammar !== undefined && !task.plain && !givenUp;
   const plain = task.plain || givenUp || quick;
   // a first pass's windows do not overlap: they are replaced, and overlap only adds words to write
   const chunking = quick ? { ...config.chunk, overlapLines: 0 } : config.chunk;
-  const chunked = await chunkFile(text, plain ? undefined : lang.grammar, chunking);
+  const chunked = await chunkFile(text, plain ? undefined : grammar, chunking);
   const pathTokens = pathTokenText(task.path);
   const chunks = chunked.chunks.map((c, ordinal) => ({
     ordinal,
@@ -205,6 +206,6 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
           },
     },
     ...(chunked.suspect ? { suspect: true } : {}),
-    ...(chunked.parseError && lang.grammar ? { failedGrammar: lang.grammar } : {}),
+    ...(chunked.parseError && grammar ? { failedGrammar: grammar } : {}),
   };
 }

@@ -198,6 +198,15 @@ const MIGRATIONS: Array<(db: Database.Database) => void> = [
     // index counts those: a scan of the files table took ~17 ms a search on 93k files, the index ~0.2 ms
     db.exec(`CREATE INDEX IF NOT EXISTS files_skipped ON files (id) WHERE method = 'skipped'`);
   },
+  (db) => {
+    // Swift files parse as their grammar means (chunk/grammar-fixes.ts: after any other parse, raw strings gave error
+    // trees), and C++ headers named .h parse as C++ (workspace/languages.ts grammarFor): the next run parses them
+    // again (a size and hash that never match)
+    db.exec(`
+      UPDATE files SET size = -1, hash = ''
+      WHERE method != 'skipped' AND (lower(path) LIKE '%.swift' OR lower(path) LIKE '%.h');
+    `);
+  },
 ];
 
 /** Writes every chunk vector's codes (a migration, and a reset of the codes table). */
