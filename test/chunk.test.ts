@@ -341,6 +341,15 @@ describe('tree-sitter chunking', () => {
     assert.equal(functionBody(go, 'no_such_function'), undefined);
   });
 
+  it(
+    'tells a header with a long class-like line apart in linear time (a quadratic pattern hung here)',
+    { timeout: 60_000 },
+    () => {
+      assert.equal(grammarFor('x.h', `class ${'a'.repeat(300_000)};\nint x;\n`), 'c');
+      assert.equal(grammarFor('x.h', `namespace ${'a'.repeat(300_000)};\nint x;\n`), 'c');
+    },
+  );
+
   it('parses a C++ header named .h as C++, and a C header as C', async () => {
     const cpp = [
       '#pragma once',
@@ -385,6 +394,13 @@ describe('tree-sitter chunking', () => {
     assert.equal(grammarFor('include/queue.h', c), 'c');
     assert.equal(grammarFor('src/queue.c', cpp), 'c'); // only a header is told by its text
     assert.equal(grammarFor('src/logger.hpp', c), 'cpp');
+    for (const line of [
+      'enum class Level { info };',
+      'using Sink = int;',
+      '  Logger() = default;',
+      'using namespace std;',
+    ])
+      assert.equal(grammarFor('x.h', `#pragma once\n${line}\n`), 'cpp', line);
 
     // indexed: the header keeps its language (c, by its name) and gets C++'s definitions
     const root = mkdtempSync(join(tmpdir(), 'quarry-h-'));

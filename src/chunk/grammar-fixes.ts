@@ -20,6 +20,9 @@ interface Fix {
   body: readonly number[];
   at: number;
   value: number;
+  /** The imported function the body calls (its index is the body's byte at `call`), by name. */
+  call: number;
+  callee: string;
 }
 
 const FIXES: Record<string, Fix> = {
@@ -29,6 +32,8 @@ const FIXES: Record<string, Fix> = {
     body: [0x00, 0x41, 0x00, 0x41, 0x04, 0x10, 0x00, 0x0b],
     at: 2,
     value: 0x01,
+    call: 6,
+    callee: 'calloc',
   },
 };
 
@@ -39,13 +44,20 @@ export function fixGrammar(grammar: string, bytes: Uint8Array): Uint8Array {
   const body = functionBody(bytes, fix.fn);
   if (!body || body.size !== fix.body.length) return bytes;
   for (let i = 0; i < fix.body.length; i++) if (bytes[body.offset + i] !== fix.body[i]) return bytes;
+  if (body.imports[fix.body[fix.call]!] !== fix.callee) return bytes;
   const out = Uint8Array.from(bytes);
   out[body.offset + fix.at] = fix.value;
   return out;
 }
 
-/** Where an exported function's body (its locals and code) lies in a WebAssembly module, or undefined. */
-export function functionBody(bytes: Uint8Array, name: string): { offset: number; size: number } | undefined {
+/**
+ * Where an exported function's body (its locals and code) lies in a WebAssembly module, with the names of the
+ * functions the module imports (by function index), or undefined.
+ */
+export function functionBody(
+  bytes: Uint8Array,
+  name: string,
+): { offset: number; size: number; imports: string[] } | undefined {
   let p = 8; // magic and version
   const leb = (): number => {
     let result = 0;
@@ -58,16 +70,18 @@ export function functionBody(bytes: Uint8Array, name: string): { offset: number;
     } while (byte & 0x80 && p < bytes.length);
     return result;
   };
-  const skipName = (): void => {
+  const readName = (): string => {
     const n = leb();
+    const text = new TextDecoder().decode(bytes.subarray(p, p + n));
     p += n;
+    return text;
   };
   const skipLimits = (): void => {
     const flags = leb();
     leb();
     if (flags & 1) leb();
   };
-  let importedFunctions = 0;
+  const imports: string[] = [];
   let index = -1;
   let code = -1;
   try {
@@ -78,12 +92,12 @@ export function functionBody(bytes: Uint8Array, name: string): { offset: number;
       if (id === 2) {
         // imports: only functions take a function index
         for (let n = leb(); n > 0; n--) {
-          skipName();
-          skipName();
+          readName();
+          const field = readName();
           const kind = bytes[p++]!;
           if (kind === 0) {
             leb();
-            importedFunctions++;
+            imports.push(field);
           } else if (kind === 1) {
             p++; // table's element type
             skipLimits();
@@ -91,15 +105,16 @@ export function functionBody(bytes: Uint8Array, name: string): { offset: number;
             skipLimits();
           } else if (kind === 3) {
             p += 2; // a global's type and mutability
+          } else if (kind === 4) {
+            p++; // a tag's attribute
+            leb();
           } else {
             return undefined;
           }
         }
       } else if (id === 7) {
         for (let n = leb(); n > 0; n--) {
-          const len = leb();
-          const exported = new TextDecoder().decode(bytes.subarray(p, p + len));
-          p += len;
+          const exported = readName();
           const kind = bytes[p++]!;
           const at = leb();
           if (kind === 0 && exported === name) index = at;
@@ -107,12 +122,12 @@ export function functionBody(bytes: Uint8Array, name: string): { offset: number;
       } else if (id === 10) code = p;
       p = end;
     }
-    if (index < importedFunctions || code < 0) return undefined;
+    if (index < imports.length || code < 0) return undefined;
     p = code;
     const count = leb();
     for (let i = 0; i < count; i++) {
       const size = leb();
-      if (i === index - importedFunctions) return { offset: p, size };
+      if (i === index - imports.length) return { offset: p, size, imports };
       p += size;
     }
   } catch {

@@ -634,7 +634,7 @@ async function recordOutcome(
       // a first pass's line windows are replaced by the second: its chunks are counted then
       if (outcome.update.file.method !== 'quick') report.chunksWritten += outcome.update.chunks.length;
       if (task.counted) break; // the second pass of a file the first pass counted
-      if (task.knownHash) report.updated++;
+      if (task.knownHash !== undefined) report.updated++;
       else report.added++;
       if (outcome.skipReason) report.skippedByContent.push({ path: task.path, reason: outcome.skipReason });
       break;
@@ -649,7 +649,7 @@ async function recordOutcome(
       });
       break;
     case 'gone':
-      if (task.knownHash) {
+      if (task.knownHash !== undefined) {
         // on this thread, once what was handed to a writer behind is written, and none handed over meanwhile
         await writer.alone(() => store.deleteFiles([task.path]));
         report.deleted++;

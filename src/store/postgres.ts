@@ -169,6 +169,12 @@ const MIGRATIONS: string[] = [
   ALTER TABLE quarry_repos ADD COLUMN generation BIGINT NOT NULL DEFAULT 0;
   UPDATE quarry_files SET size = -1, hash = '';
   `,
+  // 5: Swift files parse as their grammar means, and C++ headers named .h as C++ (chunk/grammar-fixes.ts,
+  // workspace/languages.ts grammarFor): the next run parses them again (LIKE is case-sensitive here)
+  `
+  UPDATE quarry_files SET size = -1, hash = ''
+  WHERE method <> 'skipped' AND (lower(path) LIKE '%.swift' OR lower(path) LIKE '%.h');
+  `,
 ];
 
 const wellFormed = (s: string) =>

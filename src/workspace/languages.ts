@@ -74,10 +74,12 @@ export function detectLanguage(path: string): LanguageInfo {
 
 /**
  * A line a C++ header has and a C header does not: a template, a namespace block, a class definition, an access
- * specifier, or anything from `std::`. Read on the whole text, once a file.
+ * specifier, an `enum class`, a `using` declaration or alias, a `= default` or `= delete`, or anything from `std::`.
+ * Read on the whole text, once a file, so every part runs in time linear in a line's length (a class line is one
+ * `[^…]*` run, not a name and then a run that also matches the name: that was quadratic on a long line).
  */
 const CPP_HEADER =
-  /^[ \t]*(?:template[ \t]*<|namespace\b[^;\n]*\{|class[ \t]+[A-Za-z_]\w*[^;=()\n]*$|(?:public|private|protected)[ \t]*:(?!:))|\bstd::[A-Za-z_]/m;
+  /^[ \t]*(?:template[ \t]*<|namespace\b[^;\n]*\{|class[ \t]+[A-Za-z_][^;=()\n]*$|(?:public|private|protected)[ \t]*:(?!:)|enum[ \t]+class\b|using[ \t]+(?:namespace\b|[A-Za-z_]\w*[ \t]*=))|\bstd::[A-Za-z_]|=[ \t]*(?:default|delete)[ \t]*;/m;
 
 /**
  * The grammar that parses `text` of `path`: its language's, except that a `.h` header written in C++ is parsed as
