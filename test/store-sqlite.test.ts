@@ -19,6 +19,11 @@ import { prunedCorpus } from './pruned-corpus.ts';
 import { storeContract } from './store-contract.ts';
 
 const dirs: string[] = [];
+
+/** Marks an index as written before the last `back` migrations, which its next opening applies again. */
+function schemaBack(db: Database.Database, back: number): void {
+  db.prepare(`UPDATE meta SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION - back));
+}
 after(() => dirs.forEach(removeTree));
 function freshPath(): string {
   const d = makeTree({});
@@ -293,8 +298,8 @@ describe('SqliteStore specifics', () => {
     const index = join(root, '.quarry', 'index.db');
     const db = new Database(index);
     db.exec(`DROP TABLE text_fts;
-             CREATE VIRTUAL TABLE text_fts USING fts5 (text, content = '', contentless_delete = 1, tokenize = 'trigram');
-             UPDATE meta SET value = '${SCHEMA_VERSION - 3}' WHERE key = 'schema_version'`);
+             CREATE VIRTUAL TABLE text_fts USING fts5 (text, content = '', contentless_delete = 1, tokenize = 'trigram');`);
+    schemaBack(db, 3);
     const chunkIds = db.prepare('SELECT id FROM chunks ORDER BY id').pluck().all();
     db.close();
     const migrated = openSqliteStore(index);
@@ -335,7 +340,7 @@ describe('SqliteStore specifics', () => {
     await indexLexically(root);
     const index = join(root, '.quarry', 'index.db');
     const db = new Database(index);
-    db.prepare(`UPDATE meta SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION - 1));
+    schemaBack(db, 1);
     db.close();
     const migrated = openSqliteStore(index);
     for (const p of ['Sources/Crash.swift', 'include/logger.h'])
@@ -465,8 +470,9 @@ describe('SqliteStore specifics', () => {
     const db = new Database(path);
     sqliteVec.load(db);
     db.exec(`DROP TABLE chunk_codes`);
-    // the codes came two migrations ago (the last one rebuilt the trigram table)
-    db.prepare(`UPDATE meta SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION - 4));
+    // the codes came four migrations back (then the trigram table's rebuild, the skipped files' index, and the
+    // Swift and header files parsed again)
+    schemaBack(db, 4);
     db.close();
     const migrated = openSqliteStore(path, { codesMin: 0 });
     assert.deepEqual(await migrated.check(), []);
