@@ -300,6 +300,31 @@ export function storeContract(open: () => Promise<Store>): void {
     await s.close();
   });
 
+  it('links a symbol to the last chunk starting at or above it, the first of pieces that start on one line', async () => {
+    const s = await open();
+    const u = update('a.ts', [
+      ['head', null],
+      ['piece one', null],
+      ['piece two', null],
+      ['tail', null],
+    ]);
+    // a long line cut in pieces: chunks 1 and 2 both start on line 11
+    u.chunks[2] = { ...u.chunks[2]!, startLine: 11, endLine: 11 };
+    u.symbols = [
+      { name: 'inHead', kind: 'function', startLine: 5, endLine: 6, container: null },
+      { name: 'onLine', kind: 'function', startLine: 11, endLine: 11, container: null },
+      { name: 'inTail', kind: 'function', startLine: 33, endLine: 33, container: null },
+    ];
+    await s.replaceFiles([u]);
+    const texts = new Map<string, string | undefined>();
+    for (const sym of await s.findSymbols(['inHead', 'onLine', 'inTail'])) {
+      const [c] = await s.getChunks([sym.chunkId!]);
+      texts.set(sym.name, c?.text);
+    }
+    assert.deepEqual(Object.fromEntries(texts), { inHead: 'head', onLine: 'piece one', inTail: 'tail' });
+    await s.close();
+  });
+
   it('keeps where files use names, finds them by exact name, and builds the reference graph', async () => {
     const s = await open();
     await s.replaceFiles([

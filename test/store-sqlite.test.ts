@@ -299,7 +299,7 @@ describe('SqliteStore specifics', () => {
     const db = new Database(index);
     db.exec(`DROP TABLE text_fts;
              CREATE VIRTUAL TABLE text_fts USING fts5 (text, content = '', contentless_delete = 1, tokenize = 'trigram');`);
-    schemaBack(db, 3);
+    schemaBack(db, 4);
     const chunkIds = db.prepare('SELECT id FROM chunks ORDER BY id').pluck().all();
     db.close();
     const migrated = openSqliteStore(index);
@@ -330,7 +330,7 @@ describe('SqliteStore specifics', () => {
     raw.close();
   });
 
-  it('parses Swift files and .h headers again after the upgrade that mends how they parse', async () => {
+  it('parses Swift files and .h headers again after the upgrade that mends how they parse, then indexes chunks for symbols', async () => {
     const root = makeTree({
       'Sources/Crash.swift': 'let regex = #"wait\\(\\) must not be called"#\nfunc quiesce() -> Int { 1 }\n',
       'include/logger.h': 'namespace logging {\nclass Logger {\n public:\n  void flush() {}\n};\n}\n',
@@ -340,7 +340,9 @@ describe('SqliteStore specifics', () => {
     await indexLexically(root);
     const index = join(root, '.quarry', 'index.db');
     const db = new Database(index);
-    schemaBack(db, 1);
+    // before the Swift and header migration, and the chunk index for symbols after it
+    schemaBack(db, 2);
+    db.exec('DROP INDEX chunks_start');
     db.close();
     const migrated = openSqliteStore(index);
     for (const p of ['Sources/Crash.swift', 'include/logger.h'])
@@ -352,10 +354,21 @@ describe('SqliteStore specifics', () => {
     assert.equal(report.added, 0);
     assert.equal(report.touched, 0);
     const after = openSqliteStore(index);
-    assert.ok(
-      (await after.findSymbols(['Logger'])).some((d) => d.kind === 'class' && d.path === 'include/logger.h'),
-    );
+    const logger = (await after.findSymbols(['Logger'])).find((d) => d.kind === 'class');
+    assert.equal(logger?.path, 'include/logger.h');
+    assert.match((await after.getChunks([logger!.chunkId!]))[0]?.text ?? '', /class Logger/);
     await after.close();
+    const raw = new Database(index, { readonly: true });
+    const plan = raw
+      .prepare(`EXPLAIN QUERY PLAN SELECT c.id FROM chunks c WHERE c.file_id = 1 AND c.start_line <= 3
+                ORDER BY c.start_line DESC, c.id LIMIT 1`)
+      .all() as Array<{ detail: string }>;
+    raw.close();
+    assert.match(
+      plan.map((r) => r.detail).join(' | '),
+      /COVERING INDEX chunks_start/,
+      'the index is back, and used',
+    );
   });
 
   it('answers dense queries the same on the reader worker as in this thread', async () => {
@@ -470,9 +483,9 @@ describe('SqliteStore specifics', () => {
     const db = new Database(path);
     sqliteVec.load(db);
     db.exec(`DROP TABLE chunk_codes`);
-    // the codes came four migrations back (then the trigram table's rebuild, the skipped files' index, and the
-    // Swift and header files parsed again)
-    schemaBack(db, 4);
+    // the codes came five migrations back (then the trigram table's rebuild, the skipped files' index, the Swift and
+    // header files parsed again, and the chunk index for symbols)
+    schemaBack(db, 5);
     db.close();
     const migrated = openSqliteStore(path, { codesMin: 0 });
     assert.deepEqual(await migrated.check(), []);

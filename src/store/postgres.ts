@@ -175,6 +175,10 @@ const MIGRATIONS: string[] = [
   UPDATE quarry_files SET size = -1, hash = ''
   WHERE method <> 'skipped' AND (lower(path) LIKE '%.swift' OR lower(path) LIKE '%.h');
   `,
+  // 6: a symbol's chunk (SYMBOL_COLUMNS) by one index seek, where quarry_chunks_file read each chunk of the file
+  `
+  CREATE INDEX IF NOT EXISTS quarry_chunks_start ON quarry_chunks (file_id, start_line DESC, id);
+  `,
 ];
 
 const wellFormed = (s: string) =>
@@ -454,7 +458,7 @@ function filterSql(filter: SearchFilter | undefined, params: unknown[]): string 
 
 const SYMBOL_COLUMNS = `s.name, s.kind, s.start_line, s.end_line, s.container, f.path,
   (SELECT c.id FROM quarry_chunks c WHERE c.file_id = s.file_id AND c.start_line <= s.start_line
-     ORDER BY c.start_line DESC LIMIT 1) AS chunk_id`;
+     ORDER BY c.start_line DESC, c.id LIMIT 1) AS chunk_id`;
 
 const int8 = (v: string) => Number(v);
 
