@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { chunkByLines, chunkFile } from '../src/chunk/chunker.ts';
 import { fixGrammar, functionBody } from '../src/chunk/grammar-fixes.ts';
+import { grammarUnsupported } from '../src/chunk/wasm-flags.ts';
 import { processFile } from '../src/indexing/process-file.ts';
 import { detectLanguage, grammarFor } from '../src/workspace/languages.ts';
 import { FIXTURES, testConfig } from './helpers.ts';
@@ -283,6 +284,16 @@ describe('tree-sitter chunking', () => {
       Array.from({ length: c.endLine - c.startLine + 1 }, (_, i) => c.startLine + i),
     );
     for (const l of [1, 3, 4, 5, 7]) assert.ok(covered.includes(l), `line ${l}`);
+  });
+
+  it('runs every grammar on the V8 versions measured, and Swift by lines where V8 13 dies optimising its lexer', async () => {
+    for (const major of [11, 12]) assert.equal(grammarUnsupported('swift', major), false);
+    assert.equal(grammarUnsupported('swift', 13), true);
+    assert.equal(grammarUnsupported('cpp', 13), false);
+    // this V8 parses Swift (CI runs Node 20): definitions come from the grammar, not line windows
+    const swift = await chunkFile('struct Point {\n  func norm() -> Int { 1 }\n}\n', 'swift', testConfig().chunk);
+    if (!grammarUnsupported('swift')) assert.deepEqual(swift.symbols.map((d) => d.name).sort(), ['Point', 'norm']);
+    else assert.equal(swift.method, 'lines');
   });
 
   it('parses Swift raw strings alike in a fresh process and after other files (the scanner state is cleared)', async () => {

@@ -6,7 +6,7 @@ import type { Language, Node, Parser, Query } from 'web-tree-sitter';
 import type { ChunkOptions } from '../config/config.ts';
 import { fixGrammar } from './grammar-fixes.ts';
 import { GRAMMAR_SPECS, type SymbolKind } from './specs.ts';
-import { tuneWasmCompiler } from './wasm-flags.ts';
+import { grammarUnsupported, tuneWasmCompiler } from './wasm-flags.ts';
 
 /** One piece of a file as indexed: a definition, merged small neighbours, or a line window. */
 export interface Chunk {
@@ -141,6 +141,8 @@ function findWasm(grammar: string): string {
 let treeSitter: typeof import('web-tree-sitter') | undefined;
 
 async function loadGrammar(grammar: string, file: string) {
+  if (grammarUnsupported(grammar))
+    throw new Error(`the ${grammar} grammar cannot run on V8 ${process.versions.v8}`);
   tuneWasmCompiler();
   initialised ??= import('web-tree-sitter').then(async (module) => {
     await module.Parser.init();

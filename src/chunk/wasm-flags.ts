@@ -19,3 +19,12 @@ export function tuneWasmCompiler(): void {
   tuned = true;
   if (v8Major === 11) setFlagsFromString('--no-wasm-opt');
 }
+
+/**
+ * Grammars whose WebAssembly this V8 cannot run: their files are chunked by lines. On V8 13 (Node 24.21), optimising
+ * the Swift grammar's lexer ends the whole process ("Fatal process out of memory: Zone"), whatever flag is set but
+ * `--liftoff-only`, which V8 13 ignores once the process runs. Later versions are treated alike until one is measured.
+ */
+export function grammarUnsupported(grammar: string, major = v8Major): boolean {
+  return grammar === 'swift' && major >= 13;
+}
