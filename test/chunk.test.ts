@@ -291,8 +291,13 @@ describe('tree-sitter chunking', () => {
     assert.equal(grammarUnsupported('swift', 13), true);
     assert.equal(grammarUnsupported('cpp', 13), false);
     // this V8 parses Swift (CI runs Node 20): definitions come from the grammar, not line windows
-    const swift = await chunkFile('struct Point {\n  func norm() -> Int { 1 }\n}\n', 'swift', testConfig().chunk);
-    if (!grammarUnsupported('swift')) assert.deepEqual(swift.symbols.map((d) => d.name).sort(), ['Point', 'norm']);
+    const swift = await chunkFile(
+      'struct Point {\n  func norm() -> Int { 1 }\n}\n',
+      'swift',
+      testConfig().chunk,
+    );
+    if (!grammarUnsupported('swift'))
+      assert.deepEqual(swift.symbols.map((d) => d.name).sort(), ['Point', 'norm']);
     else assert.equal(swift.method, 'lines');
   });
 
