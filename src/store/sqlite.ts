@@ -366,13 +366,10 @@ const VECTOR_SQL = {
 } as const;
 
 /**
- * Columns of a symbol row, with the id of the chunk that holds its first line (the rule `withChunkIds` applies to
- * whole files, where this subquery a symbol costs too much; for a few symbols by name, it costs less).
- */
-/**
- * A symbol's row, its file's path, and the chunk it lies in: the last chunk to start at or above its line, the first
- * of those that start on the same line (a long line cut in pieces). Ids follow ordinals within a file, so the
- * index chunks_start (file_id, start_line DESC, then the rowid) gives it in one seek.
+ * A symbol's row, its file's path, and the chunk that holds its first line: the last chunk to start at or above it,
+ * the first of those that start on the same line (a long line cut in pieces). Ids follow ordinals within a file, so
+ * the index chunks_start (file_id, start_line DESC, then the rowid) gives it in one seek. `withChunkIds` applies the
+ * same rule to whole files, from one read of their chunks' starts.
  */
 const SYMBOL_COLUMNS = `s.*, f.path,
   (SELECT c.id FROM chunks c WHERE c.file_id = s.file_id AND c.start_line <= s.start_line
@@ -1404,8 +1401,8 @@ export class SqliteStore implements Store {
   /**
    * Symbol rows with the chunk that holds each one's first line: the last chunk of its file to start at or before
    * it (of those starting on the same line, the first). Matched here rather than by SYMBOL_COLUMNS' subquery a
-   * symbol, which read every chunk of the file for each of its symbols: 0.45 s for the five files a search showed on the 100k corpus,
-   * one of them with thousands of both.
+   * symbol, which (before the index chunks_start) read every chunk of the file for each of its symbols: 0.45 s for
+   * the five files a search showed on the 100k corpus, one of them with thousands of both.
    */
   private withChunkIds(rows: Row[]): SymbolHit[] {
     const files = [...new Set(rows.map((r) => r.file_id as number))];
