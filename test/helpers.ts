@@ -71,9 +71,12 @@ const CLI_ENV = {
   QUARRY_EMBED: 'none',
 };
 
-/** Runs the CLI from source in a child process. */
-export function runCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): CliResult {
-  const r = spawnSync(process.execPath, ['--import', TSX, CLI, ...args], {
+/** Runs the CLI from source in a child process (`nodeArgs`: node's own flags, before the script). */
+export function runCli(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; nodeArgs?: string[] } = {},
+): CliResult {
+  const r = spawnSync(process.execPath, [...(options.nodeArgs ?? []), '--import', TSX, CLI, ...args], {
     cwd: options.cwd ?? REPO,
     env: { ...CLI_ENV, ...options.env },
     encoding: 'utf8',
