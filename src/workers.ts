@@ -1,4 +1,4 @@
-import { Worker } from 'node:worker_threads';
+import { Worker, type WorkerOptions } from 'node:worker_threads';
 
 /** The worker modules, by their path under src/ (and dist/). */
 export type WorkerModule = 'indexing/worker' | 'embed/worker' | 'store/dense-worker' | 'store/write-worker';
@@ -11,15 +11,19 @@ declare const __QUARRY_BUNDLE__: boolean | undefined;
  * (also from the CLI's bundle, which sits in dist/bundle/); from source under tsx (tests, development), workers do
  * not inherit tsx's loader, so it is registered first. Node flags are inherited (`workerExecArgv`).
  */
-export function startWorker(module: WorkerModule, workerData: unknown): Worker {
+export function startWorker(
+  module: WorkerModule,
+  workerData: unknown,
+  options: Pick<WorkerOptions, 'resourceLimits'> = {},
+): Worker {
   const fromSource = import.meta.url.endsWith('.ts');
   const base = typeof __QUARRY_BUNDLE__ !== 'undefined' && __QUARRY_BUNDLE__ ? '../' : './';
   const href = new URL(`${base}${module}${fromSource ? '.ts' : '.js'}`, import.meta.url).href;
   const start = (execArgv: string[]) => {
-    if (!fromSource) return new Worker(new URL(href), { workerData, execArgv });
+    if (!fromSource) return new Worker(new URL(href), { ...options, workerData, execArgv });
     const tsx = import.meta.resolve('tsx/esm/api');
     const code = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(href)}); });`;
-    return new Worker(code, { eval: true, workerData, execArgv });
+    return new Worker(code, { ...options, eval: true, workerData, execArgv });
   };
   for (let attempt = 0; ; attempt++) {
     try {

@@ -21,6 +21,7 @@ export function createFilePool(
   root: string,
   config: QuarryConfig,
   size = defaultWorkerCount(config),
+  heapMb = parseWorkerHeapMb(config),
 ): FilePool {
   // a grammar that fails (other than by a parse's deadline) on this many files is given up for the run: each failure
   // costs a worker, and a grammar that fails systematically would cost one per file
@@ -51,17 +52,29 @@ export function createFilePool(
       close: async () => {},
     };
   }
-  type Pending = { resolve: (o: FileOutcome) => void; reject: (e: Error) => void; task: FileTask };
+  /** `lost`: how many workers died with this task in flight (see `crashed`). */
+  type Pending = {
+    resolve: (o: FileOutcome) => void;
+    reject: (e: Error) => void;
+    task: FileTask;
+    lost?: number;
+  };
   type Slot = { w: ReturnType<typeof startWorker>; pending: Map<number, Pending> };
   const workers: Slot[] = [];
   const spawn = (): Slot => {
-    const w = startWorker('indexing/worker', { root, config });
+    const w = startWorker(
+      'indexing/worker',
+      { root, config },
+      { resourceLimits: { maxOldGenerationSizeMb: heapMb } },
+    );
     const slot: Slot = { w, pending: new Map<number, Pending>() };
     const { pending } = slot;
     w.on('message', (m: { id: number; outcome?: FileOutcome; error?: string; wasm?: boolean }) => {
       const p = pending.get(m.id);
       if (!p) return;
       pending.delete(m.id);
+      deathsInARow = 0;
+      anyDone = true;
       if (m.wasm) {
         // tree-sitter's WebAssembly failed: its memory in this worker is not to be trusted again. A new worker
         // takes the tasks in flight, and this file is chunked by lines (found on a 100,581-file run)
@@ -77,15 +90,51 @@ export function createFilePool(
         }
       }
     });
-    const failAll = (err: Error) => {
-      for (const p of pending.values()) p.reject(err);
-      pending.clear();
-    };
-    w.on('error', failAll);
+    w.on('error', (err) => crashed(slot, err));
     w.on('exit', (code) => {
-      if (code !== 0 && workers.includes(slot)) failAll(new Error(`parse worker exited with code ${code}`));
+      if (code !== 0) crashed(slot, new Error(`parse worker exited with code ${code}`));
     });
     return slot;
+  };
+  // A worker that died (out of its memory on one file, or any fault outside a file's parse) takes no run down: a new
+  // one takes its tasks. A task in flight in two dead workers is chunked by lines, and one that a third takes down is
+  // left out as unreadable (no row is written: the next run tries it again), so one file cannot end the run. Workers
+  // that die with no file done in between, more than a file's three (or three before any file is done), end it.
+  let deathsInARow = 0;
+  let anyDone = false;
+  const crashed = (slot: Slot, err: Error) => {
+    if (!workers.includes(slot)) return; // replaced or closed already: its tasks went on
+    deathsInARow++;
+    if (
+      slot.pending.size === 0 ||
+      deathsInARow > MAX_DEATHS_IN_A_ROW ||
+      (!anyDone && deathsInARow === MAX_DEATHS_IN_A_ROW)
+    ) {
+      workers.splice(workers.indexOf(slot), 1);
+      for (const p of slot.pending.values()) p.reject(err);
+      slot.pending.clear();
+      for (const other of workers.splice(0)) {
+        for (const p of other.pending.values()) p.reject(err);
+        void other.w.terminate();
+      }
+      return;
+    }
+    // the largest file is the likeliest cause: the others go first, so that they are done before it can end the next
+    // worker too
+    const tasks = [...slot.pending].sort((a, b) => a[1].task.size - b[1].task.size);
+    slot.pending.clear();
+    workers[workers.indexOf(slot)] = spawn();
+    void slot.w.terminate();
+    for (const [id, p] of tasks) {
+      const lost = (p.lost ?? 0) + 1;
+      if (lost >= 3)
+        p.resolve({
+          status: 'unreadable',
+          path: p.task.path,
+          detail: `its parse worker died (${err.message})`,
+        });
+      else post({ ...p, lost, task: lost === 2 ? { ...p.task, plain: true } : p.task }, id);
+    }
   };
   const replace = (old: Slot) => {
     const fresh = spawn();
@@ -114,10 +163,28 @@ export function createFilePool(
       return new Promise<FileOutcome>((resolve, reject) => post({ resolve, reject, task }, id));
     },
     async close() {
-      await Promise.all(workers.map((x) => x.w.terminate()));
+      await Promise.all(workers.splice(0).map((x) => x.w.terminate()));
     },
   };
 }
+
+/**
+ * A parse worker's heap limit in MiB. A worker holds one file at a time (its text, chunks and tokens; tree-sitter's
+ * own memory is WebAssembly's, outside the heap), and needs far less; unbounded, V8 let each worker's heap grow to
+ * 100-270 MiB of garbage before collecting it, and two workers and the writer at their high-water marks at once made
+ * the peaks of a large run's memory. Bounded, V8 collects sooner (the workers' heaps stayed at 45-70 MiB on a 13k-file
+ * run). It grows with the largest file indexed; a file that needs more ends its worker, and the pool goes on
+ * (`crashed`).
+ */
+export function parseWorkerHeapMb(config: Pick<QuarryConfig, 'maxFileBytes'>): number {
+  return Math.max(128, Math.ceil((128 * config.maxFileBytes) / 2 ** 20));
+}
+
+/**
+ * Parse workers that may die one after another with no file done in between before the run ends (see `crashed`): one
+ * file takes three at most, so more says that they die on starting.
+ */
+const MAX_DEATHS_IN_A_ROW = 3;
 
 /** Files on which a grammar may fail (other than by a parse's deadline) before it is given up for the run. */
 export const GIVE_UP_AFTER = 3;

@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { createFilePool, parseWorkerHeapMb } from '../src/indexing/pool.ts';
+import type { FileOutcome } from '../src/indexing/process-file.ts';
+import { makeTree, removeTree, testConfig } from './helpers.ts';
+
+const MiB = 2 ** 20;
+
+/** ~6.6 MB of small Python functions: a tree and its captures that need far more than a 48 MiB heap. */
+function hugePython(): string {
+  const out: string[] = [];
+  for (let i = 0; i < 150_000; i++) out.push(`def f${i}(a, b):\n    return a + b * ${i}\n`);
+  return out.join('\n');
+}
+
+const task = (root: string, path: string) => {
+  const st = statSync(join(root, path));
+  return { path, size: st.size, mtimeMs: st.mtimeMs };
+};
+
+test("a parse worker's heap limit grows with the largest file indexed", () => {
+  assert.equal(parseWorkerHeapMb({ maxFileBytes: MiB }), 128);
+  assert.equal(parseWorkerHeapMb({ maxFileBytes: 64 * 1024 }), 128);
+  assert.equal(parseWorkerHeapMb({ maxFileBytes: 8 * MiB }), 1024);
+});
+
+test('a file that takes its parse worker past its heap ends neither the run nor the files in flight with it', async () => {
+  const files: Record<string, string> = { 'huge.py': hugePython() };
+  for (let i = 0; i < 6; i++) files[`small${i}.py`] = `def small_${i}():\n    return ${i}\n`;
+  const root = makeTree(files);
+  try {
+    const config = testConfig({ maxFileBytes: 16 * MiB });
+    const pool = createFilePool(root, config, 1, 48);
+    const paths = ['small0.py', 'huge.py', 'small1.py', 'small2.py', 'small3.py', 'small4.py', 'small5.py'];
+    const outcomes = await Promise.all(paths.map((p) => pool.run(task(root, p))));
+    await pool.close();
+    const byPath = new Map(paths.map((p, i) => [p, outcomes[i]!]));
+    for (const p of paths.filter((x) => x !== 'huge.py')) {
+      const o = byPath.get(p)!;
+      assert.equal(o.status, 'indexed', `${p}: ${JSON.stringify(o)}`);
+    }
+    // the worker died on it twice: chunked by lines in a third, or left out as unreadable if that died too
+    const huge = byPath.get('huge.py')! as FileOutcome;
+    if (huge.status === 'indexed') assert.equal(huge.update.file.method, 'lines');
+    else {
+      assert.equal(huge.status, 'unreadable');
+      assert.match(huge.detail, /parse worker died.*memory/);
+    }
+  } finally {
+    removeTree(root);
+  }
+});
+
+test('workers that die on starting end the run with their error, and do not take every file down one by one', async () => {
+  const root = makeTree({ 'a.py': 'def a():\n    return 1\n', 'b.py': 'def b():\n    return 2\n' });
+  try {
+    // no worker can start in 1 MiB of heap
+    const pool = createFilePool(root, testConfig(), 1, 1);
+    const results = await Promise.allSettled(['a.py', 'b.py'].map((p) => pool.run(task(root, p))));
+    await pool.close();
+    for (const r of results) {
+      assert.equal(r.status, 'rejected');
+      assert.match(String((r as PromiseRejectedResult).reason), /memory/);
+    }
+  } finally {
+    removeTree(root);
+  }
+});
