@@ -21,9 +21,9 @@ const task = (root: string, path: string) => {
 };
 
 test("a parse worker's heap limit grows with the largest file indexed", () => {
-  assert.equal(parseWorkerHeapMb({ maxFileBytes: MiB }), 128);
-  assert.equal(parseWorkerHeapMb({ maxFileBytes: 64 * 1024 }), 128);
-  assert.equal(parseWorkerHeapMb({ maxFileBytes: 8 * MiB }), 1024);
+  assert.equal(parseWorkerHeapMb({ maxFileBytes: MiB }), 1024);
+  assert.equal(parseWorkerHeapMb({ maxFileBytes: 64 * 1024 }), 1024);
+  assert.equal(parseWorkerHeapMb({ maxFileBytes: 8 * MiB }), 4096);
 });
 
 test('a file that takes its parse worker past its heap ends neither the run nor the files in flight with it', async () => {

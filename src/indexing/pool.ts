@@ -169,15 +169,15 @@ export function createFilePool(
 }
 
 /**
- * A parse worker's heap limit in MiB. A worker holds one file at a time (its text, chunks and tokens; tree-sitter's
- * own memory is WebAssembly's, outside the heap), and needs far less; unbounded, V8 let each worker's heap grow to
- * 100-270 MiB of garbage before collecting it, and two workers and the writer at their high-water marks at once made
- * the peaks of a large run's memory. Bounded, V8 collects sooner (the workers' heaps stayed at 45-70 MiB on a 13k-file
- * run). It grows with the largest file indexed; a file that needs more ends its worker, and the pool goes on
- * (`crashed`).
+ * A parse worker's heap limit in MiB: far above what any real file needs (a worker holds one file at a time, and
+ * tree-sitter's own memory is WebAssembly's, outside the heap: an adversarial 1 MB file of 23k one-line functions
+ * needs ~70 MiB), so that only a pathological file meets it, and ends its worker instead of growing the whole
+ * process until the machine runs out. Not lower: Node gives a worker at its limit only 16 MiB more to stop in, and a
+ * builtin that allocates past that (a join, a message's copy) ends the whole process: one of two 100k-file runs with
+ * a 128 MiB limit ended by SIGABRT (docs/benchmarks.md), which no run without a limit has.
  */
 export function parseWorkerHeapMb(config: Pick<QuarryConfig, 'maxFileBytes'>): number {
-  return Math.max(128, Math.ceil((128 * config.maxFileBytes) / 2 ** 20));
+  return Math.max(1024, Math.ceil((512 * config.maxFileBytes) / 2 ** 20));
 }
 
 /**
