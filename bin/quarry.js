@@ -1,4 +1,11 @@
 #!/usr/bin/env node
+import module from 'node:module';
+
+// Node 22.1 and later keep the compiled code of the modules loaded from here on in a cache on disk, so a one-shot
+// command does not compile quarry's bundle again each time (NODE_DISABLE_COMPILE_CACHE=1 turns it off); Node 20
+// has no such cache and compiles as before.
+module.enableCompileCache?.();
+
 // The built CLI lives in dist/; say how to build it instead of failing with a module-resolution stack trace.
 try {
   await import('../dist/bundle/run.js');
