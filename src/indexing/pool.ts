@@ -52,15 +52,18 @@ export function createFilePool(
       close: async () => {},
     };
   }
-  /** `lost`: how many workers died with this task in flight (see `crashed`). */
+  /** `lost`: how many workers died while on this task (see `crashed`). */
   type Pending = {
     resolve: (o: FileOutcome) => void;
     reject: (e: Error) => void;
     task: FileTask;
     lost?: number;
   };
-  type Slot = { w: ReturnType<typeof startWorker>; pending: Map<number, Pending> };
+  /** `current`: the task the worker said it started last (it works on one at a time). */
+  type Slot = { w: ReturnType<typeof startWorker>; pending: Map<number, Pending>; current?: number };
   const workers: Slot[] = [];
+  /** Set when the pool gave up (workers that cannot start) or closed: every task after it is refused with it. */
+  let stopped: Error | undefined;
   const spawn = (): Slot => {
     const w = startWorker(
       'indexing/worker',
@@ -69,63 +72,86 @@ export function createFilePool(
     );
     const slot: Slot = { w, pending: new Map<number, Pending>() };
     const { pending } = slot;
-    w.on('message', (m: { id: number; outcome?: FileOutcome; error?: string; wasm?: boolean }) => {
-      const p = pending.get(m.id);
-      if (!p) return;
-      pending.delete(m.id);
-      deathsInARow = 0;
-      anyDone = true;
-      if (m.wasm) {
-        // tree-sitter's WebAssembly failed: its memory in this worker is not to be trusted again. A new worker
-        // takes the tasks in flight, and this file is chunked by lines (found on a 100,581-file run)
-        replace(slot);
-        post({ ...p, task: { ...p.task, plain: true } }, m.id);
-      } else if (m.error) p.reject(new Error(m.error));
-      else {
-        p.resolve(m.outcome!);
-        // a parse that left tree-sitter's memory suspect: this worker parses nothing more
-        if (m.outcome?.status === 'indexed' && m.outcome.suspect) {
-          noteFailure(m.outcome.failedGrammar);
-          replace(slot);
+    w.on(
+      'message',
+      (m: { id: number; started?: boolean; outcome?: FileOutcome; error?: string; wasm?: boolean }) => {
+        // a replaced or stopped worker's late answers: its tasks went elsewhere, or were refused
+        if (!workers.includes(slot)) return;
+        if (m.started) {
+          slot.current = m.id;
+          return;
         }
-      }
-    });
+        const p = pending.get(m.id);
+        if (!p) return;
+        pending.delete(m.id);
+        slot.current = undefined;
+        unchargedDeaths = 0;
+        anyDone = true;
+        if (m.wasm) {
+          // tree-sitter's WebAssembly failed: its memory in this worker is not to be trusted again. A new worker
+          // takes the tasks in flight, and this file is chunked by lines (found on a 100,581-file run)
+          replace(slot);
+          post({ ...p, task: { ...p.task, plain: true } }, m.id);
+        } else if (m.error) p.reject(new Error(m.error));
+        else {
+          p.resolve(m.outcome!);
+          // a parse that left tree-sitter's memory suspect: this worker parses nothing more
+          if (m.outcome?.status === 'indexed' && m.outcome.suspect) {
+            noteFailure(m.outcome.failedGrammar);
+            replace(slot);
+          }
+        }
+      },
+    );
     w.on('error', (err) => crashed(slot, err));
     w.on('exit', (code) => {
       if (code !== 0) crashed(slot, new Error(`parse worker exited with code ${code}`));
     });
     return slot;
   };
-  // A worker that died (out of its memory on one file, or any fault outside a file's parse) takes no run down: a new
-  // one takes its tasks. A task in flight in two dead workers is chunked by lines, and one that a third takes down is
-  // left out as unreadable (no row is written: the next run tries it again), so one file cannot end the run. Workers
-  // that die with no file done in between, more than a file's three (or three before any file is done), end it.
-  let deathsInARow = 0;
-  let anyDone = false;
-  const crashed = (slot: Slot, err: Error) => {
-    if (!workers.includes(slot)) return; // replaced or closed already: its tasks went on
-    deathsInARow++;
-    if (
-      slot.pending.size === 0 ||
-      deathsInARow > MAX_DEATHS_IN_A_ROW ||
-      (!anyDone && deathsInARow === MAX_DEATHS_IN_A_ROW)
-    ) {
-      workers.splice(workers.indexOf(slot), 1);
+  /** Ends the pool: every task in flight and every later one is refused with `err`. */
+  const stop = (err: Error) => {
+    stopped ??= err;
+    for (const slot of workers.splice(0)) {
       for (const p of slot.pending.values()) p.reject(err);
       slot.pending.clear();
-      for (const other of workers.splice(0)) {
-        for (const p of other.pending.values()) p.reject(err);
-        void other.w.terminate();
-      }
-      return;
+      void slot.w.terminate();
     }
-    // the largest file is the likeliest cause: the others go first, so that they are done before it can end the next
-    // worker too
-    const tasks = [...slot.pending].sort((a, b) => a[1].task.size - b[1].task.size);
+  };
+  // A worker that died (out of its memory on one file, or any fault outside a file's parse) takes no run down: its
+  // tasks go back to the pool. The file it was on is charged: a file two dead workers were on is chunked by lines,
+  // and one a third died on is left out as unreadable (no row is written: the next run tries it again), so one file
+  // cannot end the run. A worker that died on no file (starting, or idle) is charged to none, and more than three
+  // such deaths with no file done in between (three before any file is done) end the run: the workers cannot start.
+  let unchargedDeaths = 0;
+  let anyDone = false;
+  const crashed = (slot: Slot, err: Error) => {
+    if (!workers.includes(slot)) return; // replaced or stopped already: its tasks went on
+    const culprit = slot.current;
+    if (culprit === undefined || !slot.pending.has(culprit)) {
+      unchargedDeaths++;
+      if (unchargedDeaths > MAX_DEATHS_IN_A_ROW || (!anyDone && unchargedDeaths === MAX_DEATHS_IN_A_ROW)) {
+        stop(err);
+        return;
+      }
+    }
+    const tasks = [...slot.pending];
     slot.pending.clear();
-    workers[workers.indexOf(slot)] = spawn();
-    void slot.w.terminate();
+    try {
+      workers[workers.indexOf(slot)] = spawn();
+    } catch (startErr) {
+      workers.splice(workers.indexOf(slot), 1);
+      for (const [, p] of tasks) p.reject(startErr as Error);
+      stop(startErr as Error);
+      return;
+    } finally {
+      void slot.w.terminate();
+    }
     for (const [id, p] of tasks) {
+      if (id !== culprit) {
+        post(p, id);
+        continue;
+      }
       const lost = (p.lost ?? 0) + 1;
       if (lost >= 3)
         p.resolve({
@@ -137,7 +163,13 @@ export function createFilePool(
     }
   };
   const replace = (old: Slot) => {
-    const fresh = spawn();
+    let fresh: Slot;
+    try {
+      fresh = spawn();
+    } catch (err) {
+      stop(err as Error);
+      return;
+    }
     workers[workers.indexOf(old)] = fresh;
     for (const [id, p] of old.pending) {
       fresh.pending.set(id, p);
@@ -147,6 +179,10 @@ export function createFilePool(
     void old.w.terminate();
   };
   const post = (p: Pending, id: number) => {
+    if (stopped || !workers.length) {
+      p.reject(stopped ?? new Error('the parse workers are closed'));
+      return;
+    }
     // the least busy worker takes the task
     let best = workers[0]!;
     for (const x of workers) if (x.pending.size < best.pending.size) best = x;
@@ -163,7 +199,10 @@ export function createFilePool(
       return new Promise<FileOutcome>((resolve, reject) => post({ resolve, reject, task }, id));
     },
     async close() {
-      await Promise.all(workers.splice(0).map((x) => x.w.terminate()));
+      const closing = workers.splice(0);
+      stopped ??= new Error('the parse workers are closed');
+      for (const x of closing) x.pending.clear();
+      await Promise.all(closing.map((x) => x.w.terminate()));
     },
   };
 }
@@ -181,8 +220,8 @@ export function parseWorkerHeapMb(config: Pick<QuarryConfig, 'maxFileBytes'>): n
 }
 
 /**
- * Parse workers that may die one after another with no file done in between before the run ends (see `crashed`): one
- * file takes three at most, so more says that they die on starting.
+ * Parse workers that may die on no file (starting, or idle) with no file done in between before the run ends (see
+ * `crashed`); one fewer before any file is done.
  */
 const MAX_DEATHS_IN_A_ROW = 3;
 

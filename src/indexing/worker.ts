@@ -6,7 +6,14 @@ import { type FileTask, processFile } from './process-file.ts';
 /** A parse worker: receives file tasks, answers with what `processFile` made of them. */
 const { root, config } = workerData as { root: string; config: QuarryConfig };
 
-parentPort!.on('message', async (msg: { id: number; task: FileTask }) => {
+// one file at a time, and the pool told which: a worker that dies is charged to the file it was on (pool.ts)
+let queue: Promise<void> = Promise.resolve();
+parentPort!.on('message', (msg: { id: number; task: FileTask }) => {
+  queue = queue.then(() => handle(msg));
+});
+
+async function handle(msg: { id: number; task: FileTask }): Promise<void> {
+  parentPort!.postMessage({ id: msg.id, started: true });
   try {
     const outcome = await processFile(root, msg.task, config);
     parentPort!.postMessage({ id: msg.id, outcome });
@@ -18,4 +25,4 @@ parentPort!.on('message', async (msg: { id: number; task: FileTask }) => {
       ...(isWasmFailure(err) ? { wasm: true } : {}),
     });
   }
-});
+}
