@@ -23,42 +23,65 @@ export function createFilePool(
   size = defaultWorkerCount(config),
   heapMb = parseWorkerHeapMb(config),
 ): FilePool {
-  // a grammar that fails (other than by a parse's deadline) on this many files is given up for the run: each failure
-  // costs a worker, and a grammar that fails systematically would cost one per file
+  const grammars = grammarFailures();
+  return size <= 0 ? inThreadPool(root, config, grammars) : workerPool(root, config, size, heapMb, grammars);
+}
+
+type GrammarFailures = ReturnType<typeof grammarFailures>;
+
+/**
+ * A grammar that fails (other than by a parse's deadline) on GIVE_UP_AFTER files is given up for the run: each failure
+ * costs a worker, and a grammar that fails systematically would cost one per file.
+ */
+function grammarFailures() {
   const failures = new Map<string, number>();
   const givenUp: string[] = [];
-  const noteFailure = (grammar: string | undefined) => {
-    if (!grammar) return;
-    const n = (failures.get(grammar) ?? 0) + 1;
-    failures.set(grammar, n);
-    if (n === GIVE_UP_AFTER) givenUp.push(grammar);
+  return {
+    givenUp,
+    noteFailure(grammar: string | undefined) {
+      if (!grammar) return;
+      const n = (failures.get(grammar) ?? 0) + 1;
+      failures.set(grammar, n);
+      if (n === GIVE_UP_AFTER) givenUp.push(grammar);
+    },
+    withGivenUp: (task: FileTask): FileTask => (givenUp.length ? { ...task, noGrammars: givenUp } : task),
   };
-  const withGivenUp = (task: FileTask): FileTask =>
-    givenUp.length ? { ...task, noGrammars: givenUp } : task;
-  if (size <= 0) {
-    return {
-      size: 0,
-      givenUp,
-      run: async (task) => {
-        try {
-          const outcome = await processFile(root, withGivenUp(task), config);
-          if (outcome.status === 'indexed' && outcome.suspect) noteFailure(outcome.failedGrammar);
-          return outcome;
-        } catch (err) {
-          if (!isWasmFailure(err)) throw err;
-          return processFile(root, { ...task, plain: true }, config);
-        }
-      },
-      close: async () => {},
-    };
-  }
-  /** `lost`: how many workers died while on this task (see `crashed`). */
-  type Pending = {
-    resolve: (o: FileOutcome) => void;
-    reject: (e: Error) => void;
-    task: FileTask;
-    lost?: number;
+}
+
+/** The files processed in this thread, one after another (a run of a few files: workers cost more to start). */
+function inThreadPool(root: string, config: QuarryConfig, grammars: GrammarFailures): FilePool {
+  return {
+    size: 0,
+    givenUp: grammars.givenUp,
+    run: async (task) => {
+      try {
+        const outcome = await processFile(root, grammars.withGivenUp(task), config);
+        if (outcome.status === 'indexed' && outcome.suspect) grammars.noteFailure(outcome.failedGrammar);
+        return outcome;
+      } catch (err) {
+        if (!isWasmFailure(err)) throw err;
+        return processFile(root, { ...task, plain: true }, config);
+      }
+    },
+    close: async () => {},
   };
+}
+
+/** `lost`: how many workers died while on this task (see `crashed` in `workerPool`). */
+type Pending = {
+  resolve: (o: FileOutcome) => void;
+  reject: (e: Error) => void;
+  task: FileTask;
+  lost?: number;
+};
+
+function workerPool(
+  root: string,
+  config: QuarryConfig,
+  size: number,
+  heapMb: number,
+  { givenUp, noteFailure, withGivenUp }: GrammarFailures,
+): FilePool {
   /** `current`: the task the worker said it started last (it works on one at a time). */
   type Slot = { w: ReturnType<typeof startWorker>; pending: Map<number, Pending>; current?: number };
   const workers: Slot[] = [];
@@ -148,18 +171,8 @@ export function createFilePool(
       void slot.w.terminate();
     }
     for (const [id, p] of tasks) {
-      if (id !== culprit) {
-        post(p, id);
-        continue;
-      }
-      const lost = (p.lost ?? 0) + 1;
-      if (lost >= 3)
-        p.resolve({
-          status: 'unreadable',
-          path: p.task.path,
-          detail: `its parse worker died (${err.message})`,
-        });
-      else post({ ...p, lost, task: lost === 2 ? { ...p.task, plain: true } : p.task }, id);
+      if (id !== culprit) post(p, id);
+      else chargeDeath(p, id, err, post);
     }
   };
   const replace = (old: Slot) => {
@@ -205,6 +218,14 @@ export function createFilePool(
       await Promise.all(closing.map((x) => x.w.terminate()));
     },
   };
+}
+
+/** A task a worker died on: tried again, by lines after two deaths, and left out as unreadable after three. */
+function chargeDeath(p: Pending, id: number, err: Error, post: (p: Pending, id: number) => void): void {
+  const lost = (p.lost ?? 0) + 1;
+  if (lost >= 3)
+    p.resolve({ status: 'unreadable', path: p.task.path, detail: `its parse worker died (${err.message})` });
+  else post({ ...p, lost, task: lost === 2 ? { ...p.task, plain: true } : p.task }, id);
 }
 
 /**
