@@ -560,12 +560,22 @@ function chunkTree(
   // top-level variables and constants are symbols too (what ctags or an LSP's document symbols list), but not
   // chunk boundaries: `export const DEFAULT_TIMEOUT_MS = 30_000` stays in the chunk around it
   const defined = new Set(symbols.map((s) => `${s.name}:${s.startLine}`));
+  // each name's line spans so far, so that a generated file's thousands of constants are not each checked against
+  // every symbol before them
+  const spans = new Map<string, Array<[number, number]>>();
+  const addSpan = (name: string, start: number, end: number) => {
+    const list = spans.get(name);
+    if (list) list.push([start, end]);
+    else spans.set(name, [[start, end]]);
+  };
+  for (const s of symbols) addSpan(s.name, s.startLine, s.endLine);
   for (const v of variablesIn(tree.rootNode)) {
     if (
       defined.has(`${v.name}:${v.line}`) ||
-      symbols.some((s) => s.name === v.name && s.startLine <= v.line && v.line <= s.endLine)
+      spans.get(v.name)?.some(([start, end]) => start <= v.line && v.line <= end)
     )
       continue;
+    addSpan(v.name, v.line, v.line);
     symbols.push({
       name: v.name,
       kind: /^(const|static)$/.test(v.kind) || /^[A-Z][A-Z0-9_]{2,}$/.test(v.name) ? 'constant' : 'variable',
