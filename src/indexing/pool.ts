@@ -158,30 +158,26 @@ function workerPool(
         return;
       }
     }
+    // its tasks leave it before it is replaced, so that they go back to the pool rather than to its successor
     const tasks = [...slot.pending];
     slot.pending.clear();
-    try {
-      workers[workers.indexOf(slot)] = spawn();
-    } catch (startErr) {
-      workers.splice(workers.indexOf(slot), 1);
-      for (const [, p] of tasks) p.reject(startErr as Error);
-      stop(startErr as Error);
+    if (!replace(slot)) {
+      for (const [, p] of tasks) p.reject(stopped!);
       return;
-    } finally {
-      void slot.w.terminate();
     }
     for (const [id, p] of tasks) {
       if (id !== culprit) post(p, id);
       else chargeDeath(p, id, err, post);
     }
   };
-  const replace = (old: Slot) => {
+  /** A new worker in `old`'s place, with its tasks; false when none could start (the pool stopped). */
+  const replace = (old: Slot): boolean => {
     let fresh: Slot;
     try {
       fresh = spawn();
     } catch (err) {
       stop(err as Error);
-      return;
+      return false;
     }
     workers[workers.indexOf(old)] = fresh;
     for (const [id, p] of old.pending) {
@@ -190,10 +186,11 @@ function workerPool(
     }
     old.pending.clear();
     void old.w.terminate();
+    return true;
   };
   const post = (p: Pending, id: number) => {
-    if (stopped || !workers.length) {
-      p.reject(stopped ?? new Error('the parse workers are closed'));
+    if (stopped) {
+      p.reject(stopped);
       return;
     }
     // the least busy worker takes the task
