@@ -54,6 +54,17 @@ export const ConfigSchema = z.object({
     )
     .default(10_000),
   /**
+   * Remember each folder's listing between index runs (`.quarry/walk.json`) and list again only the folders whose
+   * stat changed, like git's untracked cache. Default true; turn it off on a file system that does not update a
+   * folder's times when its entries change.
+   */
+  walkCache: z
+    .boolean()
+    .describe(
+      "remember each folder's listing between index runs and list again only folders whose times changed (default true)",
+    )
+    .default(true),
+  /**
    * A run with at least this many files to read writes them on a thread of its own (SQLite), while the main thread
    * hands out files to the parse workers; 0 never does. Default 2000.
    */

@@ -15,6 +15,7 @@ import {
   type WalkSkip,
   walk,
 } from '../workspace/walk.ts';
+import { folderMemoFile, loadFolderMemos, saveFolderMemos } from '../workspace/walk-cache.ts';
 import { type EmbedReport, embedPending } from './embedding.ts';
 import { createFilePool, GIVE_UP_AFTER } from './pool.ts';
 import type { FileTask } from './process-file.ts';
@@ -283,7 +284,11 @@ function findFiles(
   }
   const ignored: WalkSkipped['ignored'] = { files: 0, folders: 0 };
   const ignores: WalkIgnore[] = [];
+  // folders remembered from the last run: only those whose stat changed are listed again
+  const memoFile = folderMemoFile(root, config);
+  const memo = memoFile ? loadFolderMemos(memoFile) : undefined;
   const walked = walk(root, config, {
+    ...(memo ? { memo } : {}),
     onSkip: (s) => {
       if (s.reason === 'unreadable') warn(`skipped unreadable ${s.path} (${s.detail})`);
     },
@@ -295,6 +300,7 @@ function findFiles(
       ignores.push(i);
     },
   });
+  if (memoFile && memo) saveFolderMemos(memoFile, memo);
   // what quarry's defaults hid that git tracks: named by `status`, so no tracked code is left out unsaid
   const tracked = trackedByDefaults(root, ignores);
   if (tracked.size)

@@ -1,6 +1,6 @@
 import { lstatSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, join, resolve, sep } from 'node:path';
-import { resolveConfig, type UserConfig } from '../config/config.ts';
+import { type QuarryConfig, resolveConfig, type UserConfig } from '../config/config.ts';
 import { type Embedder, openEmbedder } from '../embed/open.ts';
 import { QuarryError } from '../errors.ts';
 import { type IndexOptions, type IndexReport, indexRepository } from '../indexing/indexer.ts';
@@ -29,10 +29,17 @@ import type { IndexStatus, LocalProject, NearestHit, NearestQuery, NearestRespon
 
 export type { IndexStatus, LocalProject, Project } from './types.ts';
 
-import { treeDelta } from '../workspace/delta.ts';
+import { type DeltaOptions, treeDelta } from '../workspace/delta.ts';
 import { languageIds } from '../workspace/languages.ts';
 import { findProjectRoot, gitHead, isDirectory } from '../workspace/root.ts';
 import type { WalkEntry } from '../workspace/walk.ts';
+import { folderMemoFile } from '../workspace/walk-cache.ts';
+
+/** A walk of the working tree with the folders the last index run remembered. */
+function memoOf(root: string, config: QuarryConfig): DeltaOptions {
+  const memoFile = folderMemoFile(root, config);
+  return memoFile ? { memoFile } : {};
+}
 
 export interface OpenProjectOptions {
   /** The project root. Default: found from `cwd` by walking up to `.quarry/` or `.git`. */
@@ -420,7 +427,7 @@ async function catchUpNow(project: LocalProject): Promise<{ note?: string } | un
   if (Number((await store.getMeta('tree_files')) ?? 0) > CATCH_UP_WALK_MAX) return undefined;
   const files = await store.listFiles();
   if (files.length > CATCH_UP_WALK_MAX) return undefined;
-  const { changed, gone } = treeDelta(root, config, files);
+  const { changed, gone } = treeDelta(root, config, files, memoOf(root, config));
   const paths = [...changed.keys(), ...gone];
   if (!paths.length) return undefined;
   const pending = `${paths.length} file${paths.length === 1 ? '' : 's'} changed since the last index`;
@@ -521,7 +528,7 @@ async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepRes
   const walked = Boolean(root && (q.noIgnore || !(await watchedAndQuiet(project))));
   const delta =
     walked && root
-      ? treeDelta(root, project.config, files, q.noIgnore ? { noIgnore: true } : {})
+      ? treeDelta(root, project.config, files, q.noIgnore ? { noIgnore: true } : memoOf(root, project.config))
       : { changed: new Map<string, WalkEntry>(), gone: new Set<string>() };
   const { changed, gone } = delta;
   const stale = (p: string) => changed.has(p) || gone.has(p);
@@ -654,7 +661,7 @@ export async function projectStatus(project: LocalProject): Promise<StatusReport
   const { store, root, config } = project;
   const files = await store.listFiles();
   const known = new Set(files.map((f) => f.path));
-  const { changed, gone } = treeDelta(root, config, files);
+  const { changed, gone } = treeDelta(root, config, files, memoOf(root, config));
   let added = 0;
   for (const p of changed.keys()) if (!known.has(p)) added++;
   const pending = { added, modified: changed.size - added, deleted: gone.size };

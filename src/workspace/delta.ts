@@ -1,5 +1,6 @@
 import type { QuarryConfig } from '../config/config.ts';
 import { type WalkEntry, walk } from './walk.ts';
+import { loadFolderMemos } from './walk-cache.ts';
 
 /** An indexed file as the delta needs it: where, how big and when written, when it was indexed. */
 export interface IndexedFile {
@@ -22,6 +23,11 @@ export interface TreeDelta {
 export interface DeltaOptions {
   /** Walk past every ignore rule (ripgrep's --no-ignore): the index's files are still compared by size and time. */
   noIgnore?: boolean;
+  /**
+   * The folders the last `quarry index` remembered (`walk-cache.ts`): only folders whose stat changed since are
+   * listed. Read, never written: the index run keeps it.
+   */
+  memoFile?: string;
 }
 
 /**
@@ -37,7 +43,9 @@ export function treeDelta(
   const known = new Map(indexed.map((f) => [f.path, f]));
   const changed = new Map<string, WalkEntry>();
   const present = new Set<string>();
-  for (const f of walk(root, config, options.noIgnore ? { noIgnore: true } : {}).files) {
+  const memo = options.memoFile && !options.noIgnore ? loadFolderMemos(options.memoFile) : undefined;
+  const walkOptions = options.noIgnore ? { noIgnore: true } : memo ? { memo } : {};
+  for (const f of walk(root, config, walkOptions).files) {
     present.add(f.path);
     const k = known.get(f.path);
     if (!k || k.size !== f.size || k.mtimeMs !== f.mtimeMs) changed.set(f.path, f);

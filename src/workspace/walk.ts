@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { type Dirent, existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
@@ -236,6 +237,172 @@ export interface WalkOptions {
    * folders of version control and quarry's own. Secret-looking names, links and size limits still apply.
    */
   noIgnore?: boolean;
+  /**
+   * Folders remembered from an earlier walk (`walk-cache.ts`): a folder whose own stat and ignore rules are what they
+   * were is not read again, only its files' stats. The walk leaves in it what it read this time.
+   */
+  memo?: FolderMemos;
+}
+
+/**
+ * What a walk decided about one entry of a folder, before a file's own stat: a file to stat (`f`), a folder to
+ * visit with the matchers (by index in the folder's list) whose say inside it is overridden (`d`), a skip (`s`), or
+ * an ignore and the rule's source (`i`).
+ */
+export type Decision =
+  | [name: string, kind: 'f']
+  | [name: string, kind: 'd', overridden: number[]]
+  | [name: string, kind: 's', reason: 'symlink' | 'special' | 'secret']
+  | [name: string, kind: 'i', dir: boolean, rule: string];
+
+/** One folder as a walk found it: its stat, the rules in force in it, its ignore files, and its entries decided. */
+export interface FolderMemo {
+  stamp: string;
+  rules: string;
+  ignoreFiles: string[];
+  entries: Decision[];
+}
+
+/** Folders by repository-relative path ('' for the root): what the last walk found, and what this one finds. */
+export interface FolderMemos {
+  last: ReadonlyMap<string, FolderMemo>;
+  next: Map<string, FolderMemo>;
+  /** Folders taken from `last` without reading them. */
+  reused: number;
+  /** Folders read. */
+  read: number;
+  /** Folders changed at or after this time (ms) are not remembered; default: the walk's start less RACY_MS. */
+  settledBefore?: number;
+}
+
+const IGNORE_FILES = ['.gitignore', '.quarryignore'];
+
+/** Raise when the walk decides differently from the same rules: remembered folders are then read again. */
+const WALK_RULES_VERSION = 1;
+
+/**
+ * A folder changed within this long before a walk is not remembered: a file system stamps times in ticks, and an
+ * entry added in the same tick as the listing would leave the folder's stamp as it was (git's "racy" entries).
+ */
+const RACY_MS = 2_000;
+
+/** A folder's identity and last change: its inode, and the times any change of its entries sets. */
+function folderStamp(dirAbs: string): { stamp: string; changedMs: number } | undefined {
+  try {
+    const st = lstatSync(dirAbs);
+    if (!st.isDirectory()) return undefined;
+    return { stamp: `${st.ino}:${st.mtimeMs}:${st.ctimeMs}`, changedMs: Math.max(st.mtimeMs, st.ctimeMs) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The rules' fingerprint once a folder's ignore file is added to them. */
+function addRules(fingerprint: string, name: string, text: string): string {
+  return createHash('sha1')
+    .update(fingerprint)
+    .update('\0')
+    .update(name)
+    .update('\0')
+    .update(text)
+    .digest('hex');
+}
+
+/** What every folder's decisions depend on besides its own ignore files: a change of any reads every folder again. */
+function baseFingerprint(root: string, config: QuarryConfig, noIgnore: boolean | undefined): string {
+  const rules = noIgnore
+    ? 'none'
+    : [DEFAULT_IGNORES, config.ignore, readPatterns(join(root, '.git', 'info', 'exclude'))];
+  return createHash('sha1')
+    .update(JSON.stringify([WALK_RULES_VERSION, rules, config.includeSecrets]))
+    .digest('hex');
+}
+
+/** The matchers in force in a folder (its own ignore files added) and their fingerprint. */
+function withOwnRules(
+  dirRel: string,
+  dirAbs: string,
+  names: readonly string[],
+  inherited: Matcher[],
+  rules: string,
+): { matchers: Matcher[]; rules: string } {
+  let matchers = inherited;
+  for (const name of names) {
+    const text = readPatterns(join(dirAbs, name));
+    if (!text) continue;
+    matchers = [...matchers, ignoreFile(dirRel, name, text)];
+    rules = addRules(rules, name, text);
+  }
+  return { matchers, rules };
+}
+
+/**
+ * A folder's entries, decided: what is ignored, skipped, walked into, or a file to stat. `volatile` when a decision
+ * depends on more than the folder and its rules (what git tracks in a build folder).
+ */
+function decide(
+  root: string,
+  config: QuarryConfig,
+  dirRel: string,
+  entries: readonly Dirent[],
+  matchers: Matcher[],
+  overridden: ReadonlySet<Matcher>,
+): { decisions: Decision[]; volatile: boolean } {
+  const out: Decision[] = [];
+  let volatile = false;
+  for (const entry of entries) {
+    const name = entry.name;
+    const rel = dirRel ? `${dirRel}/${name}` : name;
+    const symlink = entry.isSymbolicLink();
+    if (entry.isDirectory() && !symlink) {
+      const by = ignoredBy(matchers, rel, true, overridden);
+      // whether a build folder is walked depends on what git tracks, which no folder's stamp shows
+      if (by?.source === DEFAULTS_SOURCE && BUILD_FOLDERS.has(name)) volatile = true;
+      const lifted = liftedBuildFolder(root, by, rel);
+      if (by && !lifted) {
+        out.push([name, 'i', true, by.source]);
+        continue;
+      }
+      const next: number[] = [];
+      matchers.forEach((m, i) => {
+        // a lifted build folder keeps the defaults inside it (its own node_modules/ is still skipped)
+        if (overridden.has(m) || (!(lifted && m === by) && verdict(m, rel, true)?.ignored)) next.push(i);
+      });
+      out.push([name, 'd', next]);
+      continue;
+    }
+    const by = ignoredBy(matchers, rel, false, overridden);
+    if (by) out.push([name, 'i', false, by.source]);
+    else if (symlink) out.push([name, 's', 'symlink']);
+    else if (!entry.isFile()) out.push([name, 's', 'special']);
+    else if (!config.includeSecrets && looksLikeSecretPath(rel)) out.push([name, 's', 'secret']);
+    else out.push([name, 'f']);
+  }
+  return { decisions: out, volatile };
+}
+
+/** A file the walk keeps, by its own stat, or the reason it skips it (undefined: gone, or no regular file now). */
+function statFile(
+  config: QuarryConfig,
+  rel: string,
+  abs: string,
+  name: string,
+): WalkEntry | WalkSkip | undefined {
+  let st: ReturnType<typeof lstatSync>;
+  try {
+    st = lstatSync(abs);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    // a name that is not UTF-8 comes back with U+FFFD in it, and no file has that name: say so, do not drop it
+    if (code === 'ENOENT' && name.includes('\uFFFD')) return { path: rel, reason: 'bad-name' };
+    if (code !== 'ENOENT') return { path: rel, reason: 'unreadable', detail: code ?? String(err) };
+    return undefined;
+  }
+  if (!st.isFile()) return undefined;
+  // git never makes hard links in a checkout; one may be another name of a file outside the root (/etc/passwd)
+  if (st.nlink > 1 && !config.includeHardLinks) return { path: rel, reason: 'hard-link' };
+  if (st.size > config.maxFileBytes) return { path: rel, reason: 'too-large', detail: `${st.size} bytes` };
+  return { path: rel, size: st.size, mtimeMs: st.mtimeMs };
 }
 
 /**
@@ -245,26 +412,60 @@ export interface WalkOptions {
 export function walk(root: string, config: QuarryConfig, options: WalkOptions = {}): WalkResult {
   const files: WalkEntry[] = [];
   const skipped: WalkSkip[] = [];
-  const skip = (s: WalkSkip): void => {
-    skipped.push(s);
-    options.onSkip?.(s);
-  };
-
+  const { onSkip, onIgnore, memo } = options;
+  const started = Date.now();
   const base: Matcher[] = options.noIgnore
     ? [{ base: '', ig: defaultsMatcher(VERSION_CONTROL_IGNORES), source: 'version control' }]
     : baseMatchers(root, config);
-  const onIgnore = options.onIgnore;
-  /** Ignored? Reported to `onIgnore` with its rule when someone listens. */
-  const left = (matchers: readonly Matcher[], rel: string, dir: boolean, over: ReadonlySet<Matcher>) => {
-    const m = ignoredBy(matchers, rel, dir, over);
-    if (m) onIgnore?.({ path: rel, dir, rule: m.source });
-    return m !== undefined;
+
+  const skip = (s: WalkSkip): void => {
+    skipped.push(s);
+    onSkip?.(s);
   };
 
-  const visit = (dirRel: string, inherited: Matcher[], overridden: ReadonlySet<Matcher>): void => {
+  /** Acts on a folder's decisions: reports its skips and ignores, stats its files, walks into its folders. */
+  const apply = (
+    dirRel: string,
+    inDir: string,
+    decisions: readonly Decision[],
+    matchers: Matcher[],
+    rules: string,
+  ) => {
+    for (const d of decisions) {
+      const rel = dirRel ? `${dirRel}/${d[0]}` : d[0];
+      if (d[1] === 'i') onIgnore?.({ path: rel, dir: d[2], rule: d[3] });
+      else if (d[1] === 's') skip({ path: rel, reason: d[2] });
+      else if (d[1] === 'd') visit(rel, matchers, new Set(d[2].map((i) => matchers[i]!)), rules);
+      else {
+        const found = statFile(config, rel, inDir + d[0], d[0]);
+        if (found && 'reason' in found) skip(found);
+        else if (found) files.push(found);
+      }
+    }
+  };
+
+  const visit = (
+    dirRel: string,
+    inherited: Matcher[],
+    overridden: ReadonlySet<Matcher>,
+    rules: string,
+  ): void => {
     const dirAbs = dirRel ? join(root, dirRel) : root;
     // a name from readdir holds no separator: its path is the folder's and the name (path.join was 4% of a no-op)
     const inDir = dirAbs.endsWith('/') ? dirAbs : `${dirAbs}/`;
+    // the stamp before the listing: a change while it is read leaves the stamp remembered out of date
+    const stamp = memo ? folderStamp(dirAbs) : undefined;
+    const overriddenAt = [...overridden].map((m) => inherited.indexOf(m)).join(',');
+    const known = stamp ? memo?.last.get(dirRel) : undefined;
+    if (known && known.stamp === stamp?.stamp) {
+      const own = withOwnRules(dirRel, dirAbs, known.ignoreFiles, inherited, rules);
+      if (known.rules === `${own.rules}|${overriddenAt}`) {
+        memo!.reused++;
+        memo!.next.set(dirRel, known);
+        apply(dirRel, inDir, known.entries, own.matchers, own.rules);
+        return;
+      }
+    }
     let entries: Dirent[];
     try {
       entries = readdirSync(dirAbs, { withFileTypes: true });
@@ -274,69 +475,23 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
       skip({ path: dirRel || '.', reason: 'unreadable', detail: code ?? String(err) });
       return;
     }
-    let matchers = inherited;
-    for (const name of options.noIgnore ? [] : ['.gitignore', '.quarryignore']) {
-      const text = entries.some((e) => e.name === name) ? readPatterns(join(dirAbs, name)) : undefined;
-      if (text) matchers = [...matchers, ignoreFile(dirRel, name, text)];
-    }
+    const ignoreFiles = options.noIgnore ? [] : IGNORE_FILES.filter((n) => entries.some((e) => e.name === n));
+    const own = withOwnRules(dirRel, dirAbs, ignoreFiles, inherited, rules);
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    for (const entry of entries) {
-      const rel = dirRel ? `${dirRel}/${entry.name}` : entry.name;
-      if (entry.isSymbolicLink()) {
-        if (!left(matchers, rel, false, overridden)) skip({ path: rel, reason: 'symlink' });
-        continue;
-      }
-      if (entry.isDirectory()) {
-        const by = ignoredBy(matchers, rel, true, overridden);
-        const lifted = liftedBuildFolder(root, by, rel);
-        if (by && !lifted) {
-          onIgnore?.({ path: rel, dir: true, rule: by.source });
-          continue;
-        }
-        let next = overridden;
-        for (const m of matchers) {
-          // a lifted build folder keeps the defaults inside it (its own node_modules/ is still skipped)
-          if (lifted && m === by) continue;
-          if (next.has(m) || !verdict(m, rel, true)?.ignored) continue;
-          if (next === overridden) next = new Set(overridden);
-          (next as Set<Matcher>).add(m);
-        }
-        visit(rel, matchers, next);
-        continue;
-      }
-      if (left(matchers, rel, false, overridden)) continue;
-      if (!entry.isFile()) {
-        skip({ path: rel, reason: 'special' });
-        continue;
-      }
-      if (!config.includeSecrets && looksLikeSecretPath(rel)) {
-        skip({ path: rel, reason: 'secret' });
-        continue;
-      }
-      let st: ReturnType<typeof lstatSync>;
-      try {
-        st = lstatSync(inDir + entry.name);
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        // a name that is not UTF-8 comes back with U+FFFD in it, and no file has that name: say so, do not drop it
-        if (code === 'ENOENT' && entry.name.includes('\uFFFD')) skip({ path: rel, reason: 'bad-name' });
-        else if (code !== 'ENOENT') skip({ path: rel, reason: 'unreadable', detail: code ?? String(err) });
-        continue;
-      }
-      if (!st.isFile()) continue;
-      // git never makes hard links in a checkout; one may be another name of a file outside the root (/etc/passwd)
-      if (st.nlink > 1 && !config.includeHardLinks) {
-        skip({ path: rel, reason: 'hard-link' });
-        continue;
-      }
-      if (st.size > config.maxFileBytes) {
-        skip({ path: rel, reason: 'too-large', detail: `${st.size} bytes` });
-        continue;
-      }
-      files.push({ path: rel, size: st.size, mtimeMs: st.mtimeMs });
+    const { decisions, volatile } = decide(root, config, dirRel, entries, own.matchers, overridden);
+    if (memo) {
+      memo.read++;
+      if (stamp && !volatile && stamp.changedMs < (memo.settledBefore ?? started - RACY_MS))
+        memo.next.set(dirRel, {
+          stamp: stamp.stamp,
+          rules: `${own.rules}|${overriddenAt}`,
+          ignoreFiles,
+          entries: decisions,
+        });
     }
+    apply(dirRel, inDir, decisions, own.matchers, own.rules);
   };
-  visit('', base, NONE);
+  visit('', base, NONE, baseFingerprint(root, config, options.noIgnore));
   return { files, skipped };
 }
 
@@ -378,7 +533,7 @@ export function statPaths(
     }
     if (state) {
       let matchers = state.matchers;
-      for (const name of ['.gitignore', '.quarryignore']) {
+      for (const name of IGNORE_FILES) {
         const text = readPatterns(join(root, dirRel, name));
         if (text) matchers = [...matchers, ignoreFile(dirRel, name, text)];
       }
