@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { QuarryConfig } from '../src/config/config.ts';
@@ -29,8 +30,16 @@ function sample(): string {
     'src/a/b.ts': 'x',
     '.env': 'SECRET=1',
     'docs/readme.md': 'x',
+    // ignored by .gitignore, re-included by the .quarryignore above it: walked with the .gitignore's say overridden
+    '.quarryignore': '!vendor/\n',
+    'vendor/lib.ts': 'x',
+    'vendor/inner/deep.ts': 'x',
+    'odd/a:b,c.ts': 'x',
+    'odd/1,2:x': 'x',
   });
+  writeFileSync(join(root, '.gitignore'), '*.log\ngenerated/\n!keep.log\nvendor/\n');
   symlinkSync(join(root, 'a.ts'), join(root, 'link.ts'));
+  execFileSync('mkfifo', [join(root, 'odd', 'pipe')]);
   trees.push(root);
   return root;
 }
@@ -65,6 +74,60 @@ describe('folders remembered between walks', () => {
     assert.equal(second.read, 0, 'every folder taken as it was');
     assert.equal(second.reused, first.next.size);
     assert.ok(second.reused >= 5, `${second.reused} folders remembered`);
+    const walked = said(root, config, second);
+    for (const p of ['vendor/lib.ts', 'vendor/inner/deep.ts', 'odd/a:b,c.ts', 'odd/1,2:x'])
+      assert.ok(walked.includes(`"path":"${p}","size"`), p);
+    assert.match(walked, /"path":"odd\/pipe","reason":"special"/);
+    // what the file keeps decodes to the same decisions
+    const file = join(root, 'kept.json');
+    saveFolderMemos(file, first);
+    const again = loadFolderMemos(file);
+    assert.equal(again.last.size, first.next.size);
+    for (const [path, m] of first.next) assert.deepEqual(again.last.get(path)?.entries, m.entries, path);
+  });
+
+  it('sees an ignore file moved to another folder with the same text', () => {
+    const root = sample();
+    writeFileSync(join(root, 'src', '.gitignore'), '/a/b.ts\n');
+    const config = testConfig();
+    const first = memos();
+    said(root, config, first);
+    assert.doesNotMatch(said(root, config, memos(first)), /"path":"src\/a\/b\.ts","size"/);
+    // src/a/.gitignore holds what src/.gitignore held: src/a itself is listed again, but src/a's folders are not
+    renameSync(join(root, 'src', '.gitignore'), join(root, 'src', 'a', '.gitignore'));
+    const second = memos(first);
+    const now = said(root, config, second);
+    assert.equal(now, said(root, config));
+    assert.match(now, /"path":"src\/a\/b\.ts","size"/, 'the anchored rule no longer reaches src/a/b.ts');
+  });
+
+  it('lists a folder again when what is remembered of it is damaged, and never leaves the root', () => {
+    const root = sample();
+    const config = testConfig();
+    const plain = said(root, config);
+    const first = memos();
+    said(root, config, first);
+    const file = join(root, '.quarry-walk.json');
+    saveFolderMemos(file, first);
+    const data = JSON.parse(readFileSync(file, 'utf8')) as { folders: unknown[][] };
+    const damage: Array<[column: number, value: unknown]> = [
+      [4, 'f../../etc/passwd'],
+      [4, 'q-unknown'],
+      [4, 'd7,8:pkg'],
+      [4, 'i099:x'],
+      [4, 'sZx'],
+      [4, 12],
+      [3, ['../../etc/passwd']],
+      [3, null],
+    ];
+    for (const [column, value] of damage) {
+      const copy = structuredClone(data);
+      for (const row of copy.folders) row[column] = value;
+      writeFileSync(file, JSON.stringify(copy));
+      const loaded = { ...loadFolderMemos(file), settledBefore: Date.now() + 60_000 };
+      assert.equal(said(root, config, loaded).replace(/\{"path":"\.quarry-walk\.json"[^}]*\},?/, ''), plain);
+      assert.equal(loaded.reused, 0, JSON.stringify(value));
+    }
   });
 
   it('lists again a folder whose entries changed, and sees what changed in a file it holds', () => {

@@ -147,7 +147,7 @@ const ENV: Record<string, readonly [SettingPath, Parse]> = {
   QUARRY_MAX_FILE_BYTES: ['maxFileBytes', number],
   QUARRY_WORKERS: ['workers', number],
   QUARRY_QUICK_PASS_FILES: ['quickPassFiles', number],
-  QUARRY_WALK_CACHE: ['walkCache', yes],
+  QUARRY_WALK_CACHE: ['walkCache', (v) => !/^(0|false|no|off)$/i.test(v)],
   QUARRY_WRITE_BEHIND_FILES: ['writeBehindFiles', number],
   QUARRY_EMBED: ['embed.provider', oneOf(EMBED_PROVIDERS)],
   QUARRY_SHARED_CACHE: ['embed.sharedCache', (v) => !/^(0|false|no|off)$/i.test(v)],

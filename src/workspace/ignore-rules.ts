@@ -198,3 +198,18 @@ const PRIVATE_KEY = /-----BEGIN (?:[A-Z]+ )*PRIVATE KEY(?: BLOCK)?-----/;
 export function containsPrivateKey(text: string): boolean {
   return PRIVATE_KEY.test(text);
 }
+
+/**
+ * The rules above as one text: a walk's remembered folders (walk-cache.ts) are kept under it, so that a quarry whose
+ * defaults or secret names changed lists every folder again instead of trusting decisions made under the old ones.
+ */
+export function rulesText(): string {
+  return JSON.stringify([
+    VERSION_CONTROL_IGNORES,
+    DEFAULT_IGNORES,
+    [...SECRET_NAMES],
+    [SECRET_EXTENSIONS, SAFE_ENV_SUFFIX, SECRET_PATHS, SECRET_SUFFIXES].map(String),
+    String(looksLikeSecretName),
+    String(looksLikeSecretPath),
+  ]);
+}

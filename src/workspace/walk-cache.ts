@@ -15,7 +15,7 @@ import type { Decision, FolderMemo, FolderMemos } from './walk.ts';
  * name holds), each a kind and the name: `f` a file, `d<matchers>:` a folder, `s<reason>` a skip (`l` a link, `p`
  * special, `x` a secret), `i<0|1><source>:` an ignore (a folder or not, and the rule's source by number).
  */
-const FORMAT = 2;
+const FORMAT = 3;
 
 /** Where a project's walks keep their folders, or undefined when the config turns it off (`walk_cache`). */
 export function folderMemoFile(root: string, config: QuarryConfig): string | undefined {
@@ -98,7 +98,8 @@ export function saveFolderMemos(file: string, memos: FolderMemos): void {
   const folders: Row[] = [];
   for (const [path, m] of memos.next)
     folders.push([path, m.stamp, m.rules, m.ignoreFiles, encode(m.entries, sources)]);
-  const tmp = `${file}.${process.pid}.tmp`;
+  // one name: only the index run, which holds the writer lock, writes it, and a killed run's copy is overwritten
+  const tmp = `${file}.tmp`;
   try {
     writeFileSync(tmp, JSON.stringify({ format: FORMAT, sources: [...sources.keys()], folders }));
     renameSync(tmp, file);

@@ -4,7 +4,7 @@ import { type Dirent, existsSync, lstatSync, readdirSync, readFileSync } from 'n
 import { join } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import type { QuarryConfig } from '../config/config.ts';
-import { DEFAULT_IGNORES, looksLikeSecretPath, VERSION_CONTROL_IGNORES } from './ignore-rules.ts';
+import { DEFAULT_IGNORES, looksLikeSecretPath, rulesText, VERSION_CONTROL_IGNORES } from './ignore-rules.ts';
 import { detectLanguage } from './languages.ts';
 import type { SkipReason } from './skips.ts';
 
@@ -214,11 +214,14 @@ function liftedBuildFolder(root: string, m: Matcher | undefined, rel: string): b
 }
 
 /** The rules every folder starts from: quarry's defaults, the config's `ignore`, git's exclude file. */
-function baseMatchers(root: string, config: QuarryConfig): Matcher[] {
+function baseMatchers(
+  root: string,
+  config: QuarryConfig,
+  exclude = readPatterns(join(root, '.git', 'info', 'exclude')),
+): Matcher[] {
   const base: Matcher[] = [{ base: '', ig: defaultsMatcher(DEFAULT_IGNORES), source: DEFAULTS_SOURCE }];
   if (config.ignore.length)
     base.push({ base: '', ig: ignore().add(config.ignore), source: 'quarry.toml ignore' });
-  const exclude = readPatterns(join(root, '.git', 'info', 'exclude'));
   if (exclude) base.push({ base: '', ig: ignore().add(exclude), source: '.git/info/exclude' });
   return base;
 }
@@ -278,7 +281,7 @@ export interface FolderMemos {
 const IGNORE_FILES = ['.gitignore', '.quarryignore'];
 
 /** Raise when the walk decides differently from the same rules: remembered folders are then read again. */
-const WALK_RULES_VERSION = 1;
+const WALK_RULES_VERSION = 2;
 
 /**
  * A folder changed within this long before a walk is not remembered: a file system stamps times in ticks, and an
@@ -286,35 +289,81 @@ const WALK_RULES_VERSION = 1;
  */
 const RACY_MS = 2_000;
 
-/** A folder's identity and last change: its inode, and the times any change of its entries sets. */
+/** A folder's identity and last change: its device and inode, and the times any change of its entries sets. */
 function folderStamp(dirAbs: string): { stamp: string; changedMs: number } | undefined {
   try {
-    const st = lstatSync(dirAbs);
+    const st = lstatSync(dirAbs, { bigint: true });
     if (!st.isDirectory()) return undefined;
-    return { stamp: `${st.ino}:${st.mtimeMs}:${st.ctimeMs}`, changedMs: Math.max(st.mtimeMs, st.ctimeMs) };
+    const changed = st.mtimeNs > st.ctimeNs ? st.mtimeNs : st.ctimeNs;
+    return {
+      stamp: `${st.dev}:${st.ino}:${st.mtimeNs}:${st.ctimeNs}`,
+      changedMs: Number(changed / 1_000_000n),
+    };
   } catch {
     return undefined;
   }
 }
 
-/** The rules' fingerprint once a folder's ignore file is added to them. */
-function addRules(fingerprint: string, name: string, text: string): string {
+const SKIPS = new Set(['symlink', 'special', 'secret']);
+
+/** A remembered folder's ignore files, when they are among the names a walk reads. */
+function rememberedIgnoreFiles(names: unknown): boolean {
+  return Array.isArray(names) && names.every((n) => IGNORE_FILES.includes(n));
+}
+
+/**
+ * A remembered folder's decisions, when each is one a walk could have made there (the file is a hint, read from
+ * disk: a damaged or edited one must not crash a walk, nor lead it out of the folder); undefined otherwise.
+ */
+function rememberedDecisions(known: FolderMemo, matchers: number): readonly Decision[] | undefined {
+  let entries: readonly Decision[];
+  try {
+    entries = known.entries;
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(entries)) return undefined;
+  for (const d of entries) {
+    const name = d[0];
+    if (typeof name !== 'string' || !name || name === '.' || name === '..' || name.includes('/'))
+      return undefined;
+    const ok =
+      d[1] === 'f' ||
+      (d[1] === 'd' &&
+        Array.isArray(d[2]) &&
+        d[2].every((i) => Number.isInteger(i) && i >= 0 && i < matchers)) ||
+      (d[1] === 's' && SKIPS.has(d[2])) ||
+      (d[1] === 'i' && typeof d[2] === 'boolean' && typeof d[3] === 'string');
+    if (!ok) return undefined;
+  }
+  return entries;
+}
+
+/** The rules' fingerprint once a folder's ignore file (its path and text) is added to them. */
+function addRules(fingerprint: string, source: string, text: string): string {
   return createHash('sha1')
     .update(fingerprint)
     .update('\0')
-    .update(name)
+    .update(source)
     .update('\0')
     .update(text)
     .digest('hex');
 }
 
-/** What every folder's decisions depend on besides its own ignore files: a change of any reads every folder again. */
-function baseFingerprint(root: string, config: QuarryConfig, noIgnore: boolean | undefined): string {
-  const rules = noIgnore
-    ? 'none'
-    : [DEFAULT_IGNORES, config.ignore, readPatterns(join(root, '.git', 'info', 'exclude'))];
+/**
+ * What every folder's decisions depend on besides its own ignore files: a change of any (the config, git's exclude
+ * file, quarry's own rules) lists every folder again.
+ */
+function baseFingerprint(
+  config: QuarryConfig,
+  exclude: string | undefined,
+  noIgnore: boolean | undefined,
+): string {
+  const rules = noIgnore ? 'none' : [config.ignore, exclude ?? null];
   return createHash('sha1')
-    .update(JSON.stringify([WALK_RULES_VERSION, rules, config.includeSecrets]))
+    .update(
+      JSON.stringify([WALK_RULES_VERSION, rulesText(), [...BUILD_FOLDERS], rules, config.includeSecrets]),
+    )
     .digest('hex');
 }
 
@@ -330,8 +379,9 @@ function withOwnRules(
   for (const name of names) {
     const text = readPatterns(join(dirAbs, name));
     if (!text) continue;
-    matchers = [...matchers, ignoreFile(dirRel, name, text)];
-    rules = addRules(rules, name, text);
+    const m = ignoreFile(dirRel, name, text);
+    matchers = [...matchers, m];
+    if (rules) rules = addRules(rules, m.source, text);
   }
   return { matchers, rules };
 }
@@ -414,9 +464,11 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
   const skipped: WalkSkip[] = [];
   const { onSkip, onIgnore, memo } = options;
   const started = Date.now();
+  // git's exclude file read once: the matchers and the fingerprint they are remembered under come from one text
+  const exclude = options.noIgnore ? undefined : readPatterns(join(root, '.git', 'info', 'exclude'));
   const base: Matcher[] = options.noIgnore
     ? [{ base: '', ig: defaultsMatcher(VERSION_CONTROL_IGNORES), source: 'version control' }]
-    : baseMatchers(root, config);
+    : baseMatchers(root, config, exclude);
 
   const skip = (s: WalkSkip): void => {
     skipped.push(s);
@@ -455,14 +507,16 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
     const inDir = dirAbs.endsWith('/') ? dirAbs : `${dirAbs}/`;
     // the stamp before the listing: a change while it is read leaves the stamp remembered out of date
     const stamp = memo ? folderStamp(dirAbs) : undefined;
-    const overriddenAt = [...overridden].map((m) => inherited.indexOf(m)).join(',');
+    const overriddenAt = memo ? [...overridden].map((m) => inherited.indexOf(m)).join(',') : '';
     const known = stamp ? memo?.last.get(dirRel) : undefined;
-    if (known && known.stamp === stamp?.stamp) {
+    if (known && known.stamp === stamp?.stamp && rememberedIgnoreFiles(known.ignoreFiles)) {
       const own = withOwnRules(dirRel, dirAbs, known.ignoreFiles, inherited, rules);
-      if (known.rules === `${own.rules}|${overriddenAt}`) {
+      const decisions =
+        known.rules === `${own.rules}|${overriddenAt}` && rememberedDecisions(known, own.matchers.length);
+      if (decisions) {
         memo!.reused++;
         memo!.next.set(dirRel, known);
-        apply(dirRel, inDir, known.entries, own.matchers, own.rules);
+        apply(dirRel, inDir, decisions, own.matchers, own.rules);
         return;
       }
     }
@@ -491,7 +545,8 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
     }
     apply(dirRel, inDir, decisions, own.matchers, own.rules);
   };
-  visit('', base, NONE, baseFingerprint(root, config, options.noIgnore));
+  // without memos no fingerprint is kept ('')
+  visit('', base, NONE, memo ? baseFingerprint(config, exclude, options.noIgnore) : '');
   return { files, skipped };
 }
 
