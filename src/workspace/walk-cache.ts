@@ -93,7 +93,7 @@ export function loadFolderMemos(file: string | undefined): FolderMemos {
 
 /** Keeps what a walk found for the next one (written whole, then renamed over the last); best effort. */
 export function saveFolderMemos(file: string, memos: FolderMemos): void {
-  if (!memos.read && memos.next.size === memos.last.size) return; // nothing new
+  if (!memos.fresh && memos.next.size === memos.last.size) return; // nothing new: every folder kept was known
   const sources = new Map<string, number>();
   const folders: Row[] = [];
   for (const [path, m] of memos.next)

@@ -274,6 +274,8 @@ export interface FolderMemos {
   reused: number;
   /** Folders read. */
   read: number;
+  /** Folders read and remembered anew (a walk that remembers none anew and forgets none leaves the file as it is). */
+  fresh?: number;
   /** Folders changed at or after this time (ms) are not remembered; default: the walk's start less RACY_MS. */
   settledBefore?: number;
 }
@@ -535,13 +537,15 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
     const { decisions, volatile } = decide(root, config, dirRel, entries, own.matchers, overridden);
     if (memo) {
       memo.read++;
-      if (stamp && !volatile && stamp.changedMs < (memo.settledBefore ?? started - RACY_MS))
+      if (stamp && !volatile && stamp.changedMs < (memo.settledBefore ?? started - RACY_MS)) {
+        memo.fresh = (memo.fresh ?? 0) + 1;
         memo.next.set(dirRel, {
           stamp: stamp.stamp,
           rules: `${own.rules}|${overriddenAt}`,
           ignoreFiles,
           entries: decisions,
         });
+      }
     }
     apply(dirRel, inDir, decisions, own.matchers, own.rules);
   };
