@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { compiledGrammar } from '../src/chunk/chunker.ts';
 import { createFilePool, parseWorkerHeapMb } from '../src/indexing/pool.ts';
 import type { FileOutcome } from '../src/indexing/process-file.ts';
+import { startWorker } from '../src/workers.ts';
 import { makeTree, removeTree, testConfig } from './helpers.ts';
 
 const MiB = 2 ** 20;
@@ -65,6 +67,38 @@ test('workers that die on starting end the run with their error, and do not take
       assert.match(String((r as PromiseRejectedResult).reason), /memory/);
     }
   } finally {
+    removeTree(root);
+  }
+});
+
+test('a parse worker names each grammar it loads once, and the pool can hold it compiled from the same bytes', async () => {
+  const root = makeTree({
+    'a.ts': 'export const a = 1;\n',
+    'b.ts': 'export function b() {}\n',
+    'c.py': 'def c():\n  pass\n',
+  });
+  const w = startWorker('indexing/worker', { root, config: testConfig() });
+  try {
+    const said: Array<string[] | undefined> = [];
+    for (const [i, path] of ['a.ts', 'b.ts', 'c.py'].entries()) {
+      const m = await new Promise<{ grammars?: string[]; outcome?: FileOutcome }>((resolve) => {
+        const on = (msg: { id: number; started?: boolean; grammars?: string[]; outcome?: FileOutcome }) => {
+          if (msg.id !== i || msg.started) return;
+          w.off('message', on);
+          resolve(msg);
+        };
+        w.on('message', on);
+        w.postMessage({ id: i, task: task(root, path) });
+      });
+      assert.equal(m.outcome?.status, 'indexed', path);
+      said.push(m.grammars);
+    }
+    assert.deepEqual(said, [['typescript'], undefined, ['python']]);
+    const wasm = (globalThis as unknown as { WebAssembly: { Module: new (b: Uint8Array) => object } })
+      .WebAssembly;
+    assert.ok((await compiledGrammar('python')) instanceof wasm.Module);
+  } finally {
+    await w.terminate();
     removeTree(root);
   }
 });

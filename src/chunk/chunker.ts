@@ -140,12 +140,23 @@ function findWasm(grammar: string): string {
  */
 let treeSitter: typeof import('web-tree-sitter') | undefined;
 
+/** Emscripten's module object for tree-sitter's runtime: it keeps the WebAssembly memory's current view (`HEAP8`). */
+const runtime: { HEAP8?: Int8Array } = {};
+
+/**
+ * The bytes of tree-sitter's WebAssembly memory in this thread (0 before the first grammar). It only grows: a large
+ * file's parse leaves it at its high-water mark for the rest of the thread's life.
+ */
+export function treeSitterMemory(): number {
+  return runtime.HEAP8?.length ?? 0;
+}
+
 async function loadGrammar(grammar: string, file: string) {
   if (grammarUnsupported(grammar))
     throw new Error(`the ${grammar} grammar cannot run on V8 ${process.versions.v8}`);
   tuneWasmCompiler();
   initialised ??= import('web-tree-sitter').then(async (module) => {
-    await module.Parser.init();
+    await module.Parser.init(runtime);
     treeSitter = module;
   });
   await initialised;
@@ -186,6 +197,26 @@ async function loadGrammar(grammar: string, file: string) {
   return { language, query, refQuery, kinds };
 }
 
+/** The grammars this thread has loaded (by name), in the order they loaded. */
+export function loadedGrammarNames(): string[] {
+  return [...loadedNames];
+}
+const loadedNames = new Set<string>();
+
+/**
+ * A grammar's WebAssembly compiled, from the same bytes a parse worker loads. V8 shares one compiled module, with the
+ * code it optimised, among the threads of a process while any of them holds it: the pool holds each grammar its
+ * workers loaded, so a worker that replaces one (after a parse reached its deadline) does not compile the grammar's
+ * lexer again (for Swift's, seconds of V8's optimising compiler and its memory).
+ */
+export async function compiledGrammar(grammar: string): Promise<object> {
+  const file = wasmFile(grammar);
+  // Node's WebAssembly global (the project's types leave out the DOM's declarations of it)
+  const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<object> } })
+    .WebAssembly;
+  return wasm.compile(fixGrammar(grammar, new Uint8Array(await readFile(file))));
+}
+
 /** Loads (once) the tree-sitter runtime and a grammar; resolves to undefined if the grammar cannot be loaded. */
 function loadedGrammar(grammar: string): Promise<Awaited<ReturnType<typeof loadGrammar>> | undefined> {
   // by the file it loads from: QUARRY_GRAMMAR_DIR may change what a name means
@@ -193,7 +224,11 @@ function loadedGrammar(grammar: string): Promise<Awaited<ReturnType<typeof loadG
   let g = grammars.get(file);
   if (!g) {
     // one load at a time: concurrent Language.load calls leave some grammars finding no definitions
-    g = loading.then(() => loadGrammar(grammar, file));
+    g = loading.then(async () => {
+      const loaded = await loadGrammar(grammar, file);
+      loadedNames.add(grammar);
+      return loaded;
+    });
     loading = g.then(
       () => undefined,
       () => undefined,

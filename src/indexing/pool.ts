@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os';
+import { compiledGrammar } from '../chunk/chunker.ts';
 import type { QuarryConfig } from '../config/config.ts';
 import { startWorker } from '../workers.ts';
 import { type FileOutcome, type FileTask, processFile } from './process-file.ts';
@@ -67,6 +68,33 @@ function inThreadPool(root: string, config: QuarryConfig, grammars: GrammarFailu
   };
 }
 
+/** What a parse worker says (worker.ts): a file started, or its outcome or error, and the grammars it loaded since. */
+type WorkerMessage = {
+  id: number;
+  started?: boolean;
+  outcome?: FileOutcome;
+  error?: string;
+  wasm?: boolean;
+  grammars?: string[];
+};
+
+/** Each grammar a worker loaded, compiled on this thread and held until the pool closes (see compiledGrammar). */
+function grammarHolder() {
+  const held = new Map<string, Promise<unknown>>();
+  return {
+    hold(grammars: readonly string[]) {
+      // a hint: the worker has the grammar loaded either way
+      for (const g of grammars)
+        if (!held.has(g))
+          held.set(
+            g,
+            compiledGrammar(g).catch(() => undefined),
+          );
+    },
+    clear: () => held.clear(),
+  };
+}
+
 /** `lost`: how many workers died while on this task (see `crashed` in `workerPool`). */
 type Pending = {
   resolve: (o: FileOutcome) => void;
@@ -87,6 +115,7 @@ function workerPool(
   const workers: Slot[] = [];
   /** Set when the pool gave up (workers that cannot start) or closed: every task after it is refused with it. */
   let stopped: Error | undefined;
+  const held = grammarHolder();
   const spawn = (): Slot => {
     const w = startWorker(
       'indexing/worker',
@@ -95,37 +124,35 @@ function workerPool(
     );
     const slot: Slot = { w, pending: new Map<number, Pending>() };
     const { pending } = slot;
-    w.on(
-      'message',
-      (m: { id: number; started?: boolean; outcome?: FileOutcome; error?: string; wasm?: boolean }) => {
-        // a replaced or stopped worker's late answers: its tasks went elsewhere, or were refused
-        if (!workers.includes(slot)) return;
-        if (m.started) {
-          slot.current = m.id;
-          return;
-        }
-        const p = pending.get(m.id);
-        if (!p) return;
-        pending.delete(m.id);
-        slot.current = undefined;
-        unchargedDeaths = 0;
-        anyDone = true;
-        if (m.wasm) {
-          // tree-sitter's WebAssembly failed: its memory in this worker is not to be trusted again. A new worker
-          // takes the tasks in flight, and this file is chunked by lines (found on a 100,581-file run)
+    w.on('message', (m: WorkerMessage) => {
+      if (m.grammars && !stopped) held.hold(m.grammars);
+      // a replaced or stopped worker's late answers: its tasks went elsewhere, or were refused
+      if (!workers.includes(slot)) return;
+      if (m.started) {
+        slot.current = m.id;
+        return;
+      }
+      const p = pending.get(m.id);
+      if (!p) return;
+      pending.delete(m.id);
+      slot.current = undefined;
+      unchargedDeaths = 0;
+      anyDone = true;
+      if (m.wasm) {
+        // tree-sitter's WebAssembly failed: its memory in this worker is not to be trusted again. A new worker
+        // takes the tasks in flight, and this file is chunked by lines (found on a 100,581-file run)
+        replace(slot);
+        post({ ...p, task: { ...p.task, plain: true } }, m.id);
+      } else if (m.error) p.reject(new Error(m.error));
+      else {
+        p.resolve(m.outcome!);
+        // a parse that left tree-sitter's memory suspect: this worker parses nothing more
+        if (m.outcome?.status === 'indexed' && m.outcome.suspect) {
+          noteFailure(m.outcome.failedGrammar);
           replace(slot);
-          post({ ...p, task: { ...p.task, plain: true } }, m.id);
-        } else if (m.error) p.reject(new Error(m.error));
-        else {
-          p.resolve(m.outcome!);
-          // a parse that left tree-sitter's memory suspect: this worker parses nothing more
-          if (m.outcome?.status === 'indexed' && m.outcome.suspect) {
-            noteFailure(m.outcome.failedGrammar);
-            replace(slot);
-          }
         }
-      },
-    );
+      }
+    });
     w.on('error', (err) => crashed(slot, err));
     w.on('exit', (code) => {
       if (code !== 0) crashed(slot, new Error(`parse worker exited with code ${code}`));
@@ -213,6 +240,7 @@ function workerPool(
       stopped ??= new Error('the parse workers are closed');
       for (const x of closing) x.pending.clear();
       await Promise.all(closing.map((x) => x.w.terminate()));
+      held.clear();
     },
   };
 }

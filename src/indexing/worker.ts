@@ -1,4 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
+import { loadedGrammarNames } from '../chunk/chunker.ts';
 import type { QuarryConfig } from '../config/config.ts';
 import { isWasmFailure } from './pool.ts';
 import { type FileTask, processFile } from './process-file.ts';
@@ -12,11 +13,21 @@ parentPort!.on('message', (msg: { id: number; task: FileTask }) => {
   queue = queue.then(() => handle(msg));
 });
 
+// the grammars this worker loaded that the pool has not been told of (it holds them compiled: see compiledGrammar)
+let told = 0;
+function newGrammars(): { grammars?: string[] } {
+  const names = loadedGrammarNames();
+  if (names.length === told) return {};
+  const grammars = names.slice(told);
+  told = names.length;
+  return { grammars };
+}
+
 async function handle(msg: { id: number; task: FileTask }): Promise<void> {
   parentPort!.postMessage({ id: msg.id, started: true });
   try {
     const outcome = await processFile(root, msg.task, config);
-    parentPort!.postMessage({ id: msg.id, outcome });
+    parentPort!.postMessage({ id: msg.id, outcome, ...newGrammars() });
   } catch (err) {
     parentPort!.postMessage({
       id: msg.id,

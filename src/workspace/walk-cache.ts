@@ -98,8 +98,8 @@ export function saveFolderMemos(file: string, memos: FolderMemos): void {
   const folders: Row[] = [];
   for (const [path, m] of memos.next)
     folders.push([path, m.stamp, m.rules, m.ignoreFiles, encode(m.entries, sources)]);
-  // one name: only the index run, which holds the writer lock, writes it, and a killed run's copy is overwritten
-  const tmp = `${file}.tmp`;
+  // a name of its own: two index runs of one tree (the local index and a team's overlay) may save at once
+  const tmp = `${file}.${process.pid}.tmp`;
   try {
     writeFileSync(tmp, JSON.stringify({ format: FORMAT, sources: [...sources.keys()], folders }));
     renameSync(tmp, file);
