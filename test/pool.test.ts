@@ -102,3 +102,47 @@ test('a parse worker names each grammar it loads once, and the pool can hold it 
     removeTree(root);
   }
 });
+
+test('a worker whose memory grew for a large file says so, and the pool goes on without it', async () => {
+  const root = makeTree({
+    'huge.py': hugePython(),
+    'a.py': 'def a():\n    return 1\n',
+    'b.py': 'def b():\n  pass\n',
+  });
+  const config = testConfig({ maxFileBytes: 16 * MiB });
+  const w = startWorker('indexing/worker', { root, config });
+  try {
+    const swollen: Array<boolean | undefined> = [];
+    for (const [i, path] of ['a.py', 'huge.py'].entries()) {
+      const m = await new Promise<{ swollen?: boolean; outcome?: FileOutcome }>((resolve) => {
+        const on = (msg: { id: number; started?: boolean; swollen?: boolean; outcome?: FileOutcome }) => {
+          if (msg.id !== i || msg.started) return;
+          w.off('message', on);
+          resolve(msg);
+        };
+        w.on('message', on);
+        w.postMessage({ id: i, task: task(root, path) });
+      });
+      assert.equal(m.outcome?.status, 'indexed', path);
+      swollen.push(m.swollen);
+    }
+    assert.deepEqual(
+      swollen,
+      [undefined, true],
+      'a small file leaves the heap as it was; 6.6 MB of Python does not',
+    );
+    // the pool replaces such a worker and gives its next files to the new one
+    const pool = createFilePool(root, config, 1);
+    const outcomes = await Promise.all(
+      ['a.py', 'huge.py', 'b.py', 'a.py'].map((p) => pool.run(task(root, p))),
+    );
+    await pool.close();
+    assert.deepEqual(
+      outcomes.map((o) => o.status),
+      ['indexed', 'indexed', 'indexed', 'indexed'],
+    );
+  } finally {
+    await w.terminate();
+    removeTree(root);
+  }
+});

@@ -76,6 +76,8 @@ type WorkerMessage = {
   error?: string;
   wasm?: boolean;
   grammars?: string[];
+  /** The worker's memory grew past what files need (worker.ts, SWOLLEN_BYTES): it is replaced. */
+  swollen?: boolean;
 };
 
 /** Each grammar a worker loaded, compiled on this thread and held until the pool closes (see compiledGrammar). */
@@ -150,7 +152,7 @@ function workerPool(
         if (m.outcome?.status === 'indexed' && m.outcome.suspect) {
           noteFailure(m.outcome.failedGrammar);
           replace(slot);
-        }
+        } else if (m.swollen) replace(slot); // its memory grew for a large file and stays: a new one starts small
       }
     });
     w.on('error', (err) => crashed(slot, err));
