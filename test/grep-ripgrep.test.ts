@@ -15,10 +15,11 @@ if (!rgFound && process.env.CI)
 
 /**
  * ripgrep with the output shape quarry's grep prints: line numbers, no headings, no colour, in path order. quarry
- * never reads version control's folder, which ripgrep 13 searches with --hidden.
+ * never reads version control's folder nor its own (`.quarry/`, whose walk.json names the tree's paths), which
+ * ripgrep 13 searches with --hidden.
  */
 function rg(args: string[], cwd: string): string {
-  const git = args.includes('--hidden') ? ['-g', '!.git/'] : [];
+  const git = args.includes('--hidden') ? ['-g', '!.git/', '-g', '!.quarry/'] : [];
   const r = spawnSync('rg', ['-n', '--no-heading', '--color', 'never', '--sort', 'path', ...git, ...args], {
     cwd,
     encoding: 'utf8',
