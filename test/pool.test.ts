@@ -22,6 +22,28 @@ const task = (root: string, path: string) => {
   return { path, size: st.size, mtimeMs: st.mtimeMs };
 };
 
+/** What a parse worker (indexing/worker.ts) answers for one file, as the pool reads it. */
+type Answer = {
+  id: number;
+  started?: boolean;
+  outcome?: FileOutcome;
+  grammars?: string[];
+  swollen?: boolean;
+};
+
+/** Sends one file to a worker and waits for its answer (not the message that it started). */
+function answer(w: ReturnType<typeof startWorker>, id: number, t: ReturnType<typeof task>): Promise<Answer> {
+  return new Promise((resolve) => {
+    const on = (msg: Answer) => {
+      if (msg.id !== id || msg.started) return;
+      w.off('message', on);
+      resolve(msg);
+    };
+    w.on('message', on);
+    w.postMessage({ id, task: t });
+  });
+}
+
 test("a parse worker's heap limit grows with the largest file indexed", () => {
   assert.equal(parseWorkerHeapMb({ maxFileBytes: MiB }), 1024);
   assert.equal(parseWorkerHeapMb({ maxFileBytes: 64 * 1024 }), 1024);
@@ -81,15 +103,7 @@ test('a parse worker names each grammar it loads once, and the pool can hold it 
   try {
     const said: Array<string[] | undefined> = [];
     for (const [i, path] of ['a.ts', 'b.ts', 'c.py'].entries()) {
-      const m = await new Promise<{ grammars?: string[]; outcome?: FileOutcome }>((resolve) => {
-        const on = (msg: { id: number; started?: boolean; grammars?: string[]; outcome?: FileOutcome }) => {
-          if (msg.id !== i || msg.started) return;
-          w.off('message', on);
-          resolve(msg);
-        };
-        w.on('message', on);
-        w.postMessage({ id: i, task: task(root, path) });
-      });
+      const m = await answer(w, i, task(root, path));
       assert.equal(m.outcome?.status, 'indexed', path);
       said.push(m.grammars);
     }
@@ -114,15 +128,7 @@ test('a worker whose memory grew for a large file says so, and the pool goes on 
   try {
     const swollen: Array<boolean | undefined> = [];
     for (const [i, path] of ['a.py', 'huge.py'].entries()) {
-      const m = await new Promise<{ swollen?: boolean; outcome?: FileOutcome }>((resolve) => {
-        const on = (msg: { id: number; started?: boolean; swollen?: boolean; outcome?: FileOutcome }) => {
-          if (msg.id !== i || msg.started) return;
-          w.off('message', on);
-          resolve(msg);
-        };
-        w.on('message', on);
-        w.postMessage({ id: i, task: task(root, path) });
-      });
+      const m = await answer(w, i, task(root, path));
       assert.equal(m.outcome?.status, 'indexed', path);
       swollen.push(m.swollen);
     }

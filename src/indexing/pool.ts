@@ -86,12 +86,11 @@ function grammarHolder() {
   return {
     hold(grammars: readonly string[]) {
       // a hint: the worker has the grammar loaded either way
-      for (const g of grammars)
-        if (!held.has(g))
-          held.set(
-            g,
-            compiledGrammar(g).catch(() => undefined),
-          );
+      for (const g of grammars) {
+        if (held.has(g)) continue;
+        const compiled = compiledGrammar(g).catch(() => undefined);
+        held.set(g, compiled);
+      }
     },
     clear: () => held.clear(),
   };
