@@ -442,3 +442,33 @@ describe('tree-sitter chunking', () => {
     }
   });
 });
+
+describe("a large run's first pass", () => {
+  it('cuts a file that has a grammar into coarse line windows, each line in one of them, and the parse into definitions', async () => {
+    const lines: string[] = [];
+    for (let i = 0; i < 150; i++) lines.push(`def f${i}(a):`, `    return a + ${i}`, '');
+    const root = mkdtempSync(join(tmpdir(), 'quarry-quick-'));
+    try {
+      writeFileSync(join(root, 'many.py'), lines.join('\n'));
+      const config = testConfig();
+      const quick = await processFile(root, { path: 'many.py', size: 1, mtimeMs: 1, quick: true }, config);
+      const parsed = await processFile(root, { path: 'many.py', size: 1, mtimeMs: 1 }, config);
+      assert.ok(quick.status === 'indexed' && parsed.status === 'indexed');
+      assert.equal(quick.update.file.method, 'quick');
+      const windows = quick.update.chunks.map((c) => [c.startLine, c.endLine]);
+      // 449 lines in windows of four times the configured 60 lines, one after the other (line 240 is blank)
+      assert.deepEqual(windows, [
+        [1, 239],
+        [241, 449],
+      ]);
+      assert.ok(quick.update.chunks.every((c) => c.text.length <= 4 * config.chunk.maxChars));
+      assert.deepEqual([quick.update.symbols, quick.update.tokens.body], [[], '']);
+      // the same bytes parsed: every function in a chunk of its own or merged with neighbours, never 240 lines
+      assert.equal(parsed.update.file.method, 'tree-sitter');
+      assert.ok(parsed.update.chunks.length > 2 * windows.length, `${parsed.update.chunks.length} chunks`);
+      assert.equal(parsed.update.symbols.length, 150);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
