@@ -10,7 +10,7 @@ import { makeTree, removeTree, testConfig } from './helpers.ts';
 
 const MiB = 2 ** 20;
 
-/** ~6.6 MB of small Python functions: a tree and its captures that need far more than a 48 MiB heap. */
+/** Small Python functions, ~44 bytes each: the default ~6.6 MB is a tree and its captures far past a 48 MiB heap. */
 function hugePython(functions = 150_000): string {
   const out: string[] = [];
   for (let i = 0; i < functions; i++) out.push(`def f${i}(a, b):\n    return a + b * ${i}\n`);

@@ -132,7 +132,7 @@ function skipped(
  * and the 100k corpus was searchable in 68.6-69.6 s against 72.3-72.8 (docs/benchmarks.md).
  */
 const QUICK_WINDOW_SCALE = 4;
-export function quickWindows(chunk: QuarryConfig['chunk']): QuarryConfig['chunk'] {
+function quickWindows(chunk: QuarryConfig['chunk']): QuarryConfig['chunk'] {
   return {
     ...chunk,
     overlapLines: 0,
