@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { MessageChannel } from 'node:worker_threads';
 import { compiledGrammar } from '../src/chunk/chunker.ts';
 import { createFilePool, parseWorkerHeapMb } from '../src/indexing/pool.ts';
-import type { FileOutcome } from '../src/indexing/process-file.ts';
+import { type FileOutcome, processFile } from '../src/indexing/process-file.ts';
+import { isPacked, packedBuffers, packUpdate, unpackUpdate } from '../src/store/packed.ts';
 import { startWorker } from '../src/workers.ts';
 import { makeTree, removeTree, testConfig } from './helpers.ts';
 
@@ -48,6 +50,64 @@ test("a parse worker's heap limit grows with the largest file indexed", () => {
   assert.equal(parseWorkerHeapMb({ maxFileBytes: MiB }), 1024);
   assert.equal(parseWorkerHeapMb({ maxFileBytes: 64 * 1024 }), 1024);
   assert.equal(parseWorkerHeapMb({ maxFileBytes: 8 * MiB }), 4096);
+});
+
+test("a parse worker's update comes packed, and unpacks to what this thread makes of the file", async () => {
+  const root = makeTree({
+    'app.py': 'class Shop:\n    def total(self, items):\n        return sum(i.price for i in items)\n',
+    'notes.md': '# Notes\n\nThe shop sums prices. ünïcödé 🙂\n',
+  });
+  try {
+    const config = testConfig();
+    const pool = createFilePool(root, config, 1);
+    for (const path of ['app.py', 'notes.md']) {
+      const fromWorker = await pool.run(task(root, path));
+      const here = await processFile(root, task(root, path), config);
+      assert.equal(fromWorker.status, 'indexed');
+      assert.equal(here.status, 'indexed');
+      if (fromWorker.status !== 'indexed' || here.status !== 'indexed') continue;
+      const u = fromWorker.update;
+      assert.ok(isPacked(u), `${path} came whole`);
+      // the row is read where the files are handed out; the count without unpacking
+      assert.deepEqual(u.file, here.update.file);
+      assert.equal(u.chunkCount, here.update.chunks.length);
+      assert.ok(u.chunkCount > 0);
+      assert.deepEqual(unpackUpdate(u), here.update);
+    }
+    await pool.close();
+  } finally {
+    removeTree(root);
+  }
+});
+
+test('a packed update moves to another thread uncopied, and a whole one passes through unpacking as it is', async () => {
+  const update = {
+    file: {
+      path: 'a.ts',
+      size: 10,
+      mtimeMs: 1,
+      hash: 'h',
+      language: 'typescript',
+      method: 'tree-sitter' as const,
+    },
+    chunks: [],
+    symbols: [],
+    tokens: { path: 'a ts', symbols: '', body: 'const x' },
+    text: 'const x = 1;',
+  };
+  assert.equal(unpackUpdate(update), update);
+  const packed = packUpdate(update);
+  assert.equal(packed.chunkCount, 0);
+  const [buffer] = packedBuffers([packed, update]);
+  assert.equal(packedBuffers([packed, update]).length, 1);
+  const { port1, port2 } = new MessageChannel();
+  const received = new Promise<typeof packed>((resolve) => port2.once('message', resolve));
+  port1.postMessage(packed, [buffer!]);
+  const there = await received;
+  port1.close();
+  // moved, not copied: this side's view is empty now, the other side's unpacks whole
+  assert.equal(packed.packed.byteLength, 0);
+  assert.deepEqual(unpackUpdate(there), update);
 });
 
 test('a file that takes its parse worker past its heap ends neither the run nor the files in flight with it', async () => {

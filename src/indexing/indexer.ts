@@ -4,7 +4,8 @@ import type { QuarryConfig } from '../config/config.ts';
 import { cacheFor } from '../embed/shared-cache.ts';
 import type { Embedder } from '../embed/types.ts';
 import { QuarryError } from '../errors.ts';
-import type { FileTouch, FileUpdate, Store, WriteBehind } from '../store/types.ts';
+import { chunkCount, unpackUpdate } from '../store/packed.ts';
+import type { AnyUpdate, FileTouch, Store, WriteBehind } from '../store/types.ts';
 import { detectLanguage } from '../workspace/languages.ts';
 import { gitHead, gitRemote, isDirectory } from '../workspace/root.ts';
 import {
@@ -403,7 +404,7 @@ function lexicalProgress(
  * and the next grows meanwhile, up to BEHIND_MAX_FILES or BEHIND_MAX_BYTES, past which a commit waits for the write.
  */
 function batchWriter(store: Store, behind?: WriteBehind) {
-  let batch: FileUpdate[] = [];
+  let batch: AnyUpdate[] = [];
   let touches: FileTouch[] = [];
   /** How much text the batch holds: its files' sizes in bytes, the touches' texts in characters. */
   let bytes = 0;
@@ -429,7 +430,7 @@ function batchWriter(store: Store, behind?: WriteBehind) {
     return taken;
   };
   const writer = {
-    update(u: FileUpdate) {
+    update(u: AnyUpdate) {
       batch.push(u);
       bytes += u.file.size;
     },
@@ -448,7 +449,7 @@ function batchWriter(store: Store, behind?: WriteBehind) {
       check();
       if (!behind) {
         const { updates, touched } = take();
-        if (updates.length) await store.replaceFiles(updates);
+        if (updates.length) await store.replaceFiles(updates.map(unpackUpdate));
         if (touched.length) await store.touchFiles(touched);
         return;
       }
@@ -638,7 +639,7 @@ async function recordOutcome(
     case 'indexed': {
       writer.update(outcome.update);
       // a first pass's line windows are replaced by the second: its chunks are counted then
-      if (outcome.update.file.method !== 'quick') report.chunksWritten += outcome.update.chunks.length;
+      if (outcome.update.file.method !== 'quick') report.chunksWritten += chunkCount(outcome.update);
       if (task.counted) break; // the second pass of a file the first pass counted
       if (task.knownHash !== undefined) report.updated++;
       else report.added++;

@@ -1,12 +1,16 @@
 import { availableParallelism } from 'node:os';
 import { compiledGrammar } from '../chunk/chunker.ts';
 import type { QuarryConfig } from '../config/config.ts';
+import type { AnyUpdate } from '../store/types.ts';
 import { startWorker } from '../workers.ts';
 import { type FileOutcome, type FileTask, processFile } from './process-file.ts';
 
+/** A file's outcome as the pool gives it: a parse worker's update is packed (store/packed.ts). */
+export type PoolOutcome = FileOutcome<AnyUpdate>;
+
 /** Runs `processFile` for many files on worker threads, a few tasks in flight per worker. */
 export interface FilePool {
-  run(task: FileTask): Promise<FileOutcome>;
+  run(task: FileTask): Promise<PoolOutcome>;
   close(): Promise<void>;
   readonly size: number;
   /** Grammars given up for this run: each failed on GIVE_UP_AFTER files (other than by a parse's deadline). */
@@ -72,7 +76,7 @@ function inThreadPool(root: string, config: QuarryConfig, grammars: GrammarFailu
 type WorkerMessage = {
   id: number;
   started?: boolean;
-  outcome?: FileOutcome;
+  outcome?: PoolOutcome;
   error?: string;
   wasm?: boolean;
   grammars?: string[];
@@ -98,7 +102,7 @@ function grammarHolder() {
 
 /** `lost`: how many workers died while on this task (see `crashed` in `workerPool`). */
 type Pending = {
-  resolve: (o: FileOutcome) => void;
+  resolve: (o: PoolOutcome) => void;
   reject: (e: Error) => void;
   task: FileTask;
   lost?: number;
@@ -234,7 +238,7 @@ function workerPool(
     givenUp,
     run(task) {
       const id = nextId++;
-      return new Promise<FileOutcome>((resolve, reject) => post({ resolve, reject, task }, id));
+      return new Promise<PoolOutcome>((resolve, reject) => post({ resolve, reject, task }, id));
     },
     async close() {
       const closing = workers.splice(0);

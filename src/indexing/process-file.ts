@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { chunkFile } from '../chunk/chunker.ts';
 import { codeTokenText, pathTokenText } from '../chunk/tokens.ts';
 import type { QuarryConfig } from '../config/config.ts';
-import { encodeRefs, type FileUpdate } from '../store/types.ts';
+import { type AnyUpdate, encodeRefs, type FileUpdate } from '../store/types.ts';
 import { containsPrivateKey } from '../workspace/ignore-rules.ts';
 import { detectLanguage, grammarFor } from '../workspace/languages.ts';
 
@@ -35,10 +35,11 @@ export interface FileTask {
   counted?: boolean;
 }
 
-export type FileOutcome =
+/** What became of a file; a parse worker's update comes packed (store/packed.ts, `FileOutcome<AnyUpdate>`). */
+export type FileOutcome<U extends AnyUpdate = FileUpdate> =
   | {
       status: 'indexed';
-      update: FileUpdate;
+      update: U;
       skipReason?: 'binary' | 'minified' | 'secret';
       /** Chunked by lines after tree-sitter failed on it; the worker's parser is not to be trusted again. */
       suspect?: boolean;

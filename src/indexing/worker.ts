@@ -2,6 +2,7 @@ import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadedGrammarNames, treeSitterMemory } from '../chunk/chunker.ts';
 import type { QuarryConfig } from '../config/config.ts';
+import { packedBuffers, packUpdate } from '../store/packed.ts';
 import { isWasmFailure } from './pool.ts';
 import { type FileTask, processFile } from './process-file.ts';
 
@@ -38,13 +39,13 @@ function newGrammars(): { grammars?: string[] } {
 async function handle(msg: { id: number; task: FileTask }): Promise<void> {
   parentPort!.postMessage({ id: msg.id, started: true });
   try {
-    const outcome = await processFile(root, msg.task, config);
-    parentPort!.postMessage({
-      id: msg.id,
-      outcome,
-      ...newGrammars(),
-      ...(swollen() ? { swollen: true } : {}),
-    });
+    const made = await processFile(root, msg.task, config);
+    // packed: the thread that hands out files reads only the row, and passes the rest on to the writer uncopied
+    const outcome = made.status === 'indexed' ? { ...made, update: packUpdate(made.update) } : made;
+    parentPort!.postMessage(
+      { id: msg.id, outcome, ...newGrammars(), ...(swollen() ? { swollen: true } : {}) },
+      outcome.status === 'indexed' ? packedBuffers([outcome.update]) : [],
+    );
   } catch (err) {
     parentPort!.postMessage({
       id: msg.id,

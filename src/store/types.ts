@@ -56,6 +56,22 @@ export interface FileUpdate {
   text?: string;
 }
 
+/**
+ * A file's update as a parse worker hands it on (indexing/worker.ts): its row and chunk count, and the rest (chunks,
+ * symbols, token streams, references, text) serialized once into a buffer that moves between threads without a
+ * copy. The thread that hands out files reads only the row; the writer thread (write-worker.ts) unpacks the rest.
+ * Unpacked, each update was copied into the handing-out thread's heap and out again to the writer's, and that
+ * thread's heap held 150–500 MiB of them between collections: the largest part of a long run's memory.
+ */
+export interface PackedUpdate {
+  file: FileRecord;
+  chunkCount: number;
+  packed: Uint8Array;
+}
+
+/** An update as the indexer holds it: packed when a parse worker made it, whole when this thread did. */
+export type AnyUpdate = FileUpdate | PackedUpdate;
+
 /** A file's references: `json` maps each name to its lines (`{"parseConfig":[3,17]}`), `names` lists them, space-separated. */
 export interface EncodedRefs {
   json: string;
@@ -271,7 +287,7 @@ export interface StoreCore {
 /** See StoreCore.writeBehind. */
 export interface WriteBehind {
   /** Writes one batch; resolves once it is committed, rejects with the write's error. */
-  write(updates: FileUpdate[], touches: FileTouch[]): Promise<void>;
+  write(updates: AnyUpdate[], touches: FileTouch[]): Promise<void>;
   /** Waits for the batches given, then stops the thread. */
   close(): Promise<void>;
 }

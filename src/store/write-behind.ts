@@ -1,8 +1,9 @@
 import { QuarryError, type QuarryErrorCode } from '../errors.ts';
 import { startWorker } from '../workers.ts';
-import type { FileTouch, FileUpdate, WriteBehind } from './types.ts';
+import { packedBuffers } from './packed.ts';
+import type { AnyUpdate, FileTouch, WriteBehind } from './types.ts';
 
-type Request = { close?: false; updates: FileUpdate[]; touches: FileTouch[] } | { close: true };
+type Request = { close?: false; updates: AnyUpdate[]; touches: FileTouch[] } | { close: true };
 export type WriteRequest = Request & { id: number };
 
 type Answer = { id: number; error?: { message: string; name: string; code?: string } };
@@ -43,7 +44,8 @@ export function startWriteBehind(path: string): WriteBehind {
     const id = next++;
     return new Promise<void>((resolve, reject) => {
       pending.set(id, { resolve, reject });
-      worker.postMessage({ ...request, id });
+      // packed updates move to the thread: this one never reads them again
+      worker.postMessage({ ...request, id }, request.close ? [] : packedBuffers(request.updates));
     });
   };
   return {

@@ -1,4 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
+import { unpackUpdate } from './packed.ts';
 import { SqliteStore } from './sqlite.ts';
 import type { WriteRequest } from './write-behind.ts';
 
@@ -34,7 +35,7 @@ async function handle(m: WriteRequest): Promise<void> {
   }
   try {
     if (!store) throw opening;
-    await store.replaceFiles(m.updates);
+    await store.replaceFiles(m.updates.map(unpackUpdate));
     await store.touchFiles(m.touches);
     parentPort!.postMessage({ id: m.id });
   } catch (err) {
