@@ -60,21 +60,24 @@ test("a parse worker's update comes packed, and unpacks to what this thread make
   try {
     const config = testConfig();
     const pool = createFilePool(root, config, 1);
-    for (const path of ['app.py', 'notes.md']) {
-      const fromWorker = await pool.run(task(root, path));
-      const here = await processFile(root, task(root, path), config);
-      assert.equal(fromWorker.status, 'indexed');
-      assert.equal(here.status, 'indexed');
-      if (fromWorker.status !== 'indexed' || here.status !== 'indexed') continue;
-      const u = fromWorker.update;
-      assert.ok(isPacked(u), `${path} came whole`);
-      // the row is read where the files are handed out; the count without unpacking
-      assert.deepEqual(u.file, here.update.file);
-      assert.equal(u.chunkCount, here.update.chunks.length);
-      assert.ok(u.chunkCount > 0);
-      assert.deepEqual(unpackUpdate(u), here.update);
+    try {
+      for (const path of ['app.py', 'notes.md']) {
+        const fromWorker = await pool.run(task(root, path));
+        const here = await processFile(root, task(root, path), config);
+        assert.equal(fromWorker.status, 'indexed');
+        assert.equal(here.status, 'indexed');
+        if (fromWorker.status !== 'indexed' || here.status !== 'indexed') continue;
+        const u = fromWorker.update;
+        assert.ok(isPacked(u), `${path} came whole`);
+        // the row is read where the files are handed out; the count without unpacking
+        assert.deepEqual(u.file, here.update.file);
+        assert.equal(u.chunkCount, here.update.chunks.length);
+        assert.ok(u.chunkCount > 0);
+        assert.deepEqual(unpackUpdate(u), here.update);
+      }
+    } finally {
+      await pool.close();
     }
-    await pool.close();
   } finally {
     removeTree(root);
   }

@@ -61,7 +61,7 @@ export interface FileUpdate {
  * symbols, token streams, references, text) serialized once into a buffer that moves between threads without a
  * copy. The thread that hands out files reads only the row; the writer thread (write-worker.ts) unpacks the rest.
  * Unpacked, each update was copied into the handing-out thread's heap and out again to the writer's, and that
- * thread's heap held 150–500 MiB of them between collections: the largest part of a long run's memory.
+ * thread's heap held 410–560 MiB of them between collections in a 100k run: the largest part of its memory.
  */
 export interface PackedUpdate {
   file: FileRecord;
