@@ -418,24 +418,24 @@ describe('tree-sitter chunking', () => {
     ])
       assert.equal(grammarFor('x.h', `#pragma once\n${line}\n`), 'cpp', line);
 
-    // indexed: the header keeps its language (c, by its name) and gets C++'s definitions
+    // indexed: the C++ header is recorded as C++ and gets C++'s definitions; the C header stays C
     const root = mkdtempSync(join(tmpdir(), 'quarry-h-'));
     try {
       mkdirSync(join(root, 'include'));
       writeFileSync(join(root, 'include', 'logger.h'), cpp);
       writeFileSync(join(root, 'include', 'queue.h'), c);
-      const symbols = async (path: string) => {
+      const symbols = async (path: string, language: string) => {
         const o = await processFile(root, { path, size: 1, mtimeMs: 1 }, testConfig());
         assert.equal(o.status, 'indexed');
         if (o.status !== 'indexed') return '';
-        assert.equal(o.update.file.language, 'c');
+        assert.equal(o.update.file.language, language);
         assert.equal(o.update.file.method, 'tree-sitter');
         return o.update.symbols.map((s) => `${s.kind}:${s.name}`).join(' ');
       };
-      const logger = await symbols('include/logger.h');
+      const logger = await symbols('include/logger.h', 'cpp');
       for (const want of ['module:logging', 'class:Logger', 'method:flush'])
         assert.ok(logger.split(' ').includes(want), `${want} in ${logger}`);
-      const queue = await symbols('include/queue.h');
+      const queue = await symbols('include/queue.h', 'c');
       assert.ok(queue.split(' ').includes('struct:queue'), queue);
     } finally {
       rmSync(root, { recursive: true, force: true });

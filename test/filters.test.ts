@@ -9,7 +9,7 @@ import { openedSet } from '../src/host/set.ts';
 import { createMcpServer } from '../src/mcp/server.ts';
 import { indexProject, type LocalProject, searchProject } from '../src/project/local.ts';
 import { startServer } from '../src/server/http.ts';
-import { copyPolyglot, openLexical, removeTree, runCli } from './helpers.ts';
+import { copyPolyglot, makeTree, openLexical, removeTree, runCli } from './helpers.ts';
 
 describe('search filters hold, hints included', () => {
   const trees: string[] = [];
@@ -77,6 +77,57 @@ describe('search filters hold, hints included', () => {
       assert.ok(!r.content[0]!.text.includes('Router.php'), r.content[0]!.text);
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe('a header named .h is C or C++ by its text', () => {
+  // regression: a C++ header kept the language of its name (c), so `--lang cpp` left every C++ `.h` header out
+  it('--lang cpp finds C++ headers and --lang c C headers, hints and exact code included; grep -t takes both as ripgrep does', async () => {
+    const root = makeTree({
+      'include/ring_buffer.h':
+        'namespace ring {\nclass RingBuffer {\n public:\n  void push(int value);\n};\n}  // ring_buffer_capacity\n',
+      'include/ring_queue.h':
+        'typedef struct ring_queue {\n  int size;\n} ring_queue_t;\nint ring_buffer_capacity(void);\n',
+      'src/ring.cpp': '#include "ring_buffer.h"\nvoid ring::RingBuffer::push(int value) {}\n',
+      'src/ring.c': '#include "ring_queue.h"\nint ring_buffer_capacity(void) { return 8; }\n',
+    });
+    const project = await openLexical(root);
+    try {
+      await indexProject(project);
+      assert.equal((await project.store.getFile('include/ring_buffer.h'))?.language, 'cpp');
+      assert.equal((await project.store.getFile('include/ring_queue.h'))?.language, 'c');
+      const files = async (query: string, languages: string[]) =>
+        (await searchProject(project, query, { mode: 'lexical', filter: { languages } })).files.map(
+          (f) => f.path,
+        );
+      // "ring_buffer.h" and "ring_queue.h" name the headers (file-name hints); ring_buffer_capacity is in both
+      for (const query of ['ring_buffer.h ring_queue.h ring', 'ring_buffer_capacity']) {
+        const cpp = await files(query, ['cpp']);
+        const c = await files(query, ['c']);
+        assert.ok(cpp.includes('include/ring_buffer.h'), `${query}: ${cpp.join(', ')}`);
+        assert.ok(
+          !cpp.includes('include/ring_queue.h') && !cpp.includes('src/ring.c'),
+          `${query}: ${cpp.join(', ')}`,
+        );
+        assert.ok(c.includes('include/ring_queue.h'), `${query}: ${c.join(', ')}`);
+        assert.ok(
+          !c.includes('include/ring_buffer.h') && !c.includes('src/ring.cpp'),
+          `${query}: ${c.join(', ')}`,
+        );
+      }
+      const cli = runCli(['search', 'RingBuffer push', '--lang', 'cpp', '--files', '--mode', 'lexical'], {
+        cwd: root,
+      });
+      assert.equal(cli.code, 0, cli.stderr);
+      assert.match(cli.stdout, /include\/ring_buffer\.h/);
+      // ripgrep's types: `-t cpp` and `-t c` both take every .h file
+      const g = runCli(['grep', '-l', '-t', 'cpp', 'ring_buffer_capacity'], { cwd: root });
+      assert.equal(g.code, 0, g.stderr);
+      assert.deepEqual(g.stdout.trim().split('\n').sort(), ['include/ring_buffer.h', 'include/ring_queue.h']);
+    } finally {
+      await project.close();
+      removeTree(root);
     }
   });
 });

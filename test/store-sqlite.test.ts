@@ -299,7 +299,7 @@ describe('SqliteStore specifics', () => {
     const db = new Database(index);
     db.exec(`DROP TABLE text_fts;
              CREATE VIRTUAL TABLE text_fts USING fts5 (text, content = '', contentless_delete = 1, tokenize = 'trigram');`);
-    schemaBack(db, 4);
+    schemaBack(db, 5);
     const chunkIds = db.prepare('SELECT id FROM chunks ORDER BY id').pluck().all();
     db.close();
     const migrated = openSqliteStore(index);
@@ -340,8 +340,8 @@ describe('SqliteStore specifics', () => {
     await indexLexically(root);
     const index = join(root, '.quarry', 'index.db');
     const db = new Database(index);
-    // before the Swift and header migration, and the chunk index for symbols after it
-    schemaBack(db, 2);
+    // before the Swift and header migration, the chunk index for symbols after it, and the headers' language
+    schemaBack(db, 3);
     db.exec('DROP INDEX chunks_start');
     db.close();
     const migrated = openSqliteStore(index);
@@ -356,6 +356,7 @@ describe('SqliteStore specifics', () => {
     const after = openSqliteStore(index);
     const logger = (await after.findSymbols(['Logger'])).find((d) => d.kind === 'class');
     assert.equal(logger?.path, 'include/logger.h');
+    assert.equal((await after.getFile('include/logger.h'))?.language, 'cpp');
     assert.match((await after.getChunks([logger!.chunkId!]))[0]?.text ?? '', /class Logger/);
     await after.close();
     const raw = new Database(index, { readonly: true });
@@ -483,9 +484,9 @@ describe('SqliteStore specifics', () => {
     const db = new Database(path);
     sqliteVec.load(db);
     db.exec(`DROP TABLE chunk_codes`);
-    // the codes came five migrations back (then the trigram table's rebuild, the skipped files' index, the Swift and
-    // header files parsed again, and the chunk index for symbols)
-    schemaBack(db, 5);
+    // the codes came six migrations back (then the trigram table's rebuild, the skipped files' index, the Swift and
+    // header files parsed again, the chunk index for symbols, and the headers' language)
+    schemaBack(db, 6);
     db.close();
     const migrated = openSqliteStore(path, { codesMin: 0 });
     assert.deepEqual(await migrated.check(), []);

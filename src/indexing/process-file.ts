@@ -6,7 +6,7 @@ import { codeTokenText, pathTokenText } from '../chunk/tokens.ts';
 import type { QuarryConfig } from '../config/config.ts';
 import { type AnyUpdate, encodeRefs, type FileUpdate } from '../store/types.ts';
 import { containsPrivateKey } from '../workspace/ignore-rules.ts';
-import { detectLanguage, grammarFor } from '../workspace/languages.ts';
+import { detectLanguage, grammarFor, languageOf } from '../workspace/languages.ts';
 
 export interface FileTask {
   path: string;
@@ -199,7 +199,7 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
         size,
         mtimeMs: task.mtimeMs,
         hash,
-        language: lang.id,
+        language: languageOf(task.path, grammar),
         method: quick ? 'quick' : chunked.method,
       },
       chunks,

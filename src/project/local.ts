@@ -597,7 +597,7 @@ async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepRes
 async function checkFilterMatches(store: Store, filter: SearchFilter): Promise<void> {
   const { excludePaths: _ignored, ...scope } = filter;
   if (!Object.keys(scope).length) return;
-  for (const f of await store.listFiles()) if (passesFilter(f.path, scope)) return;
+  for (const f of await store.listFiles()) if (passesFilter(f.path, scope, f.language)) return;
   const said = [
     scope.paths?.length ? `file ${scope.paths.join(', ')}` : '',
     scope.pathPrefixes?.length ? `path ${scope.pathPrefixes.join(', ')}` : '',

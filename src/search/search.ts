@@ -3,7 +3,7 @@ import type { QuarryConfig } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
 import type { Reranker } from '../rerank/rerank.ts';
 import type { ChunkHit, FileHit, SearchFilter, Store, StoredChunk, SymbolHit } from '../store/types.ts';
-import { detectLanguage } from '../workspace/languages.ts';
+import { pathLanguages } from '../workspace/languages.ts';
 import { ABOUT_TESTS, type FileRole, fileRole, testedBasename } from '../workspace/roles.ts';
 import { type FileEvidence, fileFeatures, queryShape, symbolNames } from './features.ts';
 import type { ChangeHistory } from './history.ts';
@@ -136,14 +136,41 @@ const total = (c: Candidate) =>
     SYMBOL_HINT_WEIGHT * c.symbolHint +
     c.exact);
 
-/** Does a path pass a search filter (the same rules the stores apply in their queries)? */
-export function passesFilter(path: string, filter: SearchFilter | undefined): boolean {
+/**
+ * Does a path pass a search filter (the same rules the stores apply in their queries)? `language` is the one the
+ * index recorded for the file; without it, the path's name decides, and a `.h` header passes a filter for C or for
+ * C++ (inScope reads which it is).
+ */
+export function passesFilter(path: string, filter: SearchFilter | undefined, language?: string): boolean {
   if (!filter) return true;
   if (filter.excludePaths?.includes(path)) return false;
   if (filter.paths?.length && !filter.paths.includes(path)) return false;
   if (filter.pathPrefixes?.length && !filter.pathPrefixes.some((p) => path.startsWith(p))) return false;
-  if (filter.languages?.length && !filter.languages.includes(detectLanguage(path).id)) return false;
+  const languages = filter.languages;
+  if (
+    languages?.length &&
+    !(language === undefined ? pathLanguages(path) : [language]).some((l) => languages.includes(l))
+  )
+    return false;
   return true;
+}
+
+/**
+ * The `paths` that pass `filter`, as the stores' queries would pass them: where the filter names languages and a
+ * path's name leaves its language open (a `.h` header, C or C++), the language the index recorded decides (one row
+ * read for each such file).
+ */
+async function inScope(store: Store, paths: string[], filter: SearchFilter | undefined): Promise<string[]> {
+  const out: string[] = [];
+  for (const p of paths) {
+    if (!passesFilter(p, filter)) continue;
+    if (filter?.languages?.length && pathLanguages(p).length > 1) {
+      const language = (await store.getFile(p))?.language;
+      if (language === undefined || !passesFilter(p, filter, language)) continue;
+    }
+    out.push(p);
+  }
+  return out;
 }
 
 /**
@@ -162,9 +189,10 @@ async function fileHints(
   const hits = await store.findFilesByName(query);
   const perName = new Map<string, number>();
   for (const h of hits) perName.set(`${h.match}:${h.name}`, (perName.get(`${h.match}:${h.name}`) ?? 0) + 1);
+  // a hint never reaches past the filter: a scoped search returns only files in its scope
+  const scoped = new Set(await inScope(store, [...new Set(hits.map((h) => h.path))], filter));
   for (const h of hits) {
-    // a hint never reaches past the filter: a scoped search returns only files in its scope
-    if (!passesFilter(h.path, filter)) continue;
+    if (!scoped.has(h.path)) continue;
     const n = perName.get(`${h.match}:${h.name}`) ?? 1;
     const s = (strength.get(h.name) ?? 0.3) / (1 + Math.log2(n));
     out.set(h.path, Math.max(out.get(h.path) ?? 0, s));
@@ -304,8 +332,11 @@ async function codeHits(
   note: (chunk: StoredChunk, strength: number) => void,
 ): Promise<void> {
   // no evidence while the trigram index is incomplete (an index from before it existed, not yet re-read)
-  const paths = (await store.exact!.candidates([[code]]))?.filter((p) => passesFilter(p, filter));
-  if (!paths?.length || paths.length > EXACT_CODE_FILES) return;
+  const loose = (await store.exact!.candidates([[code]]))?.filter((p) => passesFilter(p, filter));
+  // far over the limit by their names alone: a fragment that common is no evidence, whatever the headers among them are
+  if (!loose?.length || loose.length > 4 * EXACT_CODE_FILES) return;
+  const paths = await inScope(store, loose, filter);
+  if (!paths.length || paths.length > EXACT_CODE_FILES) return;
   const hits: StoredChunk[] = [];
   for (const list of (await store.getFilesChunks(paths)).values())
     for (const c of list) if (c.text.includes(code)) hits.push(c);

@@ -179,6 +179,11 @@ const MIGRATIONS: string[] = [
   `
   CREATE INDEX IF NOT EXISTS quarry_chunks_start ON quarry_chunks (file_id, start_line DESC, id);
   `,
+  // 7: a C++ header named .h is recorded as cpp (workspace/languages.ts languageOf), which only its text tells: the
+  // next run reads the headers again
+  `
+  UPDATE quarry_files SET size = -1, hash = '' WHERE method <> 'skipped' AND lower(path) LIKE '%.h';
+  `,
 ];
 
 const wellFormed = (s: string) =>

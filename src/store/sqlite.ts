@@ -213,6 +213,11 @@ const MIGRATIONS: Array<(db: Database.Database) => void> = [
     // symbol hints took 170-195 ms with a cold page cache and 34 ms warm, against 67-72 and 13-15 ms)
     db.exec(`CREATE INDEX IF NOT EXISTS chunks_start ON chunks (file_id, start_line DESC)`);
   },
+  (db) => {
+    // a C++ header named .h is recorded as cpp (workspace/languages.ts languageOf), so that a filter by language
+    // tells it from a C header: only its text says which, so the next run reads the headers again
+    db.exec(`UPDATE files SET size = -1, hash = '' WHERE method != 'skipped' AND lower(path) LIKE '%.h'`);
+  },
 ];
 
 /** Writes every chunk vector's codes (a migration, and a reset of the codes table). */

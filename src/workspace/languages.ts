@@ -84,13 +84,33 @@ const CPP_HEADER =
 /**
  * The grammar that parses `text` of `path`: its language's, except that a `.h` header written in C++ is parsed as
  * C++. Both languages name their headers `.h`, and the C grammar gives a C++ header an error tree without its
- * classes or namespaces (226 of the 229 C++ headers in a sample of the 100k corpus). The file keeps its language
- * (`c`, by its name), so filters by language see what they saw before.
+ * classes or namespaces (226 of the 229 C++ headers in a sample of the 100k corpus). The index records such a file's
+ * language as `cpp` too (languageOf), so `--lang cpp` finds C++ headers and `--lang c` leaves them out.
  */
 export function grammarFor(path: string, text: string): string | undefined {
   const { grammar } = detectLanguage(path);
-  if (grammar === 'c' && path.toLowerCase().endsWith('.h') && CPP_HEADER.test(text)) return 'cpp';
+  if (grammar === 'c' && isHeader(path) && CPP_HEADER.test(text)) return 'cpp';
   return grammar;
+}
+
+const isHeader = (path: string) => path.toLowerCase().endsWith('.h');
+
+/**
+ * The language the index records for a file of `path` that `grammar` (grammarFor's answer for its text) parses: its
+ * name's, but `cpp` for a C++ header named `.h`.
+ */
+export function languageOf(path: string, grammar: string | undefined): string {
+  const { id } = detectLanguage(path);
+  return id === 'c' && grammar === 'cpp' ? 'cpp' : id;
+}
+
+/**
+ * The languages a file may be in by its name alone: `.h` names a C or a C++ header (as ripgrep's types `c` and `cpp`
+ * both take it), and only its text, or the language the index recorded from it, tells which.
+ */
+export function pathLanguages(path: string): string[] {
+  const { id } = detectLanguage(path);
+  return id === 'c' && isHeader(path) ? ['c', 'cpp'] : [id];
 }
 
 /** Languages whose chunks come from tree-sitter definitions. */
