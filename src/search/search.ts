@@ -161,16 +161,17 @@ export function passesFilter(path: string, filter: SearchFilter | undefined, lan
  * read for each such file).
  */
 async function inScope(store: Store, paths: string[], filter: SearchFilter | undefined): Promise<string[]> {
-  const out: string[] = [];
-  for (const p of paths) {
-    if (!passesFilter(p, filter)) continue;
-    if (filter?.languages?.length && pathLanguages(p).length > 1) {
-      const language = (await store.getFile(p))?.language;
-      if (language === undefined || !passesFilter(p, filter, language)) continue;
-    }
-    out.push(p);
-  }
-  return out;
+  const loose = paths.filter((p) => passesFilter(p, filter));
+  if (!filter?.languages?.length) return loose;
+  // asked at once: a network store answers them side by side
+  const recorded = await Promise.all(
+    loose.map((p) =>
+      pathLanguages(p).length > 1 ? store.getFile(p).then((f) => f?.language ?? null) : undefined,
+    ),
+  );
+  return loose.filter(
+    (p, i) => recorded[i] === undefined || (recorded[i] !== null && passesFilter(p, filter, recorded[i])),
+  );
 }
 
 /**
