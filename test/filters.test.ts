@@ -9,7 +9,7 @@ import { openedSet } from '../src/host/set.ts';
 import { createMcpServer } from '../src/mcp/server.ts';
 import { indexProject, type LocalProject, searchProject } from '../src/project/local.ts';
 import { startServer } from '../src/server/http.ts';
-import { copyPolyglot, makeTree, openLexical, removeTree, runCli } from './helpers.ts';
+import { copyPolyglot, indexLexically, makeTree, openLexical, removeTree, runCli } from './helpers.ts';
 
 describe('search filters hold, hints included', () => {
   const trees: string[] = [];
@@ -127,6 +127,47 @@ describe('a header named .h is C or C++ by its text', () => {
       assert.deepEqual(g.stdout.trim().split('\n').sort(), ['include/ring_buffer.h', 'include/ring_queue.h']);
     } finally {
       await project.close();
+      removeTree(root);
+    }
+  });
+});
+
+describe('--path names whole path segments', () => {
+  // regression: `--path svc` also searched `svc@old/` and `svc-next/`, folders whose names only start alike
+  it('a folder with or without its slash, never a sibling whose name starts alike, hints included', async () => {
+    const body = 'def retry_budget():\n    return "retry budget for the router"\n';
+    const root = makeTree({
+      'svc/router.py': body,
+      'svc@old/router.py': body,
+      'svc-next/router.py': body,
+      'svcs.py': body,
+    });
+    try {
+      await indexLexically(root);
+      for (const path of ['svc', 'svc/', './svc']) {
+        // "router.py" names every copy (a file-name hint), "retry_budget" is in each one's text
+        const r = runCli(
+          ['search', 'router.py retry_budget', '--path', path, '--files', '--json', '--mode', 'lexical'],
+          {
+            cwd: root,
+          },
+        );
+        assert.equal(r.code, 0, r.stderr);
+        const files = (JSON.parse(r.stdout) as { files: Array<{ path: string }> }).files.map((f) => f.path);
+        assert.deepEqual(files, ['svc/router.py'], `--path ${path}`);
+      }
+      const file = runCli(
+        ['search', 'retry_budget', '--path', 'svcs.py', '--files', '--json', '--mode', 'lexical'],
+        {
+          cwd: root,
+        },
+      );
+      assert.equal(file.code, 0, file.stderr);
+      assert.deepEqual(
+        (JSON.parse(file.stdout) as { files: Array<{ path: string }> }).files.map((f) => f.path),
+        ['svcs.py'],
+      );
+    } finally {
       removeTree(root);
     }
   });

@@ -155,6 +155,23 @@ export function storeContract(open: () => Promise<Store>): void {
       byPrefix.map((h) => h.path),
       ['lib/other.py'],
     );
+    // whole path segments: a folder without its slash, or a file, but never a sibling whose name only starts alike
+    // (regression: `--path lib` matched `lib-old/…` and `library/…`)
+    for (const [prefixes, want] of [
+      [['lib'], ['lib/other.py']],
+      [['lib/other.py'], ['lib/other.py']],
+      [['li'], []],
+      [['lib/other'], []],
+      [['src', 'lib'], ['lib/other.py']],
+    ] as Array<[string[], string[]]>) {
+      const hits = await s.lexical!.searchChunks({
+        terms: ['unrelated'],
+        limit: 10,
+        weights: W,
+        filter: { pathPrefixes: prefixes },
+      });
+      assert.deepEqual([...new Set(hits.map((h) => h.path))], want, prefixes.join(', '));
+    }
     const byLang = await s.lexical!.searchChunks({
       terms: ['parse'],
       limit: 10,

@@ -448,7 +448,7 @@ describe('SqliteStore specifics', () => {
 
     const exact = openSqliteStore(path, { codesMin: 1e9 });
     const want = await Promise.all(queries.map((q) => exact.vectors!.searchChunks(q, 5)));
-    const onlyC = { pathPrefixes: ['c.'] };
+    const onlyC = { pathPrefixes: ['c.ts'] };
     const wantC = await exact.vectors!.searchChunks(queries[0]!, 5, onlyC);
     await exact.close();
     const coded = openSqliteStore(path, { codesMin: 0 });

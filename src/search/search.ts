@@ -5,6 +5,7 @@ import type { Reranker } from '../rerank/rerank.ts';
 import type { ChunkHit, FileHit, SearchFilter, Store, StoredChunk, SymbolHit } from '../store/types.ts';
 import { pathLanguages } from '../workspace/languages.ts';
 import { ABOUT_TESTS, type FileRole, fileRole, testedBasename } from '../workspace/roles.ts';
+import { underPrefix } from '../workspace/scope.ts';
 import { type FileEvidence, fileFeatures, queryShape, symbolNames } from './features.ts';
 import type { ChangeHistory } from './history.ts';
 import type { SearchMode, SearchResult } from './modes.ts';
@@ -145,7 +146,7 @@ export function passesFilter(path: string, filter: SearchFilter | undefined, lan
   if (!filter) return true;
   if (filter.excludePaths?.includes(path)) return false;
   if (filter.paths?.length && !filter.paths.includes(path)) return false;
-  if (filter.pathPrefixes?.length && !filter.pathPrefixes.some((p) => path.startsWith(p))) return false;
+  if (filter.pathPrefixes?.length && !filter.pathPrefixes.some((p) => underPrefix(path, p))) return false;
   const languages = filter.languages;
   if (
     languages?.length &&

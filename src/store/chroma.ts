@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ChromaClient, type Collection, type Metadata, type Where } from 'chromadb';
 import { QuarryError } from '../errors.ts';
 import { chunkGetsVector } from '../workspace/roles.ts';
+import { underPrefix } from '../workspace/scope.ts';
 import { openSqliteStore, type SqliteStore, sqliteIndexExists } from './sqlite.ts';
 import type {
   ChunkHit,
@@ -115,7 +116,7 @@ function chromaWhere(filter: SearchFilter | undefined): Where | undefined {
 }
 
 function prefixOk(filter: SearchFilter | undefined, path: string): boolean {
-  return !filter?.pathPrefixes?.length || filter.pathPrefixes.some((p) => path.startsWith(p));
+  return !filter?.pathPrefixes?.length || filter.pathPrefixes.some((p) => underPrefix(path, p));
 }
 
 export class ChromaStore {

@@ -4,6 +4,7 @@ import pg from 'pg';
 import type { SymbolKind } from '../chunk/specs.ts';
 import { QuarryError } from '../errors.ts';
 import { chunkGetsVector } from '../workspace/roles.ts';
+import { prefixParts } from '../workspace/scope.ts';
 import {
   type AsyncPrunedSource,
   PRUNE_MIN,
@@ -457,7 +458,16 @@ function filterSql(filter: SearchFilter | undefined, params: unknown[]): string 
   if (filter.excludePaths?.length) parts.push(`NOT (f.path = ANY(${p(filter.excludePaths)}::text[]))`);
   if (filter.languages?.length) parts.push(`f.language = ANY(${p(filter.languages)}::text[])`);
   if (filter.pathPrefixes?.length)
-    parts.push(`(${filter.pathPrefixes.map((x) => `left(f.path, ${x.length}) = ${p(x)}`).join(' OR ')})`);
+    // whole path segments (workspace/scope.ts underPrefix): the file the prefix names, or what its folder holds
+    parts.push(
+      `(${filter.pathPrefixes
+        .map(prefixParts)
+        .flatMap(({ file, folder }) => [
+          ...(file !== undefined ? [`f.path = ${p(file)}`] : []),
+          `left(f.path, ${folder.length}) = ${p(folder)}`,
+        ])
+        .join(' OR ')})`,
+    );
   return parts.length ? ` AND ${parts.join(' AND ')}` : '';
 }
 

@@ -6,6 +6,7 @@ import type { SymbolKind } from '../chunk/specs.ts';
 import { QuarryError } from '../errors.ts';
 import { startWorker } from '../workers.ts';
 import { chunkGetsVector } from '../workspace/roles.ts';
+import { prefixParts } from '../workspace/scope.ts';
 import { asBlob, int8Copy, signCode } from './codes.ts';
 import { acquireWriterLock, readLiveLock } from './lock.ts';
 import { loadQuarryBm25 } from './native-rank.ts';
@@ -398,8 +399,17 @@ function filterSql(filter: SearchFilter | undefined): { sql: string; params: unk
     params.push(JSON.stringify(filter.languages));
   }
   if (filter.pathPrefixes?.length) {
-    parts.push(`(${filter.pathPrefixes.map(() => `substr(f.path, 1, ?) = ?`).join(' OR ')})`);
-    for (const p of filter.pathPrefixes) params.push(p.length, p);
+    // whole path segments (workspace/scope.ts underPrefix): the file the prefix names, or what its folder holds
+    const terms: string[] = [];
+    for (const { file, folder } of filter.pathPrefixes.map(prefixParts)) {
+      if (file !== undefined) {
+        terms.push('f.path = ?');
+        params.push(file);
+      }
+      terms.push('substr(f.path, 1, ?) = ?');
+      params.push(folder.length, folder);
+    }
+    parts.push(`(${terms.join(' OR ')})`);
   }
   return { sql: parts.length ? ` AND ${parts.join(' AND ')}` : '', params };
 }
