@@ -30,38 +30,69 @@ export function formatSymbols(path: string, symbols: SymbolHit[]): string {
   return `${path}\n${symbols.map((s) => `  ${s.startLine}-${s.endLine}  ${s.kind} ${s.container ? `${s.container}.` : ''}${s.name}`).join('\n')}`;
 }
 
-export function formatDefinitions(name: string, defs: SymbolHit[]): string {
-  return `${name} is defined in:\n${defs.map((d) => `  ${d.path}:${d.startLine}-${d.endLine}  ${d.kind} ${d.container ? `${d.container}.` : ''}${d.name}`).join('\n')}`;
+/** How many of a name's definitions or referring files a list holds unless asked for more. */
+export const DEFINITIONS_SHOWN = 200;
+export const REFERENCE_FILES_SHOWN = 500;
+/** The most rows of one name a lookup reads (the commonest name of a 100,000-file corpus has ~5,000). */
+const NAME_ROWS_MAX = 50_000;
+
+/** `more`: the list was cut at its limit, and what to do to see the rest (a face's own words: `--limit`, `limit`). */
+export function formatDefinitions(name: string, defs: SymbolHit[], more?: string): string {
+  const head = more ? `${name} is defined in (the first ${defs.length}; ${more}):` : `${name} is defined in:`;
+  return `${head}\n${defs.map((d) => `  ${d.path}:${d.startLine}-${d.endLine}  ${d.kind} ${d.container ? `${d.container}.` : ''}${d.name}`).join('\n')}`;
 }
 
-export function formatReferences(name: string, refs: RefHit[]): string {
+export function formatReferences(name: string, refs: RefHit[], more?: string): string {
   const total = refs.reduce((s, r) => s + r.lines.length, 0);
-  return `${name} is used on ${total} line${total === 1 ? '' : 's'} in ${refs.length} file${refs.length === 1 ? '' : 's'}:\n${refs
+  const where = `${total} line${total === 1 ? '' : 's'} in ${more ? 'the first ' : ''}${refs.length} file${refs.length === 1 ? '' : 's'}`;
+  return `${name} is used on ${where}${more ? ` (${more})` : ''}:\n${refs
     .map((r) => `  ${r.path}: ${r.lines.join(', ')}`)
     .join('\n')}`;
 }
 
-/** Definitions of `name`: exact case first; `Class.method` narrows to methods of that class. */
-export async function findDefinitions(project: Project, name: string): Promise<SymbolHit[]> {
+/**
+ * Definitions of `name`, in path order, at most `limit` (DEFINITIONS_SHOWN when it is absent): exact case first;
+ * `Class.method` narrows to methods of that class. The store matches the name without case, so it is asked for every
+ * row of the name (up to NAME_ROWS_MAX) and the choice is made here, before the limit: cutting first would leave a
+ * common name with fewer definitions than the limit while more exist.
+ */
+export async function findDefinitions(
+  project: Project,
+  name: string,
+  options: { limit?: number } = {},
+): Promise<SymbolHit[]> {
   const parts = name.split(/\.|::|#/);
-  const hits = await project.store.findSymbols([leaf(name)]);
+  const hits = await project.store.findSymbols([leaf(name)], { limit: NAME_ROWS_MAX });
   const container = parts.length > 1 ? parts[parts.length - 2]! : null;
   const narrowed = container ? hits.filter((h) => h.container === container) : hits;
   const pool = narrowed.length ? narrowed : hits;
   const exact = pool.filter((h) => h.name === leaf(name));
-  return exact.length ? exact : pool;
+  const chosen = exact.length ? exact : pool;
+  return chosen.slice(0, options.limit ?? DEFINITIONS_SHOWN);
 }
 
-/** Uses of `name` across the index (identifier occurrences), the definitions' own lines left out. */
-export async function findReferences(project: Project, name: string): Promise<RefHit[]> {
+/**
+ * Files that use `name` (identifier occurrences), in path order, at most `limit` (REFERENCE_FILES_SHOWN when it is
+ * absent), the definitions' own lines left out. A file whose only occurrences are definitions is dropped, so the
+ * store is asked for as many more files as there are files with a definition: the list then holds `limit` files
+ * whenever that many use the name.
+ */
+export async function findReferences(
+  project: Project,
+  name: string,
+  options: { limit?: number } = {},
+): Promise<RefHit[]> {
   const n = leaf(name);
+  const limit = options.limit ?? REFERENCE_FILES_SHOWN;
   // only an identifier can be a reference (and be looked up in the names index)
-  if (!/^[\p{L}\p{N}_$]+$/u.test(n) || !project.store.references) return [];
-  const defs = await project.store.findSymbols([n]);
-  const defLines = new Set(defs.filter((d) => d.name === n).map((d) => `${d.path}:${d.startLine}`));
-  return (await project.store.references.find(n))
+  if (!/^[\p{L}\p{N}_$]+$/u.test(n) || !project.store.references || limit < 1) return [];
+  const defs = (await project.store.findSymbols([n], { limit: NAME_ROWS_MAX })).filter((d) => d.name === n);
+  const defLines = new Set(defs.map((d) => `${d.path}:${d.startLine}`));
+  const defFiles = new Set(defs.map((d) => d.path)).size;
+  return (await project.store.references.find(n, { limit: limit + defFiles }))
     .map((r) => ({ ...r, lines: r.lines.filter((l) => !defLines.has(`${r.path}:${l}`)) }))
-    .filter((r) => r.lines.length > 0);
+    .filter((r) => r.lines.length > 0)
+    .slice(0, limit);
 }
 
 export async function fileVariables(project: Project, path: string) {
@@ -123,10 +154,12 @@ export async function routeQuestion(project: Project, question: string): Promise
     ).exec(q) ?? new RegExp(`^(?:find\\s+)?(?:the\\s+)?definition\\s+of\\s+${NAME}\\??$`, 'i').exec(q);
   if (def) {
     const name = def[1]!;
-    const defs = await findDefinitions(project, name);
-    if (!defs.length) return { fallback: `no definition named ${name} in the index` };
+    const found = await findDefinitions(project, name, { limit: DEFINITIONS_SHOWN + 1 });
+    if (!found.length) return { fallback: `no definition named ${name} in the index` };
+    const defs = found.slice(0, DEFINITIONS_SHOWN);
+    const more = found.length > defs.length ? 'more exist: `quarry def --limit`' : undefined;
     return {
-      answer: { kind: 'definition', subject: name, text: formatDefinitions(name, defs), symbols: defs },
+      answer: { kind: 'definition', subject: name, text: formatDefinitions(name, defs, more), symbols: defs },
     };
   }
 
@@ -142,10 +175,17 @@ export async function routeQuestion(project: Project, question: string): Promise
     new RegExp(`^where\\s+is\\s+${NAME}\\s+(?:used|called|referenced)\\??$`, 'i').exec(q);
   if (ref) {
     const name = ref[1]!;
-    const refs = await findReferences(project, name);
-    if (!refs.length) return { fallback: `nothing in the index uses ${name}` };
+    const found = await findReferences(project, name, { limit: REFERENCE_FILES_SHOWN + 1 });
+    if (!found.length) return { fallback: `nothing in the index uses ${name}` };
+    const refs = found.slice(0, REFERENCE_FILES_SHOWN);
+    const more = found.length > refs.length ? 'more files use it: `quarry refs --limit`' : undefined;
     return {
-      answer: { kind: 'references', subject: name, text: formatReferences(name, refs), references: refs },
+      answer: {
+        kind: 'references',
+        subject: name,
+        text: formatReferences(name, refs, more),
+        references: refs,
+      },
     };
   }
   return null;

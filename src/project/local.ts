@@ -145,8 +145,8 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
       (await import('../context/assemble.ts')).assembleContext(project, question, o),
     route: async (question) => (await import('../answer/router.ts')).routeQuestion(project, question),
     grep: (q) => grepProject(project, q),
-    definitions: async (n) => (await import('../answer/router.ts')).findDefinitions(project, n),
-    references: async (n) => (await import('../answer/router.ts')).findReferences(project, n),
+    definitions: async (n, o) => (await import('../answer/router.ts')).findDefinitions(project, n, o),
+    references: async (n, o) => (await import('../answer/router.ts')).findReferences(project, n, o),
     async outline(path) {
       const rel = indexedPath(path);
       if (!(await store.getFile(rel)))

@@ -72,8 +72,8 @@ export async function openMcpProject(options: McpRemoteOptions): Promise<Project
     context: (question, o) => remoteContext(server, config, question, o),
     // structure questions go to retrieval over MCP: find_symbol and list_symbols answer them when asked directly
     route: async () => null,
-    definitions: (name) => remoteDefinitions(server, name),
-    references: (name) => remoteReferences(server, name),
+    definitions: (name, o) => remoteDefinitions(server, name, o?.limit ?? 200),
+    references: (name, o) => remoteReferences(server, name, o?.limit ?? 500),
     grep: (q) => remoteGrep(server, q),
     nearest: (q) => remoteNearest(server, q),
     outline: (path) => remoteOutline(server, path),
@@ -361,11 +361,12 @@ async function contextFromSearch(
   };
 }
 
-async function remoteDefinitions(server: McpConnection, name: string): Promise<SymbolHit[]> {
+/** Another server's `find_symbol` definitions (quarry's lists at most 200 of them). */
+async function remoteDefinitions(server: McpConnection, name: string, limit: number): Promise<SymbolHit[]> {
   const out = json<{ definitions?: SymbolHit[] }>(
     await server.call('find_symbol', { name, references: false }),
   );
-  return (out?.definitions ?? []).map((d) => ({ ...d, chunkId: null }));
+  return (out?.definitions ?? []).slice(0, limit).map((d) => ({ ...d, chunkId: null }));
 }
 
 /** Another server's `grep` tool (quarry's text: `path:line:column:text` per match, context lines left out). */
@@ -425,11 +426,23 @@ async function remoteNearest(server: McpConnection, q: NearestQuery): Promise<Ne
   return out;
 }
 
-async function remoteReferences(server: McpConnection, name: string): Promise<RefHit[]> {
-  const out = json<{ references?: Array<Omit<RefHit, 'name'>> }>(
-    await server.call('find_symbol', { name, references: true, limit: 200 }),
-  );
-  return (out?.references ?? []).map((r) => ({ ...r, name }));
+/** Another server's `find_symbol` references, page by page (200 files each) until `limit` files or the last page. */
+async function remoteReferences(server: McpConnection, name: string, limit: number): Promise<RefHit[]> {
+  const refs: RefHit[] = [];
+  while (refs.length < limit) {
+    const out = json<{ references?: Array<Omit<RefHit, 'name'>>; next?: string }>(
+      await server.call('find_symbol', {
+        name,
+        references: true,
+        offset: refs.length,
+        limit: Math.min(200, limit - refs.length),
+      }),
+    );
+    const page = out?.references ?? [];
+    refs.push(...page.map((r) => ({ ...r, name })));
+    if (!page.length || !out?.next) break;
+  }
+  return refs;
 }
 
 async function remoteOutline(server: McpConnection, path: string): Promise<Outline> {

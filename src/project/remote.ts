@@ -202,10 +202,18 @@ export async function openRemoteProject(options: RemoteOptions): Promise<Project
     route: (question: string) => client.call<RouteResult>('route', { body: { repo, question } }),
     grep: (query: GrepQuery) => client.call<GrepResponse>('grep', { body: { ...query, repo } }),
     nearest: (query: NearestQuery) => client.call<NearestResponse>('nearest', { body: { ...query, repo } }),
-    definitions: async (name: string) =>
-      (await client.call<{ definitions: SymbolHit[] }>('definitions', { query: { ...q, name } })).definitions,
-    references: async (name: string) =>
-      (await client.call<{ references: RefHit[] }>('references', { query: { ...q, name } })).references,
+    definitions: async (name: string, o: { limit?: number } = {}) =>
+      (
+        await client.call<{ definitions: SymbolHit[] }>('definitions', {
+          query: { ...q, name, ...(o.limit !== undefined ? { limit: String(o.limit) } : {}) },
+        })
+      ).definitions,
+    references: async (name: string, o: { limit?: number } = {}) =>
+      (
+        await client.call<{ references: RefHit[] }>('references', {
+          query: { ...q, name, ...(o.limit !== undefined ? { limit: String(o.limit) } : {}) },
+        })
+      ).references,
     outline: (path: string) => client.call<Outline>('outline', { query: { ...q, path } }),
     readFile: (path: string, range: { start?: number; end?: number } = {}) =>
       client.call<FileSlice>('file', {

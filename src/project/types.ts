@@ -215,8 +215,10 @@ export interface Project {
   context(question: string, options?: AssembleOptions): Promise<AssembledContext>;
   /** A structure question ("list the functions in x.ts") answered from the symbol index, or null. */
   route(question: string): Promise<RouteResult>;
-  definitions(name: string): Promise<SymbolHit[]>;
-  references(name: string): Promise<RefHit[]>;
+  /** Where a name is defined, in path order: at most `limit` definitions (200 when it is absent). */
+  definitions(name: string, options?: { limit?: number }): Promise<SymbolHit[]>;
+  /** The files that use a name and their lines, in path order: at most `limit` files (500 when it is absent). */
+  references(name: string, options?: { limit?: number }): Promise<RefHit[]>;
   /** Lines that match a pattern, as ripgrep finds them, over the indexed files (candidates from the trigram index). */
   grep(query: GrepQuery): Promise<GrepResponse>;
   /** The definitions and top-level variables of an indexed file (BAD_INPUT when the index has no such file). */

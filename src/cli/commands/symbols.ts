@@ -20,15 +20,17 @@ export function registerSymbolCommands(program: Command, cli: CliContext): void 
     .command('def')
     .description('where a name is defined')
     .argument('<name>', 'a symbol (parseConfig, Indexer.run)')
+    .option('--limit <n>', 'list at most this many definitions', positiveInt, 200)
     .option('--json', 'print JSON')
-    .action((name: string, opts: { json?: boolean }) => runDef(cli, name, opts));
+    .action((name: string, opts: ListOptions) => runDef(cli, name, opts));
 
   program
     .command('refs')
     .description('where a name is used (identifier occurrences)')
     .argument('<name>', 'a symbol (parseConfig, Indexer.run)')
+    .option('--limit <n>', 'list at most this many files', positiveInt, 500)
     .option('--json', 'print JSON')
-    .action((name: string, opts: { json?: boolean }) => runRefs(cli, name, opts));
+    .action((name: string, opts: ListOptions) => runRefs(cli, name, opts));
 
   program
     .command('map')
@@ -65,27 +67,48 @@ export async function runSymbols(
   });
 }
 
-export async function runDef(cli: CliContext, name: string, opts: { json?: boolean }): Promise<void> {
+interface ListOptions {
+  limit?: number;
+  json?: boolean;
+}
+
+/** What a cut list says, in the text and in `--json` (`truncated`). */
+const moreNote = (limit: number, what: string) => `more ${what}: raise --limit (now ${limit})`;
+
+export async function runDef(cli: CliContext, name: string, opts: ListOptions): Promise<void> {
   const { io } = cli;
   const { formatDefinitions } = await lazyRouter();
+  const limit = opts.limit ?? 200;
   await withProject(cli.globals(), async (project) => {
-    const defs = await project.definitions(name);
+    // one past the limit says whether the list was cut
+    const found = await project.definitions(name, { limit: limit + 1 });
+    const defs = found.slice(0, limit);
+    const truncated = found.length > limit;
     if (!defs.length) cli.setExitCode(1); // as grep: nothing found is not an error, and scripts can tell
-    if (opts.json) io.stdout.write(`${JSON.stringify({ name, definitions: defs })}\n`);
+    if (opts.json) io.stdout.write(`${JSON.stringify({ name, definitions: defs, truncated })}\n`);
     else if (!defs.length) io.stdout.write(`no definition named ${name} — try \`quarry search ${name}\`\n`);
-    else io.stdout.write(`${lines(formatDefinitions(name, defs))}\n`);
+    else
+      io.stdout.write(
+        `${lines(formatDefinitions(name, defs, truncated ? moreNote(limit, 'exist') : undefined))}\n`,
+      );
   });
 }
 
-export async function runRefs(cli: CliContext, name: string, opts: { json?: boolean }): Promise<void> {
+export async function runRefs(cli: CliContext, name: string, opts: ListOptions): Promise<void> {
   const { io } = cli;
   const { formatReferences } = await lazyRouter();
+  const limit = opts.limit ?? 500;
   await withProject(cli.globals(), async (project) => {
-    const refs = await project.references(name);
+    const found = await project.references(name, { limit: limit + 1 });
+    const refs = found.slice(0, limit);
+    const truncated = found.length > limit;
     if (!refs.length) cli.setExitCode(1);
-    if (opts.json) io.stdout.write(`${JSON.stringify({ name, references: refs })}\n`);
+    if (opts.json) io.stdout.write(`${JSON.stringify({ name, references: refs, truncated })}\n`);
     else if (!refs.length) io.stdout.write(`nothing in the index uses ${name}\n`);
-    else io.stdout.write(`${lines(formatReferences(name, refs))}\n`);
+    else
+      io.stdout.write(
+        `${lines(formatReferences(name, refs, truncated ? moreNote(limit, 'files use it') : undefined))}\n`,
+      );
   });
 }
 

@@ -19,13 +19,17 @@ type Definition = {
   endLine: number;
 };
 
-/** find_symbol: a name's definitions, and (paginated) the files that use it. */
+/** How many definitions one answer lists (a common name like `main` has thousands in a large repository). */
+const DEFINITIONS_SHOWN = 200;
+
+/** find_symbol: a name's definitions, and (paginated) the files that use it. Every list says when it was cut. */
 export async function findSymbol(
   { name, references, offset, limit, repo, root }: z.infer<z.ZodObject<typeof inputSchema>>,
   { projectOf }: ToolContext,
 ): Promise<Answer> {
   const project = await projectOf(repo, root);
-  const definitions = await project.definitions(name);
+  const found = await project.definitions(name, { limit: DEFINITIONS_SHOWN + 1 });
+  const definitions = found.slice(0, DEFINITIONS_SHOWN);
   const out: Record<string, unknown> = {
     name,
     definitions: definitions.map(({ path, startLine, endLine, kind, container, name: n }) => ({
@@ -37,13 +41,18 @@ export async function findSymbol(
       endLine,
     })),
   };
+  if (found.length > definitions.length)
+    out.moreDefinitions = `only the first ${DEFINITIONS_SHOWN} definitions (in path order): name the class (Class.method) to narrow them`;
+  let more = false;
   if (references) {
-    const refs = await project.references(name);
+    // one file past the page says whether more exist, without reading every file that uses a common name
+    const refs = await project.references(name, { limit: offset + limit + 1 });
+    more = refs.length > offset + limit;
     out.references = refs.slice(offset, offset + limit).map(({ path, lines }) => ({ path, lines }));
-    out.referenceFiles = refs.length;
-    if (offset + limit < refs.length) out.next = `call again with offset ${offset + limit} for more`;
+    if (more) out.next = `call again with offset ${offset + limit} for more`;
+    else out.referenceFiles = refs.length;
   }
-  if (!definitions.length && !(out.referenceFiles as number))
+  if (!definitions.length && !(out.references as unknown[] | undefined)?.length && !more)
     out.note = `nothing named ${name} in the index: try search_code`;
   const defs = out.definitions as Definition[];
   const lines = [
@@ -53,10 +62,14 @@ export async function findSymbol(
         `${d.path}:${d.startLine}-${d.endLine} ${d.kind} ${d.container ? `${d.container}.` : ''}${d.name}`,
     ),
   ];
+  if (out.moreDefinitions) lines.push(String(out.moreDefinitions));
   if (references) {
     const refs = out.references as Array<{ path: string; lines: number[] }>;
+    const span = refs.length ? `files ${offset + 1}-${offset + refs.length}` : `none from offset ${offset}`;
     lines.push(
-      `references: ${out.referenceFiles} file${out.referenceFiles === 1 ? '' : 's'}${refs.length < (out.referenceFiles as number) ? ` (${offset + 1}-${offset + refs.length} shown)` : ''}`,
+      more
+        ? `references: ${span} of more`
+        : `references: ${out.referenceFiles} file${out.referenceFiles === 1 ? '' : 's'}${offset > 0 || refs.length < (out.referenceFiles as number) ? ` (${span} shown)` : ''}`,
       ...refs.map((r) => `${r.path}: ${r.lines.join(', ')}`),
     );
     if (out.next) lines.push(String(out.next));

@@ -16,14 +16,28 @@ export async function route(c: Context<Env>): Promise<Response> {
   return c.json(await (await projectFor(c, b.repo)).route(question));
 }
 
-/** GET /api/definitions?name=…: where a symbol is defined. */
-export async function definitions(c: Context<Env>): Promise<Response> {
-  return c.json({ definitions: await (await projectFor(c, c.req.query('repo'))).definitions(named(c)) });
+/** `?limit=`: how many definitions or files a list may hold (the project's own default when it is absent). */
+function limited(c: Context): { limit?: number } {
+  const raw = c.req.query('limit');
+  if (raw === undefined) return {};
+  const limit = Number(raw);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100_000)
+    throw new QuarryError('BAD_INPUT', 'limit must be a whole number from 1 to 100000');
+  return { limit };
 }
 
-/** GET /api/references?name=…: where a symbol is used. */
+/** GET /api/definitions?name=…&limit=…: where a symbol is defined. */
+export async function definitions(c: Context<Env>): Promise<Response> {
+  return c.json({
+    definitions: await (await projectFor(c, c.req.query('repo'))).definitions(named(c), limited(c)),
+  });
+}
+
+/** GET /api/references?name=…&limit=…: where a symbol is used (`limit` counts files). */
 export async function references(c: Context<Env>): Promise<Response> {
-  return c.json({ references: await (await projectFor(c, c.req.query('repo'))).references(named(c)) });
+  return c.json({
+    references: await (await projectFor(c, c.req.query('repo'))).references(named(c), limited(c)),
+  });
 }
 
 /** GET /api/outline?path=…: one file's symbols. */
