@@ -135,6 +135,20 @@ describe('quarry grep', () => {
     assert.equal(json.matches[0].path, 'src/router/trie.ts');
   });
 
+  it("-l lists every file with a match: a limit on lines does not cut the list at one file's lines", () => {
+    const want = [...new Set(bruteForce(root, /param/).map((hit) => hit.slice(0, hit.lastIndexOf(':'))))];
+    assert.ok(want.length >= 4 && want.includes('src/router/index.ts'));
+    // src/router/index.ts alone has two matching lines: a limit of one line stopped the list there
+    const l = runCli(['grep', '-l', '--limit', '1', 'param'], { cwd: root });
+    assert.equal(l.code, 0, l.stderr);
+    assert.deepEqual(l.stdout.trim().split('\n'), want);
+    assert.doesNotMatch(l.stderr, /more matches than shown/);
+    const j = JSON.parse(runCli(['grep', '-l', 'param', '--json'], { cwd: root }).stdout);
+    assert.deepEqual(j.paths, want);
+    assert.deepEqual(j.matches, []);
+    assert.equal(j.truncated, false);
+  });
+
   it('exits 1 on no match, 2 on a bad pattern or filter, and never hangs on a hostile pattern', () => {
     const none = runCli(['grep', 'no_such_identifier_anywhere'], { cwd: root });
     assert.equal(none.code, 1);

@@ -28,6 +28,11 @@ export interface GrepQuery {
   after?: number;
   /** -c: count the matching lines of each file instead of returning them (`counts`; no overall limit applies). */
   count?: boolean;
+  /**
+   * -l: the files with a match (`paths`), each read only to its first matching line; no overall limit applies (a
+   * list of files is bounded by the index, where a limit on lines cut it at whichever file reached it).
+   */
+  filesWithMatches?: boolean;
   /** --files: list the files a search would read (`paths`), searching nothing; the pattern may be empty. */
   listFiles?: boolean;
   /** --hidden: search hidden files and folders too (a name starting with a dot), which ripgrep leaves out. */

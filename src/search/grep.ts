@@ -134,6 +134,10 @@ export async function grep(
   if (q.listFiles)
     return { ...out, paths: [...new Set([...paths, ...skipped.map((f) => f.path)])].sort(comparePaths) };
   if (q.count) out.counts = [];
+  else if (q.filesWithMatches) out.paths = [];
+  // -l needs one matching line a file: the rest of the file is not looked at
+  const perFile =
+    q.filesWithMatches && !q.count ? { ...q, maxPerFile: 1, before: 0, after: 0, context: 0 } : q;
   // a line that lacks every group's literals cannot match: a JavaScript substring test spares the call into RE2
   // (which converts the line to UTF-8 each time) for nearly every line of a candidate file
   // (ASCII literals only: lower-casing is exact on them, where a Greek capital sigma lower-cases by its context)
@@ -153,13 +157,17 @@ export async function grep(
         path,
         lines,
         pattern,
-        minified.has(path) ? { ...q, maxColumns: q.maxColumns ?? DEFAULT_MAX_COLUMNS } : q,
+        minified.has(path) ? { ...perFile, maxColumns: q.maxColumns ?? DEFAULT_MAX_COLUMNS } : perFile,
         needles,
       );
       if (!found.length) continue;
       out.files++;
       if (out.counts) {
         out.counts.push({ path, count: found.length });
+        continue;
+      }
+      if (out.paths) {
+        out.paths.push(path);
         continue;
       }
       const room = limit - out.matches.length;

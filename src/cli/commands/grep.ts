@@ -117,6 +117,7 @@ export async function runGrep(
       pattern,
       ...(opts.files ? { listFiles: true } : {}),
       ...(opts.count ? { count: true } : {}),
+      ...(opts.filesWithMatches && !opts.count ? { filesWithMatches: true } : {}),
       ...(opts.hidden ? { hidden: true } : {}),
       ...(opts.ignore === false ? { noIgnore: true } : {}),
       ...(opts.afterContext !== undefined ? { after: opts.afterContext } : {}),
@@ -181,7 +182,9 @@ function printGrep(
     return out + visible(m.text.slice(at));
   };
   if (res.paths) {
-    for (const p of res.paths) io.stdout.write(`${show(p)}\n`);
+    // -l's paths in ripgrep's colour for a path; --files' plain, as ripgrep prints them
+    const colour = opts.filesWithMatches ? (p: string) => c.magenta(p) : (p: string) => p;
+    for (const p of res.paths) io.stdout.write(`${colour(show(p))}\n`);
     return;
   }
   if (res.counts) {
@@ -189,6 +192,7 @@ function printGrep(
     return;
   }
   if (opts.filesWithMatches) {
+    // an answer of lines (a quarry from before -l had its own mode): their files
     for (const p of new Set(res.matches.map((m) => m.path))) io.stdout.write(`${c.magenta(show(p))}\n`);
     return;
   }

@@ -23,6 +23,7 @@ const GrepBody = z
     after: z.number().int().min(0).max(GREP_LIMITS.context).optional(),
     count: z.boolean().optional(),
     listFiles: z.boolean().optional(),
+    filesWithMatches: z.boolean().optional(),
     hidden: z.boolean().optional(),
     noIgnore: z.boolean().optional(),
     maxPerFile: z.number().int().min(1).optional(),
