@@ -113,6 +113,18 @@ describe('freshness an agent can see', () => {
     }
     const unwalked = JSON.parse(runCli(['search', 'start app', '--json'], { cwd: root, env }).stdout);
     assert.doesNotMatch(unwalked.stale ?? '', /changed since the last index/);
+    // …and its answer says so, not silence that reads as "nothing changed"
+    assert.match(
+      unwalked.stale,
+      /^edits since the last index are not looked for in a tree of 20,000 files without a watcher: keep `quarry watch`/,
+    );
+    // search.walk_files raises the size a search walks (here past the count), or turns the walk and its note off
+    writeFileSync(join(root, 'quarry.toml'), '[search]\nwalk_files = 30000\n');
+    const raised = JSON.parse(runCli(['search', 'start app', '--json'], { cwd: root, env }).stdout);
+    assert.match(raised.stale, /^31 files changed since the last index/);
+    writeFileSync(join(root, 'quarry.toml'), '[search]\nwalk_files = 0\n');
+    const off = JSON.parse(runCli(['search', 'start app', '--json'], { cwd: root, env }).stdout);
+    assert.doesNotMatch(off.stale ?? '', /edits since|changed since/); // (the interrupted run above still speaks)
   });
 
   it('says "being updated" only while a running index has files to re-read (regression: every start-up sync said so)', async () => {

@@ -141,6 +141,17 @@ export const ConfigSchema = z.object({
     .object({
       /** Results returned by default. Default 10. */
       topK: positive.describe('results returned by default (10)').default(10),
+      /**
+       * A search walks the working tree for edits since the last index when the tree holds at most this many files
+       * (a walk costs ~20 µs a file); over it, a watcher (`quarry watch`, `serve`, `mcp`, `chat`) keeps the index
+       * fresh, and a search without one says that edits are not looked for. 0: never walk, and say nothing.
+       * Default 10000.
+       */
+      walkFiles: count
+        .describe(
+          'a search looks for edits since the last index in trees of at most this many files; larger ones need a watcher (0: never; default 10000)',
+        )
+        .default(10_000),
       /** How lexical and dense lists combine in hybrid mode: reciprocal rank fusion, or a weighted sum. */
       fusion: z.enum(FUSIONS).default('rrf'),
       /**

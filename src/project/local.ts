@@ -396,8 +396,6 @@ async function watchedAndQuiet(project: LocalProject): Promise<boolean> {
   return !(await project.store.activeWriter());
 }
 
-/** Largest index whose working tree a search walks to find edits (a walk of 10k files costs about 100 ms). */
-const CATCH_UP_WALK_MAX = 10_000;
 /** Most changed files a search indexes itself (their words, not yet their vectors) before it answers. */
 const CATCH_UP_FILES = 24;
 const caughtUp = new WeakMap<LocalProject, { at: number; verdict: Promise<{ note?: string } | undefined> }>();
@@ -407,7 +405,8 @@ const caughtUp = new WeakMap<LocalProject, { at: number; verdict: Promise<{ note
  * found by a walk, and when they are few they are indexed lexically before the search runs (each file in its own
  * transaction, under the writer lock, which is never waited for); their vectors come with the next `quarry index`.
  * When they are many, or another writer holds the index, the answer says how many files are pending. An index over
- * CATCH_UP_WALK_MAX files is not walked (a watcher keeps such a tree fresh); asked at most every FRESHNESS_MS.
+ * `search.walkFiles` files is not walked (a walk of 10k files costs about 100 ms; a watcher keeps such a tree fresh),
+ * and its answer says that edits are not looked for. Asked at most every FRESHNESS_MS.
  */
 function catchUp(project: LocalProject): Promise<{ note?: string } | undefined> {
   const seen = caughtUp.get(project);
@@ -423,10 +422,16 @@ async function catchUpNow(project: LocalProject): Promise<{ note?: string } | un
   // a shared index (PostgreSQL, Chroma: a team's) is never written by a reader's search: it stays as its own
   // `quarry index` built it, and the working tree reaches a search through a local overlay (project/overlay.ts)
   if (storeTraits(storeTarget(config, root)).keyed) return undefined;
+  const most = config.search.walkFiles;
+  if (most === 0) return undefined;
+  const unwalked = (n: number) => ({
+    note: `edits since the last index are not looked for in a tree of ${n.toLocaleString('en-US')} files without a watcher: keep \`quarry watch\` or \`quarry serve\` running (or run \`quarry index\` after editing)`,
+  });
   // the last full walk's count says it without listing 100,000 files (an index from before it was kept: listed)
-  if (Number((await store.getMeta('tree_files')) ?? 0) > CATCH_UP_WALK_MAX) return undefined;
+  const treeFiles = Number((await store.getMeta('tree_files')) ?? 0);
+  if (treeFiles > most) return unwalked(treeFiles);
   const files = await store.listFiles();
-  if (files.length > CATCH_UP_WALK_MAX) return undefined;
+  if (files.length > most) return unwalked(files.length);
   const { changed, gone } = treeDelta(root, config, files, memoOf(root, config));
   const paths = [...changed.keys(), ...gone];
   if (!paths.length) return undefined;
