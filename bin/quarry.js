@@ -14,5 +14,13 @@ try {
     console.error('quarry: not built yet: run ./scripts/setup.sh (or npm run build) in the quarry folder');
     process.exit(70);
   }
+  // a package the CLI loads at its start is gone (an emptied node_modules, an install that did not finish)
+  const missing = err?.code === 'ERR_MODULE_NOT_FOUND' && /Cannot find package '([^']+)'/.exec(String(err.message));
+  if (missing) {
+    console.error(
+      `quarry: its dependency ${missing[1]} is not installed: run ./scripts/setup.sh (or npm install) in the quarry folder`,
+    );
+    process.exit(70);
+  }
   throw err;
 }

@@ -66,6 +66,24 @@ export function knownError(err: unknown): unknown {
     return new QuarryError('IO', 'the index is corrupt: run `quarry reset`, then `quarry index`', {
       cause: err,
     });
+  // an install that lost its node_modules (or never finished): the package is named, and the set-up that restores it
+  const message = String((err as { message?: unknown } | null)?.message ?? '');
+  const missing =
+    code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND'
+      ? /Cannot find (?:package|module) '([^']+)'/.exec(message)?.[1]
+      : undefined;
+  if (missing && !missing.startsWith('.') && !missing.startsWith('/'))
+    return new QuarryError(
+      'INTERNAL',
+      `quarry's dependency ${missing} is not installed: run ./scripts/setup.sh (or npm install) in the quarry folder`,
+      { cause: err },
+    );
+  if (/Could not locate the bindings file/.test(message))
+    return new QuarryError(
+      'INTERNAL',
+      "a native module of quarry's is not built for this Node: run ./scripts/setup.sh in the quarry folder",
+      { cause: err },
+    );
   return err;
 }
 

@@ -2,11 +2,23 @@
 // exit 70, and `quarry reset --yes` failed the same way): a corrupt index is one line that says what to do, on the
 // CLI and over HTTP, and reset removes it without opening it
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, statSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import {
+  copyFileSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  statSync,
+  truncateSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { acquireWriterLock } from '../src/store/lock.ts';
-import { copyPolyglot, makeTree, removeTree, runCli, runCliAsync } from './helpers.ts';
+import { copyPolyglot, makeTree, REPO, removeTree, runCli, runCliAsync } from './helpers.ts';
 
 describe('a corrupt index', () => {
   const trees: string[] = [];
@@ -136,5 +148,33 @@ describe('exits as grep has them', () => {
       assert.equal(json.code, 1, `${cmd} --json`);
     }
     assert.equal(runCli(['def', 'Router'], { cwd: root }).code, 0);
+  });
+});
+
+describe('an install without its packages', () => {
+  it('names the missing dependency and the set-up that restores it, in one line (regression: "internal error: Cannot find package")', () => {
+    // the built CLI as an install holds it, without node_modules (emptied, or an install that did not finish)
+    const home = mkdtempSync(join(tmpdir(), 'quarry-no-modules-'));
+    const root = copyPolyglot([]);
+    try {
+      cpSync(join(REPO, 'bin'), join(home, 'bin'), { recursive: true });
+      cpSync(join(REPO, 'dist', 'bundle'), join(home, 'dist', 'bundle'), { recursive: true });
+      copyFileSync(join(REPO, 'package.json'), join(home, 'package.json'));
+      for (const args of [['status'], ['search', 'router'], ['grep', 'route']]) {
+        const r = spawnSync(process.execPath, [join(home, 'bin', 'quarry.js'), ...args], {
+          cwd: root,
+          encoding: 'utf8',
+          env: { ...process.env, QUARRY_EMBED: 'none', NO_COLOR: '1' },
+        });
+        assert.equal(r.status, 70, `${args[0]}: ${r.stderr}`);
+        assert.match(
+          r.stderr,
+          /^quarry: quarry's dependency [\w@/.-]+ is not installed: run \.\/scripts\/setup\.sh \(or npm install\) in the quarry folder\n$/,
+        );
+      }
+    } finally {
+      removeTree(home);
+      removeTree(root);
+    }
   });
 });
