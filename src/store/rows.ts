@@ -86,3 +86,30 @@ export function toSymbol(r: Row): SymbolHit {
     chunkId: r.chunk_id == null ? null : Number(r.chunk_id),
   };
 }
+
+/**
+ * Each name of a file's references (`{"parseConfig":[3,17],…}`, as JSON.stringify wrote it) with how many lines use
+ * it, read without building the line arrays: the repository map counts the uses in every file of the index, and
+ * JSON.parse made 10.6 million numbers to count 2.6 million names at 100,000 files (3.8 s against 0.6 s). Text with
+ * an escape in it (a name JSON had to escape) goes through JSON.parse.
+ */
+export function eachRefCount(json: string, visit: (name: string, count: number) => void): void {
+  if (json.includes('\\')) {
+    for (const [name, lines] of Object.entries(JSON.parse(json) as Record<string, number[]>))
+      visit(name, lines.length);
+    return;
+  }
+  // `{"name":[1,2],"other":[5]}`: a name between quotes, then `:[`, numbers and commas, `]`
+  let at = 1;
+  for (;;) {
+    const open = json.indexOf('"', at);
+    if (open < 0) return;
+    const close = json.indexOf('"', open + 1);
+    let end = close + 3;
+    let count = json.charCodeAt(end) === 93 ? 0 : 1;
+    for (let c = json.charCodeAt(end); c !== 93 && end < json.length; c = json.charCodeAt(++end))
+      if (c === 44) count++;
+    visit(json.slice(open + 1, close), count);
+    at = end + 1;
+  }
+}

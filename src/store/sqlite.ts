@@ -21,7 +21,16 @@ import {
   prunedTopK,
   readVarints,
 } from './pruned.ts';
-import { fileNameParts, fragmentMatches, groupByPath, toChunk, toFile, toHit, toSymbol } from './rows.ts';
+import {
+  eachRefCount,
+  fileNameParts,
+  fragmentMatches,
+  groupByPath,
+  toChunk,
+  toFile,
+  toHit,
+  toSymbol,
+} from './rows.ts';
 import type {
   ChunkHit,
   EmbeddingCache,
@@ -1494,9 +1503,10 @@ export class SqliteStore implements Store {
     for (const r of this.db
       .prepare(`SELECT f.path, r.refs FROM file_refs r JOIN files f ON f.id = r.file_id ORDER BY f.path`)
       .iterate() as Iterable<Row>) {
-      const byName = JSON.parse(r.refs as string) as Record<string, number[]>;
-      for (const [name, lines] of Object.entries(byName))
-        if (wanted.has(name)) refs.push({ name, path: r.path as string, count: lines.length });
+      const path = r.path as string;
+      eachRefCount(r.refs as string, (name, count) => {
+        if (wanted.has(name)) refs.push({ name, path, count });
+      });
     }
     return refs;
   }
