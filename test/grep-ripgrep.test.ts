@@ -90,6 +90,10 @@ describe(
       ['caf.', 'notes'],
       ['errors'],
       ['health', 'src/server'],
+      // under a path: the walk goes down to it alone, and still sees what changed there (new, edited, deleted)
+      ['route', 'src/parse'],
+      ['-l', 'route', 'src/fresh', 'src/server/http.ts'],
+      ['--no-ignore', 'route', 'generated'],
     ];
     for (const args of cases)
       it(`quarry grep ${args.join(' ')}`, () => {

@@ -171,6 +171,14 @@ export function storeContract(open: () => Promise<Store>): void {
         filter: { pathPrefixes: prefixes },
       });
       assert.deepEqual([...new Set(hits.map((h) => h.path))], want, prefixes.join(', '));
+      // the file list under the same paths (a grep of one folder lists only its files)
+      const listed = (await s.listFiles({ pathPrefixes: prefixes })).map((f) => f.path);
+      const every = (await s.listFiles()).map((f) => f.path);
+      assert.deepEqual(
+        listed,
+        every.filter((p) => prefixes.some((u) => p === u || p.startsWith(`${u}/`))),
+        `listFiles ${prefixes.join(', ')}`,
+      );
     }
     const byLang = await s.lexical!.searchChunks({
       terms: ['parse'],

@@ -167,6 +167,61 @@ describe('walking the tree', () => {
   });
 });
 
+describe('a walk under some paths (a grep of one folder)', () => {
+  const trees: string[] = [];
+  after(() => trees.forEach(removeTree));
+
+  it("finds what the whole walk finds under them, ancestors' ignore files applied, and reads no other folder", () => {
+    const root = makeTree({
+      '.gitignore': '*.log\n',
+      'a/.gitignore': 'gen/\n',
+      'a/top.ts': 'x',
+      'a/b/one.ts': 'x',
+      'a/b/run.log': 'x',
+      'a/b/gen/made.ts': 'x',
+      'a/b/c/deep.ts': 'x',
+      'a/bb/other.ts': 'x',
+      'a/b.ts': 'x',
+      'z/far.ts': 'x',
+      'solo.ts': 'x',
+    });
+    trees.push(root);
+    const all = paths(root);
+    for (const under of [
+      ['a/b'],
+      ['a/b/'],
+      ['a/b', 'solo.ts'],
+      ['a/b/c/deep.ts'],
+      ['a'],
+      ['nope'],
+      ['a/b.ts'],
+    ]) {
+      const seen: string[] = [];
+      const got = walk(root, testConfig(), { under, onIgnore: (i) => seen.push(i.path) })
+        .files.map((f) => f.path)
+        .sort();
+      const want = all.filter((p) =>
+        under.some((u) => p === u || p.startsWith(u.endsWith('/') ? u : `${u}/`)),
+      );
+      assert.deepEqual(got, want.sort(), under.join(' '));
+      // what it reports ignoring is under the paths too (a/b/gen by a/.gitignore, run.log by the root's)
+      assert.ok(
+        seen.every((p) => under.some((u) => p === u || p.startsWith(u.endsWith('/') ? u : `${u}/`))),
+        seen.join(' '),
+      );
+    }
+    // the folders read: the root and a (for the way down and their ignore files), a/b and a/b/c; not z, a/bb
+    const memo = { last: new Map(), next: new Map(), reused: 0, read: 0 };
+    assert.deepEqual(
+      walk(root, testConfig(), { under: ['a/b'], memo })
+        .files.map((f) => f.path)
+        .sort(),
+      ['a/b/c/deep.ts', 'a/b/one.ts'],
+    );
+    assert.equal(memo.read, 4);
+  });
+});
+
 describe('defaults that show their work (issue: build/ held tracked source and was skipped without a word)', () => {
   const git = (root: string, ...args: string[]) =>
     execFileSync('git', ['-c', 'user.email=t@t', '-c', 'user.name=t', ...args], { cwd: root });

@@ -527,13 +527,20 @@ async function freshnessOf(project: LocalProject): Promise<Staleness> {
 async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepResponse> {
   const { store } = project;
   const root = project.location === project.root ? project.root : undefined;
-  const files = await store.listFiles();
+  // under --path, the files there alone (the rest pass no filter; listing 93,000 rows took 0.6 s of a 1.2 s grep)
+  const prefixes = q.filter?.pathPrefixes;
+  const files = await store.listFiles(prefixes?.length ? { pathPrefixes: prefixes } : undefined);
   // a watcher with nothing pending has the index equal to the tree: no walk needed (unless --no-ignore asks for
   // files the index never holds)
   const walked = Boolean(root && (q.noIgnore || !(await watchedAndQuiet(project))));
+  // a grep under --path walks down to those paths alone
+  const under = prefixes?.length ? { under: prefixes } : {};
   const delta =
     walked && root
-      ? treeDelta(root, project.config, files, q.noIgnore ? { noIgnore: true } : memoOf(root, project.config))
+      ? treeDelta(root, project.config, files, {
+          ...(q.noIgnore ? { noIgnore: true } : memoOf(root, project.config)),
+          ...under,
+        })
       : { changed: new Map<string, WalkEntry>(), gone: new Set<string>() };
   const { changed, gone } = delta;
   const stale = (p: string) => changed.has(p) || gone.has(p);
@@ -594,7 +601,7 @@ async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepRes
     q,
     languageIds(),
   );
-  if (!res.matches.length && q.filter) await checkFilterMatches(store, q.filter);
+  if (!(res.paths ?? res.counts ?? res.matches).length && q.filter) await checkFilterMatches(store, q.filter);
   return res;
 }
 
@@ -602,7 +609,10 @@ async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepRes
 async function checkFilterMatches(store: Store, filter: SearchFilter): Promise<void> {
   const { excludePaths: _ignored, ...scope } = filter;
   if (!Object.keys(scope).length) return;
-  for (const f of await store.listFiles()) if (passesFilter(f.path, scope, f.language)) return;
+  const listed = await store.listFiles(
+    scope.pathPrefixes?.length ? { pathPrefixes: scope.pathPrefixes } : undefined,
+  );
+  for (const f of listed) if (passesFilter(f.path, scope, f.language)) return;
   const said = [
     scope.paths?.length ? `file ${scope.paths.join(', ')}` : '',
     scope.pathPrefixes?.length ? `path ${scope.pathPrefixes.join(', ')}` : '',

@@ -474,7 +474,7 @@ export async function openChromaStore(options: ChromaStoreOptions): Promise<Stor
     activeWriter: () => core.activeWriter(),
     getMeta: (k) => core.getMeta(k),
     setMeta: (k, v) => core.setMeta(k, v),
-    listFiles: () => core.listFiles(),
+    listFiles: (filter) => core.listFiles(filter),
     getFile: (p) => core.getFile(p),
     replaceFiles: async (updates) => {
       await chroma.forget(updates.map((u) => u.file.path));

@@ -753,11 +753,15 @@ export class PostgresStore implements Store {
     );
   }
 
-  async listFiles(): Promise<FileRecord[]> {
+  async listFiles(filter?: Pick<SearchFilter, 'pathPrefixes'>): Promise<FileRecord[]> {
+    const params: unknown[] = [this.repoId];
+    const where = filter?.pathPrefixes?.length
+      ? filterSql({ pathPrefixes: filter.pathPrefixes }, params)
+      : '';
     return (
       await this.q(
-        `SELECT path, size, mtime_ms, hash, language, method FROM quarry_files WHERE repo = $1 ORDER BY path COLLATE "C"`,
-        [this.repoId],
+        `SELECT path, size, mtime_ms, hash, language, method FROM quarry_files f WHERE repo = $1 ${where} ORDER BY path COLLATE "C"`,
+        params,
       )
     ).map(toFile);
   }

@@ -772,8 +772,17 @@ export class SqliteStore implements Store {
     this.stmts.setMeta.run(key, value);
   }
 
-  async listFiles(): Promise<FileRecord[]> {
-    return (this.stmts.listFiles.all() as unknown[][]).map((r) => ({
+  async listFiles(filter?: Pick<SearchFilter, 'pathPrefixes'>): Promise<FileRecord[]> {
+    const under = filter?.pathPrefixes?.length ? filterSql({ pathPrefixes: filter.pathPrefixes }) : undefined;
+    const rows = under
+      ? this.db
+          .prepare(
+            `SELECT path, size, mtime_ms, hash, language, method FROM files f WHERE 1 ${under.sql} ORDER BY path`,
+          )
+          .raw()
+          .all(...under.params)
+      : this.stmts.listFiles.all();
+    return (rows as unknown[][]).map((r) => ({
       path: r[0] as string,
       size: Number(r[1]),
       mtimeMs: Number(r[2]),

@@ -236,7 +236,8 @@ export interface StoreCore {
   getMeta(key: string): Promise<string | undefined>;
   setMeta(key: string, value: string): Promise<void>;
 
-  listFiles(): Promise<FileRecord[]>;
+  /** Every file, in path order; with `pathPrefixes`, only those under these paths (whole segments, as search's). */
+  listFiles(filter?: Pick<SearchFilter, 'pathPrefixes'>): Promise<FileRecord[]>;
   getFile(path: string): Promise<FileRecord | undefined>;
   /** Replaces each file's record, chunks, symbols and lexical rows; each file changes atomically. */
   replaceFiles(updates: FileUpdate[]): Promise<void>;

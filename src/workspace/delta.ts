@@ -1,4 +1,5 @@
 import type { QuarryConfig } from '../config/config.ts';
+import { underPrefix } from './scope.ts';
 import { type WalkEntry, walk } from './walk.ts';
 import { loadFolderMemos } from './walk-cache.ts';
 
@@ -28,6 +29,8 @@ export interface DeltaOptions {
    * listed. Read, never written: the index run keeps it.
    */
   memoFile?: string;
+  /** Only the files under these paths (a grep's `--path`): the walk goes down to them alone (walk.ts `under`). */
+  under?: readonly string[];
 }
 
 /**
@@ -44,13 +47,18 @@ export function treeDelta(
   const changed = new Map<string, WalkEntry>();
   const present = new Set<string>();
   const memo = options.memoFile && !options.noIgnore ? loadFolderMemos(options.memoFile) : undefined;
-  const walkOptions = options.noIgnore ? { noIgnore: true } : memo ? { memo } : {};
+  const under = options.under?.length && !options.under.includes('') ? options.under : undefined;
+  const walkOptions = {
+    ...(options.noIgnore ? { noIgnore: true } : memo ? { memo } : {}),
+    ...(under ? { under } : {}),
+  };
   for (const f of walk(root, config, walkOptions).files) {
     present.add(f.path);
     const k = known.get(f.path);
     if (!k || k.size !== f.size || k.mtimeMs !== f.mtimeMs) changed.set(f.path, f);
   }
   const gone = new Set<string>();
-  for (const p of known.keys()) if (!present.has(p)) gone.add(p);
+  for (const p of known.keys())
+    if (!present.has(p) && (!under || under.some((u) => underPrefix(p, u)))) gone.add(p);
   return { changed, gone };
 }

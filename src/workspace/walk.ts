@@ -6,6 +6,7 @@ import ignore, { type Ignore } from 'ignore';
 import type { QuarryConfig } from '../config/config.ts';
 import { DEFAULT_IGNORES, looksLikeSecretPath, rulesText, VERSION_CONTROL_IGNORES } from './ignore-rules.ts';
 import { detectLanguage } from './languages.ts';
+import { underPrefix } from './scope.ts';
 import type { SkipReason } from './skips.ts';
 
 export { SKIP_REASONS, type SkipReason } from './skips.ts';
@@ -245,6 +246,12 @@ export interface WalkOptions {
    * were is not read again, only its files' stats. The walk leaves in it what it read this time.
    */
   memo?: FolderMemos;
+  /**
+   * Only files under these paths (`--path`: folders or files from the root, by whole segments, as `underPrefix`):
+   * the walk goes down only the folders that lead to them, reading the ignore files on the way, so a grep of one
+   * folder of 100,000 files stats that folder's files, not the tree's.
+   */
+  under?: readonly string[];
 }
 
 /**
@@ -465,6 +472,10 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
   const files: WalkEntry[] = [];
   const skipped: WalkSkip[] = [];
   const { onSkip, onIgnore, memo } = options;
+  const under = options.under?.length && !options.under.includes('') ? options.under : undefined;
+  const inScope = (rel: string) => !under || under.some((p) => underPrefix(rel, p));
+  // a folder above one of the paths: walked for the way down (and its ignore rules), its own files left out
+  const leadsTo = (dirRel: string) => Boolean(under?.some((p) => p.startsWith(`${dirRel}/`)));
   const started = Date.now();
   // git's exclude file read once: the matchers and the fingerprint they are remembered under come from one text
   const exclude = options.noIgnore ? undefined : readPatterns(join(root, '.git', 'info', 'exclude'));
@@ -487,6 +498,10 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
   ) => {
     for (const d of decisions) {
       const rel = dirRel ? `${dirRel}/${d[0]}` : d[0];
+      if (under && !inScope(rel)) {
+        if (d[1] === 'd' && leadsTo(rel)) visit(rel, matchers, new Set(d[2].map((i) => matchers[i]!)), rules);
+        continue;
+      }
       if (d[1] === 'i') onIgnore?.({ path: rel, dir: d[2], rule: d[3] });
       else if (d[1] === 's') skip({ path: rel, reason: d[2] });
       else if (d[1] === 'd') visit(rel, matchers, new Set(d[2].map((i) => matchers[i]!)), rules);
