@@ -287,8 +287,15 @@ describe('quarry grep and files indexed without chunks', () => {
       assert.match(vim.stdout, new RegExp(`^lib/bundle\\.js:1:${8 * 20_000 + 10}:`, 'm'), 'its real column');
       assert.ok(lines.some((l) => l.startsWith('src/plain.ts:1:')));
       assert.ok(!lines.some((l) => l.startsWith('data/blob.dat') || l.startsWith('config/id_key.txt')));
-      assert.match(r.stderr, /1 binary file not searched \(-a\/--text searches it\)/);
-      assert.match(r.stderr, /1 file holding a private key not searched/);
+      // a grep that found lines does not list what it passed by, unless asked (--verbose); one that found none does
+      assert.doesNotMatch(r.stderr, /not searched/);
+      const told = runCli(['grep', '-F', 'zebraQuokka', '--verbose', '--root', root], { env, cwd: root });
+      assert.match(told.stderr, /1 binary file not searched \(-a\/--text searches it\)/);
+      assert.match(told.stderr, /1 file holding a private key not searched/);
+      const none = runCli(['grep', '-F', 'MIIEow zebraQuokka', '--root', root], { env, cwd: root });
+      assert.equal(none.code, 1);
+      assert.match(none.stderr, /1 binary file not searched \(-a\/--text searches it\)/);
+      assert.match(none.stderr, /1 file holding a private key not searched/);
       const all = runCli(['grep', '-F', '-a', 'zebraQuokka', '--root', root], { env, cwd: root });
       assert.match(all.stdout, /^data\/blob\.dat:1:/m);
       assert.doesNotMatch(all.stdout, /id_key/);

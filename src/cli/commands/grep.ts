@@ -133,7 +133,8 @@ export async function runGrep(
       ...(opts.limit ? { limit: opts.limit } : {}),
       ...(opts.text ? { binary: true } : {}),
     });
-    if (!(res.paths ?? res.counts ?? res.matches).length) cli.setExitCode(1);
+    const found = (res.paths ?? res.counts ?? res.matches).length > 0;
+    if (!found) cli.setExitCode(1);
     if (opts.json) io.stdout.write(`${JSON.stringify(res)}\n`);
     else printGrep(cli, res, opts, (rel) => shownPath(opened, rel));
     const note = cli.colors(io.stderr);
@@ -141,8 +142,9 @@ export async function runGrep(
       io.stderr.write(
         `${note.yellow('note')}: more matches than shown: narrow the pattern, or raise --limit\n`,
       );
-    // what was not searched, and why: a grep that finds nothing must not look like a file without the text
-    const { binary = 0, secret = 0 } = res.notSearched ?? {};
+    // what was not searched, and why: a grep that finds nothing must not look like a file without the text (one that
+    // finds something says it with --verbose, as ripgrep passes binary files by without a word; --json always)
+    const { binary = 0, secret = 0 } = found && !cli.globals().verbose ? {} : (res.notSearched ?? {});
     if (binary)
       io.stderr.write(
         `${note.yellow('note')}: ${binary} binary file${binary === 1 ? '' : 's'} not searched (-a/--text searches ${binary === 1 ? 'it' : 'them'})\n`,
