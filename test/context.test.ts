@@ -400,6 +400,9 @@ describe('the repository map as signatures (Aider-style), personalised by the qu
       'src/rarely.ts': 'export function seldomUsedHelper(x: number): number {\n  return x;\n}\n',
       'test/store.test.ts':
         "import { Store } from '../src/store';\nexport const EXPECTED_ROWS = 3;\nexport function makeStore(): Store {\n  return new Store();\n}\n",
+      // definitions whose first line is the doc comment joined to them, and a template line above the name
+      'include/traits.h':
+        '#include <string>\n\n// Specifies whether S is a string type.\n// It should be a constexpr function.\ntemplate <typename S>\nstruct is_string : std::false_type {};\n\n/** A compile-time format string. */\ntemplate <typename Char> class format_string {\n  int size_;\n};\n\nvoid use(is_string<int> a, format_string<char> b);\n',
     });
     project = await openLexical(root);
     await indexProject(project);
@@ -419,6 +422,10 @@ describe('the repository map as signatures (Aider-style), personalised by the qu
     );
     assert.doesNotMatch(map.text, /EXPECTED_ROWS/);
     assert.match(map.text, /makeStore\(\): Store/);
+    // the line that names the definition, not the doc comment above it (regression: `// Specifies whether…`)
+    assert.match(map.text, /^6│struct is_string : std::false_type \{\};$/m);
+    assert.match(map.text, /^9│template <typename Char> class format_string \{$/m);
+    assert.doesNotMatch(map.text, /│(?:\/\/|\/\*\*)/);
   });
 
   it('leans towards what the question names', async () => {

@@ -287,20 +287,18 @@ const SIGNATURE_CHARS = 160;
 function renderSignatures(
   e: MapEntry,
   defsPerFile: number,
-  lineOf: (line: number) => string | undefined,
+  signatureOf: (line: number, name: string) => { line: number; text: string } | undefined,
 ): string {
   const shown = e.defs.slice(0, defsPerFile);
   const rows = new Map<number, string>();
   for (const d of shown) {
-    const text = lineOf(d.line);
-    if (text === undefined) continue;
-    rows.set(d.line, text);
+    const sig = signatureOf(d.line, d.name);
+    if (sig === undefined) continue;
+    rows.set(sig.line, sig.text);
     // the enclosing scope: the nearest definition above that contains this one, by name
     const scope = d.container ? e.defs.find((o) => o.name === d.container && o.line < d.line) : undefined;
-    if (scope && !rows.has(scope.line)) {
-      const t = lineOf(scope.line);
-      if (t !== undefined) rows.set(scope.line, t);
-    }
+    const outer = scope ? signatureOf(scope.line, scope.name) : undefined;
+    if (outer && !rows.has(outer.line)) rows.set(outer.line, outer.text);
   }
   if (!rows.size) return renderEntry(e, defsPerFile);
   const width = String(Math.max(...rows.keys())).length;
@@ -353,12 +351,16 @@ export async function buildRepoMap(store: Store, options: RepoMapOptions): Promi
   const BATCH = 16;
   for (let i = 0; i < entries.length; i += BATCH) {
     const batch = entries.slice(i, i + BATCH);
-    const lines = signatures ? await definitionLines(store, batch) : undefined;
+    const lines = signatures ? await definitionLines(store, batch, per) : undefined;
     for (const e of batch) {
       // a signature line is code as written: a secret in a definition (`AWS_KEY = "AKIA…"`) is redacted, on every
       // face and in every prompt, as retrieved code is
       const block = lines
-        ? (await redactSecrets(renderSignatures(e, per, (n) => lines.get(e.path)?.get(n)))).text
+        ? (
+            await redactSecrets(
+              renderSignatures(e, per, (n, name) => signatureLine(lines.get(e.path), n, name)),
+            )
+          ).text
         : renderEntry(e, per);
       const t = countTokens(block);
       if (tokens + t > options.budget) continue;
@@ -374,12 +376,54 @@ export async function buildRepoMap(store: Store, options: RepoMapOptions): Promi
   return { entries: kept, text, tokens, omitted: entries.length - kept.length };
 }
 
+/** Lines after a definition's first that may hold its name (a doc comment, a template or attribute line above it). */
+const SIGNATURE_SCAN = 24;
+
+/** A line that is only a comment, or a comment's continuation (`//`, `#`, `--`, `/*`, ` * `, a docstring's quotes). */
+const COMMENT_LINE = /^\s*(?:\/\/|\/\*|\*(?!\w)|#(?![[!]|include|define|if|pragma)|--|"""|'''|<!--)/;
+
+/**
+ * A definition's signature line: a definition's first line may be the doc comment the chunker joined to it (C++'s
+ * `// Specifies whether…` above `template <typename S>` and `struct is_string`), so the first line within a few
+ * that names the definition and is not a comment, else its first line that is not a comment, else its first line.
+ */
+function signatureLine(
+  lines: Map<number, string> | undefined,
+  start: number,
+  name: string,
+): { line: number; text: string } | undefined {
+  const first = lines?.get(start);
+  if (!lines || first === undefined) return undefined;
+  const named = name
+    ? new RegExp(`(?:^|[^\\w$])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w$])`)
+    : undefined;
+  let code: { line: number; text: string } | undefined;
+  for (let n = start; n <= start + SIGNATURE_SCAN; n++) {
+    const text = lines.get(n);
+    if (text === undefined) break;
+    if (!text.trim() || COMMENT_LINE.test(text)) continue;
+    code ??= { line: n, text };
+    if (!named || named.test(text)) return { line: n, text };
+  }
+  return code ?? { line: start, text: first };
+}
+
 /** The text of each entry's definition lines, from the index's chunks (by line number, per path). */
-async function definitionLines(store: Store, entries: MapEntry[]): Promise<Map<string, Map<number, string>>> {
+async function definitionLines(
+  store: Store,
+  entries: MapEntry[],
+  defsPerFile: number,
+): Promise<Map<string, Map<number, string>>> {
   const chunks = await store.getFilesChunks(entries.map((e) => e.path));
   const out = new Map<string, Map<number, string>>();
   for (const e of entries) {
-    const wanted = new Set(e.defs.map((d) => d.line));
+    // the lines from each shown definition's first (and its enclosing scope's) to where its signature may be
+    const wanted = new Set<number>();
+    const shown = e.defs.slice(0, defsPerFile);
+    const containers = new Set(shown.map((d) => d.container).filter(Boolean));
+    for (const d of e.defs)
+      if (shown.includes(d) || containers.has(d.name))
+        for (let n = d.line; n <= d.line + SIGNATURE_SCAN; n++) wanted.add(n);
     const got = new Map<number, string>();
     for (const c of chunks.get(e.path) ?? []) {
       const text = c.text.split('\n');
