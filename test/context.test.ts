@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ask } from '../src/answer/ask.ts';
@@ -426,6 +426,23 @@ describe('the repository map as signatures (Aider-style), personalised by the qu
     assert.match(map.text, /^6│struct is_string : std::false_type \{\};$/m);
     assert.match(map.text, /^9│template <typename Char> class format_string \{$/m);
     assert.doesNotMatch(map.text, /│(?:\/\/|\/\*\*)/);
+  });
+
+  it('keeps the graph it read until the index changes, and reads the change', async () => {
+    const graph = project.store.references!.compactGraph!;
+    const first = await graph();
+    assert.equal(await graph(), first, 'read once while nothing changed');
+    assert.ok(first.names.includes('seldomUsedHelper'));
+    writeFileSync(
+      join(root, 'src/later.ts'),
+      'export function addedLaterHelper(): number {\n  return 1;\n}\n',
+    );
+    await indexProject(project);
+    const next = await graph();
+    assert.notEqual(next, first);
+    assert.ok(next.names.includes('addedLaterHelper') && next.paths.includes('src/later.ts'));
+    const map = await buildRepoMap(project.store, { budget: 2000, mentions: ['addedLaterHelper'] });
+    assert.equal(map.entries[0]?.path, 'src/later.ts');
   });
 
   it('leans towards what the question names', async () => {

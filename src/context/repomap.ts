@@ -1,10 +1,11 @@
 import { countTokens } from '../llm/tokens.ts';
 import type { MapEntry, RepoMap } from '../project/types.ts';
-import type { ReferenceGraph, Store } from '../store/types.ts';
+import type { CompactGraph, ReferenceGraph, Store } from '../store/types.ts';
 import { type FileRole, fileRole } from '../workspace/roles.ts';
 import { redactSecrets } from './redact.ts';
 
 export type { MapEntry, RepoMap } from '../project/types.ts';
+export type { CompactGraph } from '../store/types.ts';
 
 export interface RepoMapOptions {
   /** Tokens the map may use. */
@@ -74,123 +75,139 @@ function mapRole(path: string): FileRole | 'aside' {
 const ITERATIONS = 40;
 const MAX_DEFINERS = 50;
 
+/** A ReferenceGraph (objects, from any store) in columns. */
+export function compactGraph(graph: ReferenceGraph): CompactGraph {
+  const files = new Map<string, number>();
+  const names = new Map<string, number>();
+  const number = (m: Map<string, number>, key: string) => {
+    const known = m.get(key);
+    if (known !== undefined) return known;
+    m.set(key, m.size);
+    return m.size - 1;
+  };
+  const defs = graph.defs.filter((d) => d.kind !== 'variable');
+  const defFile = new Int32Array(defs.length);
+  const defName = new Int32Array(defs.length);
+  const defConstant = new Uint8Array(defs.length);
+  defs.forEach((d, i) => {
+    defFile[i] = number(files, d.path);
+    defName[i] = number(names, d.name);
+    defConstant[i] = d.kind === 'constant' ? 1 : 0;
+  });
+  const uses = graph.refs.filter((r) => names.has(r.name));
+  const useFile = new Int32Array(uses.length);
+  const useName = new Int32Array(uses.length);
+  const useCount = new Int32Array(uses.length);
+  uses.forEach((r, i) => {
+    useFile[i] = number(files, r.path);
+    useName[i] = names.get(r.name)!;
+    useCount[i] = r.count;
+  });
+  return {
+    paths: [...files.keys()],
+    names: [...names.keys()],
+    defFile,
+    defName,
+    defConstant,
+    useFile,
+    useName,
+    useCount,
+  };
+}
+
+/** Each file's rank (weighed by what the file is for), and what a file's definition of a name receives. */
+interface Ranked {
+  fileRank: Float64Array;
+  defRank(file: number, name: number): number;
+}
+
 /**
- * Ranks files and their definitions by how much the rest of the code refers to them: PageRank over the graph whose
- * edges run from a file that uses a name to the files that define it (Aider's repository map). Edge weights follow
- * Aider: √(uses), ×10 for long compound names, ×0.1 for private names and for names defined in more than 5 files.
+ * PageRank over the graph whose edges run from a file that uses a name to the files that define it (Aider's
+ * repository map). Edge weights follow Aider: √(uses), ×10 for long compound names, ×0.1 for private names and for
+ * names defined in more than 5 files.
  *
  * The edges are never listed one by one: a use of a name sends the same weight to each of the name's definers (all
  * but the using file itself), so each iteration sums what every use of a name sends (`sent`, one pass over the uses)
  * and hands each definer that sum, less its own use. The work is the uses plus the definitions, not their product:
  * 1.7 million uses of names defined in up to 50 files each took 35 s and 1.6 GB as edge objects at 100,000 files.
  */
-export function rankDefinitions(
-  graph: ReferenceGraph,
-  focus: string[] = [],
-  mentions: string[] = [],
-): MapEntry[] {
+function rankGraph(g: CompactGraph, focus: string[], mentions: string[]): Ranked {
   const mentioned = new Set(mentions.map((m) => m.toLowerCase()));
-  const ids = new Map<string, number>();
-  const idOf = (path: string) => {
-    const known = ids.get(path);
-    if (known !== undefined) return known;
-    ids.set(path, ids.size);
-    return ids.size - 1;
-  };
-  // each name's definers, once each (a file may define a name twice: a class and its constructor)
-  const definers = new Map<string, Set<number>>();
-  for (const d of graph.defs) {
-    const id = idOf(d.path);
-    const set = definers.get(d.name);
-    if (set) set.add(id);
-    else definers.set(d.name, new Set([id]));
+  const n = g.paths.length;
+  const roles = g.paths.map(mapRole);
+  const nameCount = g.names.length;
+  // each name's definers, once each (a file may define a name twice: a class and its constructor), by name
+  const definerSets: Array<Set<number>> = Array.from({ length: nameCount }, () => new Set());
+  for (let i = 0; i < g.defFile.length; i++) definerSets[g.defName[i]!]!.add(g.defFile[i]!);
+  // names that link files: defined by at most MAX_DEFINERS files; what the name alone does to a use's weight
+  const linking = new Uint8Array(nameCount);
+  const nameMul = new Float64Array(nameCount);
+  for (let k = 0; k < nameCount; k++) {
+    const name = g.names[k]!;
+    const definers = definerSets[k]!.size;
+    if (!definers || definers > MAX_DEFINERS) continue;
+    linking[k] = 1;
+    let mul = 1;
+    if (name.length >= 8 && /[a-z][A-Z]|_[a-z]/.test(name)) mul *= 10;
+    if (name.startsWith('_')) mul *= 0.1;
+    if (definers > 5) mul *= 0.1;
+    if (name.length <= 2 || GENERIC.has(name.toLowerCase())) mul *= 0.1;
+    if (mentioned.has(name.toLowerCase())) mul *= 10;
+    nameMul[k] = mul;
   }
-  for (const r of graph.refs) idOf(r.path);
-  const n = ids.size;
-  if (!n) return [];
-  const paths = [...ids.keys()];
-  const roles = paths.map(mapRole);
-
-  // the names that link files (defined somewhere, by at most MAX_DEFINERS files), numbered, with their definers and
-  // what the name alone does to the weight of a use
-  const nameIds = new Map<string, number>();
-  const definerLists: number[][] = [];
-  const definerSets: Array<Set<number>> = [];
-  const nameMul: number[] = [];
-  for (const [name, set] of definers)
-    if (set.size <= MAX_DEFINERS) {
-      nameIds.set(name, definerLists.length);
-      definerLists.push([...set]);
-      definerSets.push(set);
-      let mul = 1;
-      if (name.length >= 8 && /[a-z][A-Z]|_[a-z]/.test(name)) mul *= 10;
-      if (name.startsWith('_')) mul *= 0.1;
-      if (set.size > 5) mul *= 0.1;
-      if (name.length <= 2 || GENERIC.has(name.toLowerCase())) mul *= 0.1;
-      if (mentioned.has(name.toLowerCase())) mul *= 10;
-      nameMul.push(mul);
-    }
+  // definer slots of each linking name, flattened, and the use (or -1) each slot's own file makes of the name
+  const slotStart = new Int32Array(nameCount + 1);
+  for (let k = 0; k < nameCount; k++)
+    slotStart[k + 1] = slotStart[k]! + (linking[k] ? definerSets[k]!.size : 0);
+  const slotFile = new Int32Array(slotStart[nameCount]!);
+  for (let k = 0; k < nameCount; k++) if (linking[k]) slotFile.set([...definerSets[k]!], slotStart[k]!);
+  const slotOwn = new Int32Array(slotFile.length).fill(-1);
+  const slotOf = (file: number, k: number) => {
+    for (let slot = slotStart[k]!; slot < slotStart[k + 1]!; slot++) if (slotFile[slot] === file) return slot;
+    return -1;
+  };
 
   // the uses that carry rank: from a file, of a name, with a weight, to every definer of the name but the file itself
-  const useFrom: number[] = [];
-  const useName: number[] = [];
-  const useWeight: number[] = [];
+  const uses: number[] = [];
   const outWeight = new Float64Array(n);
-  // for each (name, definer): the definer's own use of the name, which sends it nothing
-  const ownUse = new Map<number, Map<number, number>>();
-  for (const r of graph.refs) {
-    const name = nameIds.get(r.name);
-    if (name === undefined) continue;
-    const from = ids.get(r.path)!;
-    const own = definerSets[name]!.has(from);
-    const targets = definerLists[name]!.length - (own ? 1 : 0);
+  const weight = new Float64Array(g.useFile.length);
+  for (let i = 0; i < g.useFile.length; i++) {
+    const k = g.useName[i]!;
+    if (!linking[k]) continue;
+    const from = g.useFile[i]!;
+    const own = slotOf(from, k);
+    const targets = slotStart[k + 1]! - slotStart[k]! - (own >= 0 ? 1 : 0);
     if (!targets) continue;
-    const w = FROM_ROLE[roles[from]!] * nameMul[name]! * Math.sqrt(r.count);
-    if (own) {
-      const m = ownUse.get(name);
-      if (m) m.set(from, useFrom.length);
-      else ownUse.set(name, new Map([[from, useFrom.length]]));
-    }
-    useFrom.push(from);
-    useName.push(name);
-    useWeight.push(w);
+    const w = FROM_ROLE[roles[from]!] * nameMul[k]! * Math.sqrt(g.useCount[i]!);
+    if (own >= 0) slotOwn[own] = i;
+    uses.push(i);
+    weight[i] = w;
     outWeight[from]! += w * targets;
   }
-  const uses = useFrom.length;
-  // flattened: definer slots of each name, and the use (or -1) each slot's own file makes of that name
-  const slotStart = new Int32Array(definerLists.length + 1);
-  for (let k = 0; k < definerLists.length; k++) slotStart[k + 1] = slotStart[k]! + definerLists[k]!.length;
-  const slotFile = new Int32Array(slotStart[definerLists.length]!);
-  const slotOwn = new Int32Array(slotFile.length).fill(-1);
-  for (let k = 0; k < definerLists.length; k++) {
-    const own = ownUse.get(k);
-    definerLists[k]!.forEach((file, j) => {
-      slotFile[slotStart[k]! + j] = file;
-      const u = own?.get(file);
-      if (u !== undefined) slotOwn[slotStart[k]! + j] = u;
-    });
-  }
   // what one unit of a file's rank sends along each of its uses
-  const share = new Float64Array(uses);
-  for (let u = 0; u < uses; u++) share[u] = useWeight[u]! / outWeight[useFrom[u]!]!;
+  const share = new Float64Array(g.useFile.length);
+  for (const i of uses) share[i] = weight[i]! / outWeight[g.useFile[i]!]!;
 
   // the random surfer restarts at the question's files when there are any (Aider's personalisation), else anywhere,
   // leaning toward code
   const personal = new Float64Array(n);
-  const focused = new Set(focus.filter((p) => ids.has(p)));
+  const ids = new Map(g.paths.map((p, i) => [p, i]));
+  const focused = new Set(focus.flatMap((p) => (ids.has(p) ? [ids.get(p)!] : [])));
   // files that define a name the question spells, or whose path holds one of its words, are the question's too
   if (mentioned.size) {
-    for (const d of graph.defs) if (mentioned.has(d.name.toLowerCase())) focused.add(d.path);
-    for (const p of paths)
+    for (let i = 0; i < g.defFile.length; i++)
+      if (mentioned.has(g.names[g.defName[i]!]!.toLowerCase())) focused.add(g.defFile[i]!);
+    g.paths.forEach((p, i) => {
       if (
         p
           .toLowerCase()
           .split(/[^a-z0-9_$]+/)
           .some((part) => part.length >= 3 && mentioned.has(part))
       )
-        focused.add(p);
+        focused.add(i);
+    });
   }
-  if (focused.size) for (const p of focused) personal[ids.get(p)!] = 1 / focused.size;
+  if (focused.size) for (const i of focused) personal[i] = 1 / focused.size;
   else {
     let total = 0;
     for (let i = 0; i < n; i++) total += personal[i] = MAP_ROLE[roles[i]!];
@@ -198,20 +215,20 @@ export function rankDefinitions(
   }
 
   /** What each name's uses send, given the files' ranks, into `sentBy` (per use) and `sent` (per name). */
-  const sentBy = new Float64Array(uses);
-  const sent = new Float64Array(definerLists.length);
+  const sentBy = new Float64Array(g.useFile.length);
+  const sent = new Float64Array(nameCount);
   const send = (rank: Float64Array) => {
     sent.fill(0);
-    for (let u = 0; u < uses; u++) {
-      const v = rank[useFrom[u]!]! * share[u]!;
-      sentBy[u] = v;
-      sent[useName[u]!]! += v;
+    for (const i of uses) {
+      const v = rank[g.useFile[i]!]! * share[i]!;
+      sentBy[i] = v;
+      sent[g.useName[i]!]! += v;
     }
   };
   /** What the definer in `slot` receives: every use of the name but its own. */
-  const received = (slot: number, name: number) => {
+  const received = (slot: number, k: number) => {
     const own = slotOwn[slot]!;
-    return own < 0 ? sent[name]! : Math.max(0, sent[name]! - sentBy[own]!);
+    return own < 0 ? sent[k]! : Math.max(0, sent[k]! - sentBy[own]!);
   };
 
   let rank = new Float64Array(n).fill(1 / n);
@@ -220,7 +237,7 @@ export function rankDefinitions(
     let dangling = 0;
     for (let i = 0; i < n; i++) if (outWeight[i] === 0) dangling += rank[i]!;
     send(rank);
-    for (let k = 0; k < definerLists.length; k++)
+    for (let k = 0; k < nameCount; k++)
       for (let slot = slotStart[k]!; slot < slotStart[k + 1]!; slot++)
         next[slotFile[slot]!]! += DAMPING * received(slot, k);
     for (let i = 0; i < n; i++) next[i]! += (DAMPING * dangling + (1 - DAMPING)) * personal[i]!;
@@ -229,32 +246,60 @@ export function rankDefinitions(
 
   // a file's rank flows to the definitions it uses, in proportion to the edge weights
   send(rank);
-  const defRank = (file: number, name: string): number => {
-    const k = nameIds.get(name);
-    if (k === undefined) return 0;
-    for (let slot = slotStart[k]!; slot < slotStart[k + 1]!; slot++)
-      if (slotFile[slot] === file) return received(slot, k);
-    return 0;
+  const fileRank = new Float64Array(n);
+  for (let i = 0; i < n; i++) fileRank[i] = sure(rank[i]! * MAP_ROLE[roles[i]!]);
+  return {
+    fileRank,
+    defRank: (file, k) => {
+      const slot = linking[k] ? slotOf(file, k) : -1;
+      return slot < 0 ? 0 : sure(received(slot, k));
+    },
   };
-  const byFile = new Map<string, MapEntry>();
+}
+
+/** Files best first; equal ranks by path. */
+function byRank(g: CompactGraph, ranked: Ranked, files: Iterable<number>): number[] {
+  return [...files].sort(
+    (a, b) => ranked.fileRank[b]! - ranked.fileRank[a]! || g.paths[a]!.localeCompare(g.paths[b]!),
+  );
+}
+
+/**
+ * Ranks files and their definitions by how much the rest of the code refers to them (`rankGraph`): every file that
+ * defines something, with all its definitions, best first.
+ */
+export function rankDefinitions(
+  graph: ReferenceGraph,
+  focus: string[] = [],
+  mentions: string[] = [],
+): MapEntry[] {
+  const g = compactGraph(graph);
+  if (!g.paths.length) return [];
+  const ranked = rankGraph(g, focus, mentions);
+  const names = new Map(g.names.map((name, k) => [name, k]));
+  const ids = new Map(g.paths.map((p, i) => [p, i]));
+  const byFile = new Map<number, MapEntry>();
   for (const d of graph.defs) {
+    if (d.kind === 'variable') continue;
     const id = ids.get(d.path)!;
-    let entry = byFile.get(d.path);
+    let entry = byFile.get(id);
     if (!entry) {
-      entry = { path: d.path, rank: sure(rank[id]! * MAP_ROLE[roles[id]!]), defs: [] };
-      byFile.set(d.path, entry);
+      entry = { path: d.path, rank: ranked.fileRank[id]!, defs: [] };
+      byFile.set(id, entry);
     }
     entry.defs.push({
       name: d.name,
       kind: d.kind,
       line: d.line,
       container: d.container,
-      rank: sure(defRank(id, d.name)),
+      rank: ranked.defRank(id, names.get(d.name)!),
     });
   }
-  const entries = [...byFile.values()];
-  for (const e of entries) e.defs.sort((a, b) => b.rank - a.rank || a.line - b.line);
-  return entries.sort((a, b) => b.rank - a.rank || a.path.localeCompare(b.path));
+  return byRank(g, ranked, byFile.keys()).map((id) => {
+    const entry = byFile.get(id)!;
+    entry.defs.sort((a, b) => b.rank - a.rank || a.line - b.line);
+    return entry;
+  });
 }
 
 /**
@@ -337,20 +382,58 @@ export async function referenceGraph(store: Store): Promise<ReferenceGraph> {
   return { defs, refs: await store.references.useCounts([...new Set(defs.map((d) => d.name))]) };
 }
 
-/** The repository map within a token budget: the best-ranked files first, each with its top definitions. */
+/**
+ * The repository map within a token budget: the best-ranked files first, each with its top definitions. The graph is
+ * ranked in columns; a file's definitions are read (with their kinds and lines) only when its turn comes.
+ */
 export async function buildRepoMap(store: Store, options: RepoMapOptions): Promise<RepoMap> {
-  const entries = rankDefinitions(await referenceGraph(store), options.focus, options.mentions)
-    .map(worthShowing)
-    .filter((e): e is MapEntry => e !== undefined);
+  const g = store.references?.compactGraph
+    ? await store.references.compactGraph()
+    : compactGraph(await referenceGraph(store));
+  const ranked = rankGraph(g, options.focus ?? [], options.mentions ?? []);
+  // files with a definition worth a map's tokens (worthShowing, from the columns: a name, and no test constants)
+  const worth = new Set<number>();
+  const test = new Int8Array(g.paths.length).fill(-1); // a file's role, asked once: 1 for a test file
+  for (let i = 0; i < g.defFile.length; i++) {
+    const file = g.defFile[i]!;
+    if (worth.has(file) || !g.names[g.defName[i]!]!.trim()) continue;
+    if (g.defConstant[i] && test[file] === -1) test[file] = fileRole(g.paths[file]!) === 'test' ? 1 : 0;
+    if (!g.defConstant[i] || test[file] === 0) worth.add(file);
+  }
+  const order = byRank(g, ranked, worth);
+  const names = new Map(g.names.map((name, k) => [name, k]));
+  const ids = new Map(order.map((id) => [g.paths[id]!, id]));
+  /** A file's entry: its definitions (variables left out) from the store, ranked as the graph ranks them. */
+  const entriesOf = async (files: number[]): Promise<MapEntry[]> => {
+    const symbols = await store.listSymbols(files.map((id) => g.paths[id]!));
+    return files.flatMap((id) => {
+      const path = g.paths[id]!;
+      const defs = (symbols.get(path) ?? [])
+        .filter((s) => s.kind !== 'variable')
+        .map((s) => ({
+          name: s.name,
+          kind: s.kind,
+          line: s.startLine,
+          container: s.container,
+          rank: names.has(s.name) ? ranked.defRank(ids.get(path)!, names.get(s.name)!) : 0,
+        }))
+        .sort((a, b) => b.rank - a.rank || a.line - b.line);
+      const entry = worthShowing({ path, rank: ranked.fileRank[id]!, defs });
+      return entry ? [entry] : [];
+    });
+  };
   const per = options.defsPerFile ?? DEFS_PER_FILE;
   const signatures = options.signatures !== false;
   const kept: MapEntry[] = [];
   let text = '';
   let tokens = 0;
+  let omitted = order.length;
   // files are read a few at a time, in rank order, until the budget is spent (a map shows tens of files)
   const BATCH = 16;
-  for (let i = 0; i < entries.length; i += BATCH) {
-    const batch = entries.slice(i, i + BATCH);
+  for (let i = 0; i < order.length; i += BATCH) {
+    const files = order.slice(i, i + BATCH);
+    const batch = await entriesOf(files);
+    omitted -= files.length - batch.length; // (none: the columns chose the same files)
     const lines = signatures ? await definitionLines(store, batch, per) : undefined;
     for (const e of batch) {
       // a signature line is code as written: a secret in a definition (`AWS_KEY = "AKIA…"`) is redacted, on every
@@ -370,10 +453,10 @@ export async function buildRepoMap(store: Store, options: RepoMapOptions): Promi
     }
     if (options.budget - tokens < 20) {
       // nothing more fits: the rest are omitted without reading them
-      return { entries: kept, text, tokens, omitted: entries.length - kept.length };
+      return { entries: kept, text, tokens, omitted: omitted - kept.length };
     }
   }
-  return { entries: kept, text, tokens, omitted: entries.length - kept.length };
+  return { entries: kept, text, tokens, omitted: omitted - kept.length };
 }
 
 /** Lines after a definition's first that may hold its name (a doc comment, a template or attribute line above it). */

@@ -341,12 +341,36 @@ export interface EmbeddingCache {
   put(embedder: string, entries: Array<{ hash: string; vector: Float32Array }>): Promise<void>;
 }
 
+/**
+ * The reference graph in columns: a file and a name are numbers, each definition and each use a row of arrays, so
+ * that a large index is ranked without an object per row (100,000 files: 533k definitions, 1.7 million uses).
+ */
+export interface CompactGraph {
+  /** The files that define or use something, by number. */
+  paths: string[];
+  /** The names that something defines, by number. */
+  names: string[];
+  /** One row per definition (variables left out): its file, its name, 1 when it is a constant. */
+  defFile: Int32Array;
+  defName: Int32Array;
+  defConstant: Uint8Array;
+  /** One row per file and defined name it uses: how many of its lines use the name. */
+  useFile: Int32Array;
+  useName: Int32Array;
+  useCount: Int32Array;
+}
+
 /** Where each file uses each name (tree-sitter identifiers). */
 export interface ReferenceIndex {
   /** Files that use `name` with exactly this case, with the lines, in path order. */
   find(name: string, options?: { limit?: number; filter?: SearchFilter }): Promise<RefHit[]>;
   /** How many lines of each file use each of `names` (files using none are absent). */
   useCounts(names: string[]): Promise<ReferenceGraph['refs']>;
+  /**
+   * The whole graph in columns (the definitions but variables, and the uses of the names they define), where the
+   * driver can read it without an object per row; the map builds it from the two lists above otherwise.
+   */
+  compactGraph?(): Promise<CompactGraph>;
 }
 
 /**
