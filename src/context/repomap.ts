@@ -477,18 +477,23 @@ function signatureLine(
 ): { line: number; text: string } | undefined {
   const first = lines?.get(start);
   if (!lines || first === undefined) return undefined;
-  const named = name
-    ? new RegExp(`(?:^|[^\\w$])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w$])`)
-    : undefined;
   let code: { line: number; text: string } | undefined;
   for (let n = start; n <= start + SIGNATURE_SCAN; n++) {
     const text = lines.get(n);
     if (text === undefined) break;
     if (!text.trim() || COMMENT_LINE.test(text)) continue;
     code ??= { line: n, text };
-    if (!named || named.test(text)) return { line: n, text };
+    if (!name || namesWord(text, name)) return { line: n, text };
   }
   return code ?? { line: start, text: first };
+}
+
+/** Does `text` hold `name` as a whole word (no identifier character on either side)? */
+function namesWord(text: string, name: string): boolean {
+  const word = (c: string | undefined) => c !== undefined && /[\w$]/.test(c);
+  for (let at = text.indexOf(name); at >= 0; at = text.indexOf(name, at + 1))
+    if (!word(text[at - 1]) && !word(text[at + name.length])) return true;
+  return false;
 }
 
 /** The text of each entry's definition lines, from the index's chunks (by line number, per path). */
