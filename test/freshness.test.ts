@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { openEmbedder } from '../src/embed/open.ts';
@@ -118,6 +118,20 @@ describe('freshness an agent can see', () => {
       unwalked.stale,
       /^edits since the last index are not looked for in a tree of 20,000 files without a watcher: keep `quarry watch`/,
     );
+    // …unless a watcher in another process keeps the index fresh (it leaves .quarry/watchers/<its pid>)
+    const watcher = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    try {
+      mkdirSync(join(root, '.quarry', 'watchers'), { recursive: true });
+      writeFileSync(join(root, '.quarry', 'watchers', String(watcher.pid)), '');
+      const watched = JSON.parse(runCli(['search', 'start app', '--json'], { cwd: root, env }).stdout);
+      assert.doesNotMatch(watched.stale ?? '', /not looked for/);
+    } finally {
+      watcher.kill();
+      await new Promise((done) => watcher.once('exit', done));
+    }
+    // a watcher that died says nothing
+    const dead = JSON.parse(runCli(['search', 'start app', '--json'], { cwd: root, env }).stdout);
+    assert.match(dead.stale, /^edits since the last index are not looked for/);
     // search.walk_files raises the size a search walks (here past the count), or turns the walk and its note off
     writeFileSync(join(root, 'quarry.toml'), '[search]\nwalk_files = 30000\n');
     const raised = JSON.parse(runCli(['search', 'start app', '--json'], { cwd: root, env }).stdout);

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { indexProject, type LocalProject as Project } from '../src/project/local.ts';
+import { announceWatcher, watcherElsewhere } from '../src/store/lock.ts';
 import { type AutoSync, startAutoSync, watchFailure } from '../src/watch/autosync.ts';
 import { makeTree, openLexical, removeTree } from './helpers.ts';
 
@@ -46,6 +47,18 @@ describe('auto-sync: the watcher keeps the index fresh', () => {
     await sync.stop();
     await project.close();
     removeTree(root);
+  });
+
+  it('says that it watches, for searches in other processes, while it runs (.quarry/watchers/<pid>)', () => {
+    const dir = join(root, '.quarry');
+    assert.ok(existsSync(join(dir, 'watchers', String(process.pid))));
+    assert.equal(watcherElsewhere(dir), false, 'this process is not elsewhere');
+    // what a stop does with the note: it goes
+    const scratch = join(root, 'build', 'index-dir');
+    const stop = announceWatcher(scratch);
+    assert.ok(existsSync(join(scratch, 'watchers', String(process.pid))));
+    stop();
+    assert.equal(existsSync(join(scratch, 'watchers', String(process.pid))), false);
   });
 
   it('indexes a created file, a modified one, and drops a deleted one', async () => {

@@ -16,6 +16,7 @@ import {
   type SearchResponse,
   search,
 } from '../search/search.ts';
+import { watcherElsewhere } from '../store/lock.ts';
 import { openStore, storeTarget, storeTraits } from '../store/open.ts';
 import {
   type EmbeddingStatus,
@@ -31,7 +32,7 @@ export type { IndexStatus, LocalProject, Project } from './types.ts';
 
 import { type DeltaOptions, treeDelta } from '../workspace/delta.ts';
 import { languageIds } from '../workspace/languages.ts';
-import { findProjectRoot, gitHead, isDirectory } from '../workspace/root.ts';
+import { findProjectRoot, gitHead, indexPaths, isDirectory } from '../workspace/root.ts';
 import type { WalkEntry } from '../workspace/walk.ts';
 import { folderMemoFile } from '../workspace/walk-cache.ts';
 
@@ -424,9 +425,13 @@ async function catchUpNow(project: LocalProject): Promise<{ note?: string } | un
   if (storeTraits(storeTarget(config, root)).keyed) return undefined;
   const most = config.search.walkFiles;
   if (most === 0) return undefined;
-  const unwalked = (n: number) => ({
-    note: `edits since the last index are not looked for in a tree of ${n.toLocaleString('en-US')} files without a watcher: keep \`quarry watch\` or \`quarry serve\` running (or run \`quarry index\` after editing)`,
-  });
+  // said only when nothing keeps the index fresh: no watcher here (a busy one), none in another process
+  const unwalked = (n: number) =>
+    freshKeepers.has(project) || watcherElsewhere(indexPaths(root).dir)
+      ? undefined
+      : {
+          note: `edits since the last index are not looked for in a tree of ${n.toLocaleString('en-US')} files without a watcher: keep \`quarry watch\` or \`quarry serve\` running (or run \`quarry index\` after editing)`,
+        };
   // the last full walk's count says it without listing 100,000 files (an index from before it was kept: listed)
   const treeFiles = Number((await store.getMeta('tree_files')) ?? 0);
   if (treeFiles > most) return unwalked(treeFiles);

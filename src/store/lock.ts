@@ -2,6 +2,7 @@ import {
   closeSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readFileSync,
   statSync,
   unlinkSync,
@@ -142,4 +143,39 @@ export function readLiveLock(path: string): { pid: number; host: string } | unde
   if (!holder) return undefined;
   if (holderGone(path, holder)) return undefined;
   return { pid: holder.pid, host: holder.host };
+}
+
+/**
+ * A watcher keeping a checkout's index fresh (`quarry watch`, `serve`, `mcp`, `chat`) leaves a file named by its pid
+ * in the index's folder (`watchers/<pid>`), so that a search in another process, which does not walk a large tree
+ * for edits, knows whether something indexes them. The returned function removes it (a crash leaves a file whose pid
+ * is dead, which no one believes).
+ */
+export function announceWatcher(indexDir: string): () => void {
+  const path = `${indexDir}/watchers/${process.pid}`;
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    closeSync(openSync(path, 'w'));
+  } catch {
+    return () => undefined; // a read-only checkout: searches elsewhere keep saying that nothing watches
+  }
+  return () => {
+    try {
+      unlinkSync(path);
+    } catch {
+      // gone already
+    }
+  };
+}
+
+/** Whether a watcher of this machine other than this process keeps the index in `indexDir` fresh. */
+export function watcherElsewhere(indexDir: string): boolean {
+  try {
+    return readdirSync(`${indexDir}/watchers`).some((name) => {
+      const pid = Number(name);
+      return Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid);
+    });
+  } catch {
+    return false;
+  }
 }

@@ -8,7 +8,9 @@ import { isQuarryError } from '../errors.ts';
 import { embedPending } from '../indexing/embedding.ts';
 import { indexRepository } from '../indexing/indexer.ts';
 import { keptFreshBy, type LocalProject as Project } from '../project/local.ts';
+import { announceWatcher } from '../store/lock.ts';
 import type { WriterLock } from '../store/types.ts';
+import { indexPaths } from '../workspace/root.ts';
 
 /** What `quarry status`, the panel and MCP show about keeping the index fresh. */
 export interface SyncStatus {
@@ -81,11 +83,16 @@ export async function startAutoSync(project: Project, options: AutoSyncOptions =
   // the watcher keeps the process alive; polling in its place must (`quarry watch` ended, exit 13, without it)
   if (subscription) sweep?.unref();
   sync.notify();
+  // a search in another process (one that does not walk a large tree) learns that something indexes the edits
+  const unannounce = announceWatcher(indexPaths(project.root).dir);
 
   return {
     status: () => ({ ...sync.st }),
     syncNow: () => sync.syncNow(),
-    stop: () => sync.stop(subscription, sweep),
+    stop: async () => {
+      unannounce();
+      await sync.stop(subscription, sweep);
+    },
   };
 }
 
