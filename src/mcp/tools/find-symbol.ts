@@ -44,16 +44,17 @@ export async function findSymbol(
   if (found.length > definitions.length)
     out.moreDefinitions = `only the first ${DEFINITIONS_SHOWN} definitions (in path order): name the class (Class.method) to narrow them`;
   let more = false;
+  let using = 0; // files read that use the name, this page and those before it
   if (references) {
     // one file past the page says whether more exist, without reading every file that uses a common name
     const refs = await project.references(name, { limit: offset + limit + 1 });
+    using = refs.length;
     more = refs.length > offset + limit;
     out.references = refs.slice(offset, offset + limit).map(({ path, lines }) => ({ path, lines }));
     if (more) out.next = `call again with offset ${offset + limit} for more`;
     else out.referenceFiles = refs.length;
   }
-  if (!definitions.length && !(out.references as unknown[] | undefined)?.length && !more)
-    out.note = `nothing named ${name} in the index: try search_code`;
+  if (!definitions.length && !using) out.note = `nothing named ${name} in the index: try search_code`;
   const defs = out.definitions as Definition[];
   const lines = [
     defs.length ? `definitions of ${name}:` : `no definition of ${name}`,
