@@ -111,6 +111,19 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
     );
     assert.equal(sym.definitions[0].path.endsWith('lib.rs'), true);
     assert.equal(sym.definitions[0].container, 'Registry');
+    // a name used but defined nowhere here (HashMap, from Rust's library): a page past its last reference is empty,
+    // not "nothing named HashMap"
+    const used = dataOf(
+      await client.callTool({ name: 'find_symbol', arguments: { name: 'HashMap' }, _meta: STRUCTURED }),
+    );
+    assert.equal(used.definitions.length, 0);
+    assert.ok(used.referenceFiles >= 1 && !used.note, JSON.stringify(used));
+    const past = (await client.callTool({
+      name: 'find_symbol',
+      arguments: { name: 'HashMap', offset: used.referenceFiles + 5, limit: 1 },
+    })) as Text;
+    assert.doesNotMatch(textOf(past), /nothing named HashMap/);
+    assert.match(textOf(past), /references: 1 file|references: \d+ files/);
 
     const list = dataOf(
       await client.callTool({ name: 'list_symbols', arguments: { path: 'lib.rs' }, _meta: STRUCTURED }),
