@@ -1,5 +1,5 @@
 import type { QuarryConfig } from '../config/config.ts';
-import { underPrefix } from './scope.ts';
+import { underAny } from './scope.ts';
 import { type WalkEntry, walk } from './walk.ts';
 import { loadFolderMemos } from './walk-cache.ts';
 
@@ -47,10 +47,10 @@ export function treeDelta(
   const changed = new Map<string, WalkEntry>();
   const present = new Set<string>();
   const memo = options.memoFile && !options.noIgnore ? loadFolderMemos(options.memoFile) : undefined;
-  const under = options.under?.length && !options.under.includes('') ? options.under : undefined;
+  const inScope = underAny(options.under);
   const walkOptions = {
     ...(options.noIgnore ? { noIgnore: true } : memo ? { memo } : {}),
-    ...(under ? { under } : {}),
+    ...(options.under ? { under: options.under } : {}),
   };
   for (const f of walk(root, config, walkOptions).files) {
     present.add(f.path);
@@ -58,7 +58,6 @@ export function treeDelta(
     if (!k || k.size !== f.size || k.mtimeMs !== f.mtimeMs) changed.set(f.path, f);
   }
   const gone = new Set<string>();
-  for (const p of known.keys())
-    if (!present.has(p) && (!under || under.some((u) => underPrefix(p, u)))) gone.add(p);
+  for (const p of known.keys()) if (!present.has(p) && (!inScope || inScope(p))) gone.add(p);
   return { changed, gone };
 }

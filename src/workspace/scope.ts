@@ -14,3 +14,12 @@ export function underPrefix(path: string, prefix: string): boolean {
   const { file, folder } = prefixParts(prefix);
   return path === file || path.startsWith(folder);
 }
+
+/**
+ * Is a path under any of these prefixes (underPrefix)? Undefined when they hold everything: none given, or the root
+ * among them, so that a caller can tell a scoped walk from a whole one.
+ */
+export function underAny(prefixes: readonly string[] | undefined): ((path: string) => boolean) | undefined {
+  if (!prefixes?.length || prefixes.includes('')) return undefined;
+  return (path) => prefixes.some((p) => underPrefix(path, p));
+}

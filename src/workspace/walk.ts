@@ -6,7 +6,7 @@ import ignore, { type Ignore } from 'ignore';
 import type { QuarryConfig } from '../config/config.ts';
 import { DEFAULT_IGNORES, looksLikeSecretPath, rulesText, VERSION_CONTROL_IGNORES } from './ignore-rules.ts';
 import { detectLanguage } from './languages.ts';
-import { underPrefix } from './scope.ts';
+import { underAny } from './scope.ts';
 import type { SkipReason } from './skips.ts';
 
 export { SKIP_REASONS, type SkipReason } from './skips.ts';
@@ -472,10 +472,9 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
   const files: WalkEntry[] = [];
   const skipped: WalkSkip[] = [];
   const { onSkip, onIgnore, memo } = options;
-  const under = options.under?.length && !options.under.includes('') ? options.under : undefined;
-  const inScope = (rel: string) => !under || under.some((p) => underPrefix(rel, p));
+  const inScope = underAny(options.under);
   // a folder above one of the paths: walked for the way down (and its ignore rules), its own files left out
-  const leadsTo = (dirRel: string) => Boolean(under?.some((p) => p.startsWith(`${dirRel}/`)));
+  const leadsTo = (dirRel: string) => Boolean(options.under?.some((p) => p.startsWith(`${dirRel}/`)));
   const started = Date.now();
   // git's exclude file read once: the matchers and the fingerprint they are remembered under come from one text
   const exclude = options.noIgnore ? undefined : readPatterns(join(root, '.git', 'info', 'exclude'));
@@ -498,7 +497,7 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
   ) => {
     for (const d of decisions) {
       const rel = dirRel ? `${dirRel}/${d[0]}` : d[0];
-      if (under && !inScope(rel)) {
+      if (inScope && !inScope(rel)) {
         if (d[1] === 'd' && leadsTo(rel)) visit(rel, matchers, new Set(d[2].map((i) => matchers[i]!)), rules);
         continue;
       }
