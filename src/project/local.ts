@@ -606,18 +606,20 @@ async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepRes
     q,
     languageIds(),
   );
-  if (!(res.paths ?? res.counts ?? res.matches).length && q.filter) await checkFilterMatches(store, q.filter);
+  // the files under the filter's paths are listed already
+  if (!(res.paths ?? res.counts ?? res.matches).length && q.filter)
+    await checkFilterMatches(store, q.filter, files);
   return res;
 }
 
 /** A filter that no indexed file passes is a mistake to name, not an empty answer (BAD_INPUT). */
-async function checkFilterMatches(store: Store, filter: SearchFilter): Promise<void> {
+async function checkFilterMatches(store: Store, filter: SearchFilter, listed?: FileRecord[]): Promise<void> {
   const { excludePaths: _ignored, ...scope } = filter;
   if (!Object.keys(scope).length) return;
-  const listed = await store.listFiles(
-    scope.pathPrefixes?.length ? { pathPrefixes: scope.pathPrefixes } : undefined,
-  );
-  for (const f of listed) if (passesFilter(f.path, scope, f.language)) return;
+  const files =
+    listed ??
+    (await store.listFiles(scope.pathPrefixes?.length ? { pathPrefixes: scope.pathPrefixes } : undefined));
+  for (const f of files) if (passesFilter(f.path, scope, f.language)) return;
   const said = [
     scope.paths?.length ? `file ${scope.paths.join(', ')}` : '',
     scope.pathPrefixes?.length ? `path ${scope.pathPrefixes.join(', ')}` : '',
