@@ -353,7 +353,7 @@ function planTasks(
     // a killed first pass's file (touched since or not): parsed, or given its text, though its content is the same
     if (k?.method === 'quick') t.reparse = true;
     else if (missingText.has(f.path)) t.refillText = true;
-    if (keepsText(store)) t.keepText = true;
+    Object.assign(t, textWanted(store));
     // a size of -1 with the hash kept: a migration rebuilt the trigram table; an unchanged file gives its text again
     if (k?.size === -1 && k.hash && store.exact) t.refillText = true;
     tasks.push(t);
@@ -364,6 +364,13 @@ function planTasks(
 /** Stores that keep a file's text, or index it by trigram. */
 function keepsText(store: Store): boolean {
   return Boolean(store.content || store.exact);
+}
+
+/** What a task gives of the file's text: the text for a store that keeps it, else its trigram terms for one that
+ * indexes them (FileUpdate.trigrams), else nothing. */
+function textWanted(store: Store): Pick<FileTask, 'keepText' | 'trigramsOnly'> {
+  if (store.content) return { keepText: true };
+  return store.exact ? { keepText: true, trigramsOnly: true } : {};
 }
 
 interface LexicalProgress {
@@ -436,7 +443,7 @@ function batchWriter(store: Store, behind?: WriteBehind) {
     },
     touch(t: FileTouch) {
       touches.push(t);
-      bytes += t.text?.length ?? 0;
+      bytes += (t.trigrams ?? t.text)?.length ?? 0;
     },
     due: () => {
       const files = batch.length + touches.length;
@@ -554,9 +561,9 @@ async function indexFiles(
           const again = { path: f.path, size: f.size, mtimeMs: f.mtimeMs, knownHash: f.hash, counted: true };
           if (f.method === 'quick') {
             pass.files++;
-            second.push({ ...again, reparse: true, ...(keepsText(store) ? { keepText: true } : {}) });
+            second.push({ ...again, reparse: true, ...textWanted(store) });
           } else if (refill && f.method !== 'skipped')
-            second.push({ ...again, refillText: true, keepText: true });
+            second.push({ ...again, refillText: true, ...textWanted(store) });
         }
         return record(task, outcome);
       });
@@ -653,6 +660,7 @@ async function recordOutcome(
         size: outcome.size,
         mtimeMs: outcome.mtimeMs,
         ...(outcome.text !== undefined ? { text: outcome.text } : {}),
+        ...(outcome.trigrams !== undefined ? { trigrams: outcome.trigrams } : {}),
       });
       break;
     case 'gone':

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { chunkFile } from '../chunk/chunker.ts';
 import { codeTokenText, pathTokenText } from '../chunk/tokens.ts';
 import type { QuarryConfig } from '../config/config.ts';
+import { trigramTerms } from '../store/trigram-terms.ts';
 import { type AnyUpdate, encodeRefs, type FileUpdate } from '../store/types.ts';
 import { containsPrivateKey } from '../workspace/ignore-rules.ts';
 import { detectLanguage, grammarFor, languageOf } from '../workspace/languages.ts';
@@ -14,8 +15,10 @@ export interface FileTask {
   mtimeMs: number;
   /** The hash the index holds for this path; when the content still has it, chunking is skipped. */
   knownHash?: string;
-  /** Keep the file's text in the update (for stores that serve files: `Store.content`). */
+  /** Keep the file's text in the update (for stores that serve files, `Store.content`, or index it by trigram). */
   keepText?: boolean;
+  /** With `keepText`: give the text's trigram terms in its place (a trigram index that keeps no text). */
+  trigramsOnly?: boolean;
   /** Chunk by lines, without a parser (a retry after tree-sitter's WebAssembly failed on this file). */
   plain?: boolean;
   /** Grammars given up for this run (each failed on several files): their files are chunked by lines. */
@@ -46,7 +49,7 @@ export type FileOutcome<U extends AnyUpdate = FileUpdate> =
       /** The grammar that failed on it, other than by its deadline. */
       failedGrammar?: string;
     }
-  | { status: 'unchanged'; path: string; size: number; mtimeMs: number; text?: string }
+  | { status: 'unchanged'; path: string; size: number; mtimeMs: number; text?: string; trigrams?: string }
   | { status: 'gone'; path: string }
   | { status: 'unreadable'; path: string; detail: string };
 
@@ -142,6 +145,11 @@ function quickWindows(chunk: QuarryConfig['chunk']): QuarryConfig['chunk'] {
   };
 }
 
+/** The text as the task asks for it: the text itself, or its trigram terms (`trigramsOnly`). */
+function textOf(task: FileTask, text: string): { text: string } | { trigrams: string } {
+  return task.trigramsOnly ? { trigrams: trigramTerms(text) } : { text };
+}
+
 /** Reads, classifies, chunks and tokenises one file. Runs in a worker thread or, as a fallback, in the caller's. */
 export async function processFile(root: string, task: FileTask, config: QuarryConfig): Promise<FileOutcome> {
   let buf: Buffer;
@@ -161,7 +169,7 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
   const verdict = contentVerdict(buf, config);
   if (unchanged) {
     // the index lost only the text: give it back, nothing is chunked
-    const refill = verdict.skip ? {} : { text: verdict.text };
+    const refill = verdict.skip ? {} : textOf(task, verdict.text);
     return { status: 'unchanged', path: task.path, size, mtimeMs: task.mtimeMs, ...refill };
   }
   const t = { ...task, size };
@@ -206,7 +214,7 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
       symbols: chunked.symbols,
       ...(chunked.refs.length ? { refs: encodeRefs(chunked.refs)! } : {}),
       // a trigram index gets the text with the parse: a grep reads the files until its table is complete
-      ...(task.keepText && (!task.quick || task.quickText) ? { text } : {}),
+      ...(task.keepText && (!task.quick || task.quickText) ? textOf(task, text) : {}),
       // a first pass's file has no whole-file document yet (the store writes none for it)
       tokens: quick
         ? { path: '', symbols: '', body: '' }

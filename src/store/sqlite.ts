@@ -31,6 +31,7 @@ import {
   toHit,
   toSymbol,
 } from './rows.ts';
+import { literalTerms, trigramTerms } from './trigram-terms.ts';
 import type {
   ChunkHit,
   CompactGraph,
@@ -229,6 +230,18 @@ const MIGRATIONS: Array<(db: Database.Database) => void> = [
     // tells it from a C header: only its text says which, so the next run reads the headers again
     db.exec(`UPDATE files SET size = -1, hash = '' WHERE method != 'skipped' AND lower(path) LIKE '%.h'`);
   },
+  (db) => {
+    // the trigram table holds each file's distinct trigrams as words (store/trigram-terms.ts), cut where the file is
+    // read, not every trigram occurrence cut by FTS5's trigram tokenizer on the writer (half of a large run's second
+    // pass there): files are re-read to fill it, as the migration without positions did
+    db.exec(`
+      DROP TABLE text_fts;
+      CREATE VIRTUAL TABLE text_fts USING fts5 (
+        text, content = '', contentless_delete = 1, tokenize = 'ascii', detail = none
+      );
+      UPDATE files SET size = -1 WHERE method != 'skipped';
+    `);
+  },
 ];
 
 /** Writes every chunk vector's codes (a migration, and a reset of the codes table). */
@@ -258,21 +271,16 @@ function bumpCodes(db: Database.Database): void {
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /**
- * An FTS5 MATCH expression for a trigram plan, or undefined when a group has no literal of three characters (code
- * points) to look up. `text_fts` keeps no positions (detail = none), so a literal is the AND of its trigrams: a
- * superset of the files that hold it, which grep verifies against the text anyway.
+ * An FTS5 MATCH expression for a trigram plan, or undefined when a group has no literal of three characters to look
+ * up. `text_fts` holds each file's distinct trigrams as words (store/trigram-terms.ts) without positions, so a literal
+ * is the AND of its trigrams' words: a superset of the files that hold it, which grep verifies against the text anyway.
  */
 function ftsTrigramQuery(plan: string[][]): string | undefined {
-  const term = (s: string) => `"${s.replaceAll('"', '""')}"`;
   const groups: string[] = [];
   for (const literals of plan) {
-    const grams = new Set<string>();
-    for (const literal of literals) {
-      const chars = Array.from(literal);
-      for (let i = 0; i + 3 <= chars.length; i++) grams.add(chars.slice(i, i + 3).join(''));
-    }
+    const grams = new Set(literals.flatMap(literalTerms));
     if (!grams.size) return undefined;
-    groups.push([...grams].map(term).join(' AND '));
+    groups.push([...grams].map((t) => `"${t}"`).join(' AND '));
   }
   if (!groups.length) return undefined;
   return groups.length === 1 ? groups[0] : groups.map((g) => `(${g})`).join(' OR ');
@@ -863,7 +871,7 @@ export class SqliteStore implements Store {
       .sort((a, b) => (a.id ?? Number.MAX_SAFE_INTEGER) - (b.id ?? Number.MAX_SAFE_INTEGER));
     this.removeRowsOf(rows.flatMap((r) => (r.id === undefined ? [] : [r.id])));
     for (const { u, id: existing } of rows) {
-      const { file, chunks, symbols, tokens, refs, text } = u;
+      const { file, chunks, symbols, tokens, refs, text, trigrams } = u;
       const row = { ...file, ...fileNameParts(file.path), indexedAt: now };
       let id: number;
       if (existing !== undefined) {
@@ -902,7 +910,8 @@ export class SqliteStore implements Store {
         s.insertRefs.run(id, refs.json);
         s.insertRefsFts.run(id, refs.names);
       }
-      if (text !== undefined && file.method !== 'skipped') s.insertTextFts.run(id, text);
+      if (file.method !== 'skipped' && (trigrams ?? text) !== undefined)
+        s.insertTextFts.run(id, trigrams ?? trigramTerms(text!));
     }
   };
 
@@ -922,17 +931,17 @@ export class SqliteStore implements Store {
     const s = this.stmts;
     this.db
       .transaction(() => {
-        const texts: Array<{ id: number; text: string }> = [];
+        const texts: Array<{ id: number; trigrams: string }> = [];
         for (const f of files) {
           s.touchFile.run(f.size, f.mtimeMs, f.path);
-          if (f.text === undefined) continue;
+          if (f.trigrams === undefined && f.text === undefined) continue;
           const id = s.fileId.get(f.path) as number | undefined;
-          if (id !== undefined) texts.push({ id, text: f.text });
+          if (id !== undefined) texts.push({ id, trigrams: f.trigrams ?? trigramTerms(f.text!) });
         }
         // by rowid, every delete before the inserts (see replaceTx: FTS5 writes a segment when a rowid goes back)
         texts.sort((a, b) => a.id - b.id);
         for (const t of texts) s.deleteTextFts.run(t.id);
-        for (const t of texts) s.insertTextFts.run(t.id, t.text);
+        for (const t of texts) s.insertTextFts.run(t.id, t.trigrams);
       })
       .immediate();
   }

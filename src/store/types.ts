@@ -37,8 +37,11 @@ export interface SymbolInput {
   container: string | null;
 }
 
-/** A file whose content did not change: its new stat, and its text when the store asked to be given it again. */
-export type FileTouch = Pick<FileRecord, 'path' | 'size' | 'mtimeMs'> & { text?: string };
+/**
+ * A file whose content did not change: its new stat, and its text (or its trigram terms, FileUpdate.trigrams) when
+ * the store asked to be given it again.
+ */
+export type FileTouch = Pick<FileRecord, 'path' | 'size' | 'mtimeMs'> & { text?: string; trigrams?: string };
 
 /** Everything about one file that changes together, in one transaction. */
 export interface FileUpdate {
@@ -54,6 +57,12 @@ export interface FileUpdate {
   refs?: EncodedRefs;
   /** The file's text, for stores that keep it (`Store.content`): a server serves files it has no checkout of. */
   text?: string;
+  /**
+   * The text's distinct trigrams as words (store/trigram-terms.ts), in its place for a trigram index that keeps no
+   * text (`Store.exact` without `Store.content`): cut where the file is read, so that the writer neither cuts them
+   * nor receives the text. A store given the text alone cuts them itself.
+   */
+  trigrams?: string;
 }
 
 /**
@@ -375,7 +384,8 @@ export interface ReferenceIndex {
 
 /**
  * Every indexed file's text by trigram (`quarry grep`): the files that may hold a pattern's literals. Stores with it
- * are sent each file's text (`FileUpdate.text`).
+ * are sent each file's text (`FileUpdate.text`), or, when they keep no text (no `content`), its trigram terms
+ * (`FileUpdate.trigrams`).
  */
 export interface ExactIndex {
   /**
