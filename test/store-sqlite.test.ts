@@ -320,7 +320,8 @@ describe('SqliteStore specifics', () => {
     const raw = new Database(index, { readonly: true });
     assert.match(
       String(raw.prepare(`SELECT sql FROM sqlite_master WHERE name = 'text_fts'`).pluck().get()),
-      /detail = none/,
+      /tokenize = 'ascii', detail = none/,
+      'the trigram words, without positions',
     );
     assert.deepEqual(
       raw.prepare('SELECT id FROM chunks ORDER BY id').pluck().all(),
