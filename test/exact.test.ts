@@ -52,6 +52,33 @@ describe('quarry grep', () => {
     removeTree(root);
   });
 
+  it('finds, without regard to case, the letters lower case leaves apart (ſ, µ, a final Σ) through the index', async () => {
+    const tree = makeTree({
+      'a.txt': 'ſtatic int x;\n',
+      'b.txt': 'wait 10µs\n',
+      'c.txt': 'ΟΔΥΣΣΕΥΣ\n',
+      'd.txt': 'nothing of the kind\n',
+    });
+    try {
+      const p = await openLexical(tree);
+      await indexProject(p);
+      await p.close();
+      const grep = (...args: string[]) => {
+        const r = runCli(['grep', '-l', '--json', ...args], { cwd: tree });
+        assert.equal(r.code, 0, r.stderr);
+        const res = JSON.parse(r.stdout);
+        assert.equal(res.indexed, true);
+        assert.ok(res.scanned <= 1, `the trigram index narrowed the files read (read ${res.scanned})`);
+        return res.paths;
+      };
+      assert.deepEqual(grep('-i', 'static'), ['a.txt']);
+      assert.deepEqual(grep('-i', '10μs'), ['b.txt']);
+      assert.deepEqual(grep('ΔΥΣ'), ['c.txt']);
+    } finally {
+      removeTree(tree);
+    }
+  });
+
   it('plans the literals a pattern needs, conservatively', () => {
     assert.deepEqual(planTrigrams('c.req.param(', { fixed: true }), [['c.req.param(']]);
     assert.deepEqual(planTrigrams('ab', { fixed: true }), null);

@@ -41,7 +41,7 @@ function lexicalState(dbPath: string) {
       refs: db
         .prepare('SELECT f.path, r.refs FROM file_refs r JOIN files f ON f.id = r.file_id ORDER BY 1')
         .all(),
-      trigrams: db.prepare('SELECT count(*) FROM text_fts_docsize').pluck().get(),
+      trigrams: db.prepare('SELECT count(*) FROM trigram_fts_docsize').pluck().get(),
     };
   } finally {
     db.close();

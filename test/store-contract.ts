@@ -533,9 +533,14 @@ export function storeContract(open: () => Promise<Store>): void {
       { ...update('q.md', [['other', null]]), text: 'nothing of the kind\n' },
       // an emoji is two UTF-16 units: a trigram window that halves it once failed PostgreSQL's whole batch
       { ...update('e.rs', [['emoji', null]]), text: 'println!("done 🚀 ok");\n' },
+      // a final sigma, a micro sign and a long s: letters lower case leaves apart from those a grep without case
+      // equates them with
+      { ...update('g.txt', [['greek', null]]), text: 'ΟΔΥΣΣΕΥΣ waited 10µs, ſtatic\n' },
     ]);
     const find = (plan: string[][]) => s.exact!.candidates(plan);
     assert.deepEqual(await find([['🚀 ok']]), ['e.rs']);
+    assert.deepEqual(await find([['ΔΥΣ']]), ['g.txt']);
+    assert.deepEqual(await find([['10μs'], ['STATIC']]), ['g.txt']);
     assert.deepEqual(await find([['c.req.param(']]), ['p.py', 'r.ts']);
     assert.deepEqual(await find([['param', 'less']]), ['p.py']);
     assert.deepEqual(await find([['nothing'], ["'id'"]]), ['q.md', 'r.ts']);

@@ -243,7 +243,7 @@ describe('SqliteStore specifics', () => {
     // turn it back into a schema-1 index: no coarse file documents, no vocabularies, no embedding columns, no refs,
     // no trigram index
     const db = new Database(path);
-    db.exec(`DROP TABLE files_fts; DROP TABLE chunks_vocab; DROP TABLE files_vocab; DROP TABLE embed_cache; DROP TABLE file_refs; DROP TABLE refs_fts; DROP TABLE text_fts;
+    db.exec(`DROP TABLE files_fts; DROP TABLE chunks_vocab; DROP TABLE files_vocab; DROP TABLE embed_cache; DROP TABLE file_refs; DROP TABLE refs_fts; DROP TABLE trigram_fts;
              DROP INDEX files_vec_phase; ALTER TABLE files DROP COLUMN vec_phase;
              UPDATE meta SET value = '1' WHERE key = 'schema_version'`);
     db.close();
@@ -285,6 +285,15 @@ describe('SqliteStore specifics', () => {
     assert.deepEqual(await s.exact.candidates([['HELLO'], ['nothing']]), ['a.txt', 'c.txt']);
     // trigrams are cut by UTF-16 units, as PostgreSQL cuts them: two emoji-like letters are four units, two trigrams
     assert.deepEqual(await s.exact.candidates([['𝒳𝒴']]), ['a.txt']);
+    // another process's large run writes a first pass's file, with no trigrams yet: this reader (a server) reads
+    // every file until the second pass gives them, then trusts the table again
+    const other = openSqliteStore(path);
+    const quick = { ...file('d.txt', 'hello again'), text: undefined };
+    await other.replaceFiles([{ ...quick, file: { ...quick.file, method: 'quick' as const } }]);
+    assert.equal(await s.exact.candidates([['hello']]), undefined);
+    await other.replaceFiles([file('d.txt', 'hello again')]);
+    assert.deepEqual(await s.exact.candidates([['hello']]), ['a.txt', 'd.txt']);
+    await other.close();
     await s.close();
 
     // an index from before: its trigram table kept positions. The migration rebuilds it, and the next index run gives
@@ -297,7 +306,7 @@ describe('SqliteStore specifics', () => {
     await indexLexically(root);
     const index = join(root, '.quarry', 'index.db');
     const db = new Database(index);
-    db.exec(`DROP TABLE text_fts;
+    db.exec(`DROP TABLE trigram_fts;
              CREATE VIRTUAL TABLE text_fts USING fts5 (text, content = '', contentless_delete = 1, tokenize = 'trigram');`);
     schemaBack(db, 6);
     const chunkIds = db.prepare('SELECT id FROM chunks ORDER BY id').pluck().all();
@@ -319,7 +328,7 @@ describe('SqliteStore specifics', () => {
     await after.close();
     const raw = new Database(index, { readonly: true });
     assert.match(
-      String(raw.prepare(`SELECT sql FROM sqlite_master WHERE name = 'text_fts'`).pluck().get()),
+      String(raw.prepare(`SELECT sql FROM sqlite_master WHERE name = 'trigram_fts'`).pluck().get()),
       /tokenize = 'ascii', detail = none/,
       'the trigram words, without positions',
     );
@@ -488,9 +497,11 @@ describe('SqliteStore specifics', () => {
     // an index from before the codes: the migration fills them from the vectors
     const db = new Database(path);
     sqliteVec.load(db);
-    db.exec(`DROP TABLE chunk_codes`);
-    // the codes came six migrations back (then the trigram table's rebuild, the skipped files' index, the Swift and
-    // header files parsed again, the chunk index for symbols, and the headers' language)
+    // (and its trigram table as it was then, which a later migration replaced)
+    db.exec(`DROP TABLE chunk_codes; DROP TABLE trigram_fts;
+             CREATE VIRTUAL TABLE text_fts USING fts5 (text, content = '', contentless_delete = 1, tokenize = 'trigram');`);
+    // the codes came seven migrations back (then the trigram table's rebuild, the skipped files' index, the Swift and
+    // header files parsed again, the chunk index for symbols, the headers' language, and the trigram words)
     schemaBack(db, 7);
     db.close();
     const migrated = openSqliteStore(path, { codesMin: 0 });

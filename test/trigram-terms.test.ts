@@ -2,9 +2,10 @@
 // looked up by. A literal found in a text, in any case, must have every one of its words among the text's.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import RE2 from 're2';
 import { DEFAULT_CONFIG } from '../src/config/config.ts';
 import { processFile } from '../src/indexing/process-file.ts';
-import { literalTerms, trigramTerms } from '../src/store/trigram-terms.ts';
+import { foldCase, literalTerms, trigramTerms } from '../src/store/trigram-terms.ts';
 import { makeTree, removeTree } from './helpers.ts';
 
 const dirs: string[] = [];
@@ -20,13 +21,16 @@ function random(seed: number): () => number {
 }
 
 // ASCII letters, digits, punctuation and white space; control characters; Greek with both sigmas; a dotted capital I
-// (two units lower-cased); accented letters; CJK; astral letters and an emoji (surrogate pairs); a lone surrogate
+// (two units lower-cased); accented letters; CJK; astral letters and an emoji (surrogate pairs); a lone surrogate; and
+// every letter that lower case leaves apart from one a case-insensitive match equates it with (the micro sign, the
+// long s, the Kelvin sign, Greek symbol forms, Cyrillic narrow forms, a ligature)
 const PIECES = [
-  ...'abcXYZ019_-.()"\' \t\n\r{}$'.split(''),
+  ...'abcsXYZSk019_-.()"\' \t\n\r{}$'.split(''),
   '\u0000',
   '\u0007',
   '\u007f',
-  ...'ΟΔΥΣσςαΑ'.split(''),
+  ...'ΟΔΥΣσςαΑμΜβΒιΙθφπκρεвдостъѣꙋṡΐΰﬆ'.split(''),
+  ...'µſ\u0345\u1fbeϐϑϕϖϰϱϵ\u1c80\u1c81\u1c82\u1c83\u1c84\u1c85\u1c86\u1c87\u1c88ẛ\u1fd3\u1fe3ﬅKÅ'.split(''),
   'İ',
   'ı',
   'Ü',
@@ -47,12 +51,28 @@ function randomText(next: () => number, length: number): string {
   return s;
 }
 
-/** Upper- or lower-cases the ASCII letters and the Greek ones of a string at random: what a grep without case meets. */
+const LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Each piece's case group as RE2 sees it: the pieces and their upper and lower cases that `(?i)` matches it with. */
+const GROUPS = (() => {
+  const letters = [...new Set(PIECES.flatMap((p) => [p, p.toUpperCase(), p.toLowerCase()]))].filter(
+    (p) => Array.from(p).length === 1 && !LONE.test(p),
+  );
+  return new Map(
+    letters.map((p) => {
+      const re = new RE2(`^${escapeRegex(p)}$`, 'iu');
+      return [p, letters.filter((q) => re.test(q))];
+    }),
+  );
+})();
+
+/** A string with each character swapped for a random member of its case group: what a grep without case meets. */
 function recase(next: () => number, s: string): string {
   return Array.from(s)
     .map((c) => {
-      if (!/[a-zA-Zα-ωΑ-Ως]/.test(c)) return c;
-      return next() < 0.5 ? c.toUpperCase() : c.toLowerCase();
+      const group = GROUPS.get(c) ?? [c];
+      return group[Math.floor(next() * group.length)]!;
     })
     .join('');
 }
@@ -65,9 +85,14 @@ describe('trigram terms', () => {
       const words = new Set(trigramTerms(text).split(' '));
       const start = Math.floor(next() * (text.length - 3));
       const literal = text.slice(start, start + 3 + Math.floor(next() * 12));
-      for (const variant of [literal, recase(next, literal)])
+      for (const variant of [literal, recase(next, literal)]) {
+        // RE2 finds it without regard to case (the swap kept to each letter's case group); a literal cut through a
+        // surrogate pair is none RE2 reads, and still must find its text
+        if (!LONE.test(variant) && !LONE.test(text))
+          assert.ok(new RE2(escapeRegex(variant), 'iu').test(text), JSON.stringify([variant, text]));
         for (const w of literalTerms(variant))
           assert.ok(words.has(w), `${JSON.stringify(variant)} in ${JSON.stringify(text)}: ${w} missing`);
+      }
     }
   });
 
@@ -75,7 +100,7 @@ describe('trigram terms', () => {
     const next = random(11);
     for (let round = 0; round < 1000; round++) {
       const text = randomText(next, Math.floor(next() * 60));
-      const lower = text.toLowerCase().replaceAll('ς', 'σ');
+      const lower = foldCase(text);
       const grams = new Set<string>();
       for (let i = 0; i + 3 <= lower.length; i++) grams.add(lower.slice(i, i + 3));
       const terms = trigramTerms(text);
@@ -88,6 +113,24 @@ describe('trigram terms', () => {
     }
   });
 
+  it('folds every letter of the Basic Multilingual Plane as its upper case, where RE2 equates the two', () => {
+    let checked = 0;
+    for (let c = 0; c < 0x10000; c++) {
+      if (c >= 0xd800 && c < 0xe000) continue;
+      const letter = String.fromCharCode(c);
+      const upper = letter.toUpperCase();
+      if (upper.length !== 1 || upper === letter) continue;
+      if (!new RE2(`^${escapeRegex(letter)}$`, 'iu').test(upper)) continue;
+      checked++;
+      assert.equal(
+        foldCase(letter),
+        foldCase(upper),
+        `U+${c.toString(16)} and its upper case U+${upper.charCodeAt(0).toString(16)}`,
+      );
+    }
+    assert.ok(checked > 1000, `${checked} letters checked`);
+  });
+
   it('keeps texts apart that share no trigram, whatever their case', () => {
     assert.deepEqual(literalTerms('ab'), []);
     assert.deepEqual(literalTerms('HeLLo'), literalTerms('hello'));
@@ -96,6 +139,10 @@ describe('trigram terms', () => {
     assert.deepEqual(literalTerms('ΟΔΥΣ'), literalTerms('οδυσ'));
     const words = new Set(trigramTerms('ΟΔΥΣΣΕΥΣ').split(' '));
     for (const w of literalTerms('δυσ')) assert.ok(words.has(w));
+    // letters lower case leaves apart, as RE2 equates them without regard to case
+    assert.deepEqual(literalTerms('ſtatic'), literalTerms('static'));
+    assert.deepEqual(literalTerms('10µs'), literalTerms('10μs'));
+    assert.deepEqual(literalTerms('ϐeta'), literalTerms('βeta'));
     // what a long text repeats is written once
     assert.equal(trigramTerms('abcabcabcabc'.repeat(1000)).split(' ').length, 3);
   });

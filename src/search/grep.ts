@@ -1,5 +1,6 @@
 import ignore from 'ignore';
 import { QuarryError } from '../errors.ts';
+import { foldCase } from '../store/trigram-terms.ts';
 import type { SearchFilter } from '../store/types.ts';
 import { typeLanguages } from '../workspace/languages.ts';
 import {
@@ -140,9 +141,13 @@ export async function grep(
     q.filesWithMatches && !q.count ? { ...q, maxPerFile: 1, before: 0, after: 0, context: 0 } : q;
   // a line that lacks every group's literals cannot match: a JavaScript substring test spares the call into RE2
   // (which converts the line to UTF-8 each time) for nearly every line of a candidate file
-  // (ASCII literals only: lower-casing is exact on them, where a Greek capital sigma lower-cases by its context)
+  // (ASCII literals only: lower-casing is exact on them, where a Greek capital sigma lower-cases by its context;
+  // without regard to case, a line is also folded as RE2 folds it, so that `static` finds `ſtatic`)
   const needles = plan?.flat().every((l) => /^[\x20-\x7e]*$/.test(l))
-    ? plan!.map((g) => g.map((l) => l.toLowerCase()))
+    ? {
+        groups: plan!.map((g) => g.map((l) => l.toLowerCase())),
+        fold: q.ignoreCase ? foldCase : (line: string) => line.toLowerCase(),
+      }
     : null;
   const BATCH = 64;
   for (let i = 0; i < paths.length && !out.truncated; i += BATCH) {
@@ -188,7 +193,7 @@ function matchLines(
   lines: string[],
   pattern: LinePattern,
   q: GrepQuery,
-  needles: string[][] | null,
+  needles: { groups: string[][]; fold: (line: string) => string } | null,
 ): GrepMatch[] {
   const out: GrepMatch[] = [];
   const before = q.before ?? q.context ?? 0;
@@ -197,8 +202,8 @@ function matchLines(
   for (let n = 0; n < lines.length; n++) {
     const line = lines[n] as string;
     if (needles) {
-      const lower = line.toLowerCase();
-      if (!needles.some((g) => g.every((l) => lower.includes(l)))) continue;
+      const lower = needles.fold(line);
+      if (!needles.groups.some((g) => g.every((l) => lower.includes(l)))) continue;
     }
     const ranges = pattern.ranges(line);
     if (!ranges.length) continue;

@@ -14,6 +14,7 @@ import {
   type TermSets,
 } from './pruned.ts';
 import { fileNameParts, fragmentMatches, groupByPath, toChunk, toFile, toHit, toSymbol } from './rows.ts';
+import { foldCase } from './trigram-terms.ts';
 import type {
   ChunkHit,
   ContentStore,
@@ -185,6 +186,13 @@ const MIGRATIONS: string[] = [
   `
   UPDATE quarry_files SET size = -1, hash = '' WHERE method <> 'skipped' AND lower(path) LIKE '%.h';
   `,
+  // 8: trigrams are cut from the text folded as a case-insensitive match folds it (store/trigram-terms.ts foldCase:
+  // the final sigma, the micro sign, the long s and the other letters lower case leaves apart): the files whose text
+  // holds one of them are read again
+  `
+  UPDATE quarry_files SET size = -1, hash = ''
+  WHERE id IN (SELECT file_id FROM quarry_file_text WHERE text ~ '[\u00b5\u017f\u0345\u1fbe\u03a3\u03c2\u03d0\u03d1\u03d5\u03d6\u03f0\u03f1\u03f5\u1c80-\u1c88\u1e9b\u1fd3\u1fe3\ufb05]');
+  `,
 ];
 
 const wellFormed = (s: string) =>
@@ -193,9 +201,12 @@ const wellFormed = (s: string) =>
 /** HNSW's search width for dense queries, at least (measured: docs/stores.md, "A million vectors of real code"). */
 const HNSW_EF_SEARCH = 800;
 
-/** The distinct trigrams of a text, lower-cased: what `quarry_file_text.trigrams` holds and a literal is looked up by. */
+/**
+ * The distinct trigrams of a text, case-folded (store/trigram-terms.ts `foldCase`, as SQLite's trigram words): what
+ * `quarry_file_text.trigrams` holds and a literal is looked up by.
+ */
 export function trigramsOf(text: string): string[] {
-  const lower = text.toLowerCase();
+  const lower = foldCase(text);
   const out = new Set<string>();
   // by UTF-16 units, as literals are cut the same way; a window that halves a surrogate pair (an emoji) keeps a
   // U+FFFD in that half, since PostgreSQL refuses a lone surrogate (a file with an emoji failed the whole batch)

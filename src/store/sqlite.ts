@@ -233,10 +233,12 @@ const MIGRATIONS: Array<(db: Database.Database) => void> = [
   (db) => {
     // the trigram table holds each file's distinct trigrams as words (store/trigram-terms.ts), cut where the file is
     // read, not every trigram occurrence cut by FTS5's trigram tokenizer on the writer (half of a large run's second
-    // pass there): files are re-read to fill it, as the migration without positions did
+    // pass there): files are re-read to fill it, as the migration without positions did. A new name, so that an
+    // older quarry still running (a server, a watcher) fails on the missing table instead of writing text into it
     db.exec(`
-      DROP TABLE text_fts;
-      CREATE VIRTUAL TABLE text_fts USING fts5 (
+      DROP TABLE IF EXISTS text_fts;
+      DROP TABLE IF EXISTS trigram_fts;
+      CREATE VIRTUAL TABLE trigram_fts USING fts5 (
         text, content = '', contentless_delete = 1, tokenize = 'ascii', detail = none
       );
       UPDATE files SET size = -1 WHERE method != 'skipped';
@@ -272,7 +274,7 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /**
  * An FTS5 MATCH expression for a trigram plan, or undefined when a group has no literal of three characters to look
- * up. `text_fts` holds each file's distinct trigrams as words (store/trigram-terms.ts) without positions, so a literal
+ * up. `trigram_fts` holds each file's distinct trigrams as words (store/trigram-terms.ts) without positions, so a literal
  * is the AND of its trigrams' words: a superset of the files that hold it, which grep verifies against the text anyway.
  */
 function ftsTrigramQuery(plan: string[][]): string | undefined {
@@ -501,7 +503,11 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly stmts: ReturnType<SqliteStore['prepare']>;
   private wrote = false;
-  private trigramsComplete = false;
+  /**
+   * The index's version (dataVersion) at which every file with text had its trigram row: a large run's first pass,
+   * here or in another process, writes files without one, and grep reads every file until the second gives them.
+   */
+  private trigramsCompleteAt?: string;
   /** The last reference graph read, and the index's version it was read at (a chat's or a server's next map). */
   private graphCache?: { version: string; graph: CompactGraph };
   private dfCache: {
@@ -759,8 +765,8 @@ export class SqliteStore implements Store {
       insertRefsFts: db.prepare(`INSERT INTO refs_fts (rowid, names) VALUES (?, ?)`),
       deleteRefs: db.prepare(`DELETE FROM file_refs WHERE file_id = ?`),
       deleteRefsFts: db.prepare(`DELETE FROM refs_fts WHERE rowid = ?`),
-      insertTextFts: db.prepare(`INSERT INTO text_fts (rowid, text) VALUES (?, ?)`),
-      deleteTextFts: db.prepare(`DELETE FROM text_fts WHERE rowid = ?`),
+      insertTextFts: db.prepare(`INSERT INTO trigram_fts (rowid, text) VALUES (?, ?)`),
+      deleteTextFts: db.prepare(`DELETE FROM trigram_fts WHERE rowid = ?`),
       filesChunks: db.prepare(
         `SELECT c.*, f.path FROM chunks c JOIN files f ON f.id = c.file_id
          WHERE f.path IN (SELECT value FROM json_each(?)) ORDER BY f.path, c.ordinal`,
@@ -864,7 +870,7 @@ export class SqliteStore implements Store {
     // a path given twice: its last update stands
     const updates = [...new Map(batch.map((u) => [u.file.path, u])).values()];
     // files the index holds first, by rowid, then new ones: FTS5 writes its pending terms out as a new segment
-    // whenever a rowid is not above the last one written (files_fts, refs_fts and text_fts are keyed by the file's
+    // whenever a rowid is not above the last one written (files_fts, refs_fts and trigram_fts are keyed by the file's
     // id), so updates in the order the workers finished them cost a segment, and later merges, per file
     const rows = updates
       .map((u) => ({ u, id: s.fileId.get(u.file.path) as number | undefined }))
@@ -1028,29 +1034,30 @@ export class SqliteStore implements Store {
   /** See ExactIndex.missingText: two counts while the trigram table is complete (a no-op run asks every time). */
   private missingText(): string[] {
     const lacking = `FROM files WHERE method NOT IN ('skipped', 'quick')`;
-    const texts = Number(this.db.prepare('SELECT count(*) FROM text_fts_docsize').pluck().get());
+    const texts = Number(this.db.prepare('SELECT count(*) FROM trigram_fts_docsize').pluck().get());
     if (texts >= Number(this.db.prepare(`SELECT count(*) ${lacking}`).pluck().get())) return [];
     return this.db
-      .prepare(`SELECT path ${lacking} AND id NOT IN (SELECT id FROM text_fts_docsize)`)
+      .prepare(`SELECT path ${lacking} AND id NOT IN (SELECT id FROM trigram_fts_docsize)`)
       .pluck()
       .all() as string[];
   }
 
   /** Files whose text holds a plan's literals (FTS5 trigram phrases match substrings, without regard to case). */
   private trigramCandidates(plan: string[][]): string[] | undefined {
-    // every file with text has its row (an index from before the table existed fills as its files are re-read);
-    // once complete it stays so (every write keeps it), so the counts are asked until then only
-    if (!this.trigramsComplete) {
+    // every file with text has its row (an index from before the table existed fills as its files are re-read, and a
+    // large run's first pass writes none): asked again only once the index has changed
+    const version = this.dataVersion();
+    if (this.trigramsCompleteAt !== version) {
       const count = (sql: string) => Number(this.db.prepare(sql).pluck().get());
-      if (count('SELECT count(*) FROM text_fts_docsize') < Number(this.stmts.countFts.get()))
+      if (count('SELECT count(*) FROM trigram_fts_docsize') < Number(this.stmts.countFts.get()))
         return undefined;
-      this.trigramsComplete = true;
+      this.trigramsCompleteAt = version;
     }
     const match = ftsTrigramQuery(plan);
     if (match === undefined) return undefined;
     return this.db
       .prepare(
-        `SELECT f.path FROM text_fts t JOIN files f ON f.id = t.rowid WHERE text_fts MATCH ? ORDER BY f.path`,
+        `SELECT f.path FROM trigram_fts t JOIN files f ON f.id = t.rowid WHERE trigram_fts MATCH ? ORDER BY f.path`,
       )
       .pluck()
       .all(match) as string[];
@@ -1063,7 +1070,7 @@ export class SqliteStore implements Store {
     for (const r of rows('PRAGMA integrity_check')) if (r !== 'ok') problems.push(`SQLite: ${String(r)}`);
     for (const r of this.db.pragma('foreign_key_check') as Array<{ table: string; parent: string }>)
       problems.push(`a row of ${r.table} points at a missing ${r.parent} row`);
-    for (const t of ['chunks_fts', 'files_fts', 'refs_fts', 'text_fts']) {
+    for (const t of ['chunks_fts', 'files_fts', 'refs_fts', 'trigram_fts']) {
       try {
         this.db.prepare(`INSERT INTO ${t}(${t}, rank) VALUES('integrity-check', 1)`).run();
       } catch (err) {
