@@ -345,6 +345,7 @@ function planTasks(
   missingText: Set<string>,
 ): FileTask[] {
   const tasks: FileTask[] = [];
+  const wanted = textWanted(store);
   for (const f of files) {
     const k = known.get(f.path);
     const unfinished = k?.method === 'quick' || missingText.has(f.path);
@@ -353,17 +354,12 @@ function planTasks(
     // a killed first pass's file (touched since or not): parsed, or given its text, though its content is the same
     if (k?.method === 'quick') t.reparse = true;
     else if (missingText.has(f.path)) t.refillText = true;
-    Object.assign(t, textWanted(store));
+    Object.assign(t, wanted);
     // a size of -1 with the hash kept: a migration rebuilt the trigram table; an unchanged file gives its text again
     if (k?.size === -1 && k.hash && store.exact) t.refillText = true;
     tasks.push(t);
   }
   return tasks;
-}
-
-/** Stores that keep a file's text, or index it by trigram. */
-function keepsText(store: Store): boolean {
-  return Boolean(store.content || store.exact);
 }
 
 /** What a task gives of the file's text: the text for a store that keeps it, else its trigram terms for one that
@@ -551,7 +547,9 @@ async function indexFiles(
       // a store that serves files keeps each one's text from the first pass; a trigram index waits for the second,
       // where the writer thread waits on the parse anyway
       const quick = fresh.map((t) => ({ ...t, quick: true, quickText: Boolean(store.content) }));
-      const refill = keepsText(store) && !store.content;
+      const wanted = textWanted(store);
+      // a trigram index that keeps no text: every file gives its trigrams in the second pass
+      const refill = wanted.trigramsOnly === true;
       const pass = { files: 0, searchableMs: 0 };
       const progress = lexicalProgress(options.onProgress, quick.length, upToDate);
       await runTasks(options, pool, quick, writer, progress, 'lexical', (task, outcome) => {
@@ -561,9 +559,8 @@ async function indexFiles(
           const again = { path: f.path, size: f.size, mtimeMs: f.mtimeMs, knownHash: f.hash, counted: true };
           if (f.method === 'quick') {
             pass.files++;
-            second.push({ ...again, reparse: true, ...textWanted(store) });
-          } else if (refill && f.method !== 'skipped')
-            second.push({ ...again, refillText: true, ...textWanted(store) });
+            second.push({ ...again, reparse: true, ...wanted });
+          } else if (refill && f.method !== 'skipped') second.push({ ...again, refillText: true, ...wanted });
         }
         return record(task, outcome);
       });

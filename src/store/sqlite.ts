@@ -272,6 +272,11 @@ function bumpCodes(db: Database.Database): void {
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
+/** What `trigram_fts` holds for an update or touch: the words a parse worker cut, or those of the text it gave. */
+function trigramWords(u: { text?: string; trigrams?: string }): string | undefined {
+  return u.trigrams ?? (u.text === undefined ? undefined : trigramTerms(u.text));
+}
+
 /**
  * An FTS5 MATCH expression for a trigram plan, or undefined when a group has no literal of three characters to look
  * up. `trigram_fts` holds each file's distinct trigrams as words (store/trigram-terms.ts) without positions, so a literal
@@ -765,8 +770,8 @@ export class SqliteStore implements Store {
       insertRefsFts: db.prepare(`INSERT INTO refs_fts (rowid, names) VALUES (?, ?)`),
       deleteRefs: db.prepare(`DELETE FROM file_refs WHERE file_id = ?`),
       deleteRefsFts: db.prepare(`DELETE FROM refs_fts WHERE rowid = ?`),
-      insertTextFts: db.prepare(`INSERT INTO trigram_fts (rowid, text) VALUES (?, ?)`),
-      deleteTextFts: db.prepare(`DELETE FROM trigram_fts WHERE rowid = ?`),
+      insertTrigrams: db.prepare(`INSERT INTO trigram_fts (rowid, text) VALUES (?, ?)`),
+      deleteTrigrams: db.prepare(`DELETE FROM trigram_fts WHERE rowid = ?`),
       filesChunks: db.prepare(
         `SELECT c.*, f.path FROM chunks c JOIN files f ON f.id = c.file_id
          WHERE f.path IN (SELECT value FROM json_each(?)) ORDER BY f.path, c.ordinal`,
@@ -861,7 +866,7 @@ export class SqliteStore implements Store {
     this.stmts.deleteChunks.run(id);
     this.stmts.deleteSymbols.run(id);
     if (this.stmts.deleteRefs.run(id).changes) this.stmts.deleteRefsFts.run(id);
-    this.stmts.deleteTextFts.run(id);
+    this.stmts.deleteTrigrams.run(id);
   }
 
   private readonly replaceTx = (batch: FileUpdate[]): void => {
@@ -877,7 +882,7 @@ export class SqliteStore implements Store {
       .sort((a, b) => (a.id ?? Number.MAX_SAFE_INTEGER) - (b.id ?? Number.MAX_SAFE_INTEGER));
     this.removeRowsOf(rows.flatMap((r) => (r.id === undefined ? [] : [r.id])));
     for (const { u, id: existing } of rows) {
-      const { file, chunks, symbols, tokens, refs, text, trigrams } = u;
+      const { file, chunks, symbols, tokens, refs } = u;
       const row = { ...file, ...fileNameParts(file.path), indexedAt: now };
       let id: number;
       if (existing !== undefined) {
@@ -916,8 +921,8 @@ export class SqliteStore implements Store {
         s.insertRefs.run(id, refs.json);
         s.insertRefsFts.run(id, refs.names);
       }
-      if (file.method !== 'skipped' && (trigrams ?? text) !== undefined)
-        s.insertTextFts.run(id, trigrams ?? trigramTerms(text!));
+      const words = file.method === 'skipped' ? undefined : trigramWords(u);
+      if (words !== undefined) s.insertTrigrams.run(id, words);
     }
   };
 
@@ -940,14 +945,15 @@ export class SqliteStore implements Store {
         const texts: Array<{ id: number; trigrams: string }> = [];
         for (const f of files) {
           s.touchFile.run(f.size, f.mtimeMs, f.path);
-          if (f.trigrams === undefined && f.text === undefined) continue;
+          const words = trigramWords(f);
+          if (words === undefined) continue;
           const id = s.fileId.get(f.path) as number | undefined;
-          if (id !== undefined) texts.push({ id, trigrams: f.trigrams ?? trigramTerms(f.text!) });
+          if (id !== undefined) texts.push({ id, trigrams: words });
         }
         // by rowid, every delete before the inserts (see replaceTx: FTS5 writes a segment when a rowid goes back)
         texts.sort((a, b) => a.id - b.id);
-        for (const t of texts) s.deleteTextFts.run(t.id);
-        for (const t of texts) s.insertTextFts.run(t.id, t.trigrams);
+        for (const t of texts) s.deleteTrigrams.run(t.id);
+        for (const t of texts) s.insertTrigrams.run(t.id, t.trigrams);
       })
       .immediate();
   }
