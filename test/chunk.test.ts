@@ -8,6 +8,7 @@ import { chunkByLines, chunkFile } from '../src/chunk/chunker.ts';
 import { fixGrammar, functionBody } from '../src/chunk/grammar-fixes.ts';
 import { grammarUnsupported } from '../src/chunk/wasm-flags.ts';
 import { processFile } from '../src/indexing/process-file.ts';
+import { encodeRefs } from '../src/store/types.ts';
 import { detectLanguage, grammarFor } from '../src/workspace/languages.ts';
 import { FIXTURES, testConfig } from './helpers.ts';
 
@@ -126,6 +127,48 @@ describe('tree-sitter chunking', () => {
       const one = await chunkFixture(f);
       assert.deepEqual(parallel[i]!.chunks, one.chunks, f);
     }
+  });
+
+  it("stores a file's references as the object of its names would print", async () => {
+    const asObject = (refs: Array<{ name: string; lines: number[] }>) =>
+      JSON.stringify(Object.fromEntries(refs.map((r) => [r.name, r.lines])));
+    let files = 0;
+    for (const f of Object.keys(EXPECTED)) {
+      const { refs } = await chunkFixture(f);
+      if (!refs.length) continue;
+      files++;
+      assert.equal(encodeRefs(refs)!.json, asObject(refs), f);
+      assert.deepEqual(
+        JSON.parse(encodeRefs(refs)!.json),
+        Object.fromEntries(refs.map((r) => [r.name, r.lines])),
+      );
+    }
+    assert.ok(files >= 10, `${files} fixtures with references`);
+    // names an object orders or merges, and names JSON escapes
+    for (const refs of [
+      [
+        { name: 'b', lines: [1] },
+        { name: '42', lines: [2] },
+        { name: '0', lines: [3] },
+      ],
+      [
+        { name: 'x', lines: [1] },
+        { name: '4294967295', lines: [2] },
+        { name: '007', lines: [3] },
+      ],
+      [
+        { name: 'a', lines: [1] },
+        { name: 'b', lines: [2] },
+        { name: 'a', lines: [3, 4] },
+      ],
+      [
+        { name: '__proto__', lines: [5] },
+        { name: 'say"hi"\\', lines: [6] },
+        { name: 'ünï\u2028', lines: [] },
+      ],
+    ])
+      assert.equal(encodeRefs(refs)!.json, asObject(refs), JSON.stringify(refs));
+    assert.equal(encodeRefs([]), undefined);
   });
 
   it('keeps imports and top-level statements between definitions', async () => {

@@ -28,6 +28,8 @@ describe('code-aware tokens', () => {
       pushCodeTokens(text, fast);
       pushUnicodeTokens(text, reference);
       assert.deepEqual(fast, reference, JSON.stringify(text));
+      // and the text written byte by byte
+      assert.equal(codeTokenText(text), reference.join(' '), JSON.stringify(text));
     };
     // letters, digits, joiners and separators in every order, and characters only Unicode classes know: accented
     // and caseless letters, other scripts' digits, a titlecase letter, a combining mark, a surrogate pair
@@ -54,9 +56,14 @@ describe('code-aware tokens', () => {
       'v8_ABI9x',
     ])
       same(word);
-    // and whole source files
+    // and whole source files, and one long enough to outgrow the buffer kept between texts
     const dir = join(import.meta.dirname, '..', 'src', 'chunk');
     for (const name of readdirSync(dir)) same(readFileSync(join(dir, name), 'utf8'));
+    const long = 'parseConfigFile HTTPServer2 é '.repeat(100_000);
+    const reference: string[] = [];
+    pushUnicodeTokens(long, reference);
+    assert.equal(codeTokenText(long), reference.join(' '));
+    same('getURLsFor'.repeat(3));
   });
 
   it('tokenises paths into segments, stems and parts', () => {

@@ -89,10 +89,31 @@ export interface EncodedRefs {
 
 export function encodeRefs(refs: ReadonlyArray<{ name: string; lines: number[] }>): EncodedRefs | undefined {
   if (!refs.length) return undefined;
-  return {
-    json: JSON.stringify(Object.fromEntries(refs.map((r) => [r.name, r.lines]))),
-    names: refs.map((r) => r.name).join(' '),
-  };
+  return { json: refsJson(refs), names: refs.map((r) => r.name).join(' ') };
+}
+
+/** An array index (`0`, `42`): an object puts such keys first, in numeric order. */
+const INDEX_KEY = /^(?:0|[1-9]\d{0,9})$/;
+
+/**
+ * `JSON.stringify(Object.fromEntries(refs as [name, lines] pairs))`, written out: the object a file's hundreds of
+ * names made (one key set per file, so none of V8's shapes is reused) cost a parse worker ~0.2 ms a file, four times
+ * the text itself (docs/benchmarks.md). Names that an object would order or merge otherwise (an array index, a name
+ * given twice) take the object's way, so the text is always the same.
+ */
+function refsJson(refs: ReadonlyArray<{ name: string; lines: number[] }>): string {
+  const seen = new Set<string>();
+  for (const r of refs) {
+    if (seen.has(r.name) || (INDEX_KEY.test(r.name) && Number(r.name) < 2 ** 32 - 1))
+      return JSON.stringify(Object.fromEntries(refs.map((x) => [x.name, x.lines])));
+    seen.add(r.name);
+  }
+  let json = '{';
+  for (let i = 0; i < refs.length; i++) {
+    const r = refs[i]!;
+    json += `${i ? ',' : ''}${JSON.stringify(r.name)}:[${r.lines.join(',')}]`;
+  }
+  return `${json}}`;
 }
 
 /** Where one file uses a name. */
