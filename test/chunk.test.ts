@@ -166,6 +166,12 @@ describe('tree-sitter chunking', () => {
         { name: 'say"hi"\\', lines: [6] },
         { name: 'ünï\u2028', lines: [] },
       ],
+      // lines that JSON prints otherwise than a join: not numbers, and a hole
+      [
+        { name: 'a', lines: [1, Number.NaN, Number.POSITIVE_INFINITY] },
+        // biome-ignore lint/suspicious/noSparseArray: the hole is the case
+        { name: 'b', lines: [1, , 3] as number[] },
+      ],
     ])
       assert.equal(encodeRefs(refs)!.json, asObject(refs), JSON.stringify(refs));
     assert.equal(encodeRefs([]), undefined);

@@ -224,7 +224,8 @@ function putAsciiRun(text: string, start: number, end: number, buf: Buffer, p: n
       c1 = c;
     }
     buf[p++] = 32;
-    if (compound || isJoin(c1)) p = putAsciiParts(text, a, b, buf, p);
+    // (a trimmed word neither starts nor ends with a joiner: one before its last character is seen as c1 above)
+    if (compound) p = putAsciiParts(text, a, b, buf, p);
   }
   return p;
 }

@@ -99,12 +99,18 @@ const INDEX_KEY = /^(?:0|[1-9]\d{0,9})$/;
  * `JSON.stringify(Object.fromEntries(refs as [name, lines] pairs))`, written out: the object a file's hundreds of
  * names made (one key set per file, so none of V8's shapes is reused) cost a parse worker ~0.2 ms a file, four times
  * the text itself (docs/benchmarks.md). Names that an object would order or merge otherwise (an array index, a name
- * given twice) take the object's way, so the text is always the same.
+ * given twice) take the object's way, so the text is always the same, and so do lines that are not all finite numbers.
  */
+/** Whether every line is a finite number, holes included (JSON prints NaN, a hole or undefined as null; join does not). */
+function finiteLines(lines: number[]): boolean {
+  for (let i = 0; i < lines.length; i++) if (!Number.isFinite(lines[i])) return false;
+  return true;
+}
+
 function refsJson(refs: ReadonlyArray<{ name: string; lines: number[] }>): string {
   const seen = new Set<string>();
   for (const r of refs) {
-    if (seen.has(r.name) || (INDEX_KEY.test(r.name) && Number(r.name) < 2 ** 32 - 1))
+    if (seen.has(r.name) || (INDEX_KEY.test(r.name) && Number(r.name) < 2 ** 32 - 1) || !finiteLines(r.lines))
       return JSON.stringify(Object.fromEntries(refs.map((x) => [x.name, x.lines])));
     seen.add(r.name);
   }
