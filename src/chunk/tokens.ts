@@ -19,31 +19,10 @@ export function identifierParts(word: string): string[] {
   return parts;
 }
 
-/** Append the code-aware tokens of `text` to `out`. Tokens of one character are dropped (noise in code). */
+/** Append the code-aware tokens of `text` to `out`: `codeTokenText`'s, which no token holds a space in. */
 export function pushCodeTokens(text: string, out: string[]): void {
-  // ASCII words are scanned by hand (most of a source file, several times faster than the regular expressions);
-  // a run of word characters that holds any other character is left to the regular expressions, which know
-  // Unicode's letters and digits. No word crosses an ASCII character that is not a letter, digit, `_` or `$`, so
-  // each run is tokenised alone exactly as the whole text would be.
-  const n = text.length;
-  let i = 0;
-  while (i < n) {
-    let c = text.charCodeAt(i);
-    if (!(c >= 128 || WORD_CHAR[c] === 1)) {
-      i++;
-      continue;
-    }
-    const start = i;
-    let ascii = true;
-    while (i < n) {
-      c = text.charCodeAt(i);
-      if (c >= 128) ascii = false;
-      else if (WORD_CHAR[c] !== 1) break;
-      i++;
-    }
-    if (ascii) pushAsciiRun(text, start, i, out);
-    else pushUnicodeTokens(text.slice(start, i), out);
-  }
+  const stream = codeTokenText(text);
+  if (stream) for (const token of stream.split(' ')) out.push(token);
 }
 
 /** 1 for an ASCII letter, digit, `_` or `$`. */
@@ -54,71 +33,6 @@ const isDigit = (c: number) => c >= 48 && c <= 57;
 const isUpper = (c: number) => c >= 65 && c <= 90;
 const isLower = (c: number) => c >= 97 && c <= 122;
 const isJoin = (c: number) => c === 95 || c === 36; // `_` `$`
-
-/** The tokens of text[start, end), all ASCII letters, digits, `_` and `$`: what `WORD` would match there. */
-function pushAsciiRun(text: string, start: number, end: number, out: string[]): void {
-  let i = start;
-  while (i < end) {
-    const s = i;
-    // a word starting with a digit is its digits (`\p{N}+`); any other runs to the end of the run
-    if (isDigit(text.charCodeAt(i))) while (i < end && isDigit(text.charCodeAt(i))) i++;
-    else i = end;
-    let a = s;
-    let b = i;
-    while (a < b && isJoin(text.charCodeAt(a))) a++;
-    while (b > a && isJoin(text.charCodeAt(b - 1))) b--;
-    if (b - a < 2) continue;
-    const whole = text.slice(a, b).toLowerCase();
-    out.push(whole);
-    if (asciiCompound(text, a, b)) pushAsciiParts(text, a, b, whole, out);
-  }
-}
-
-/** `[_$]|\p{Ll}\p{Lu}|\p{Lu}\p{Lu}\p{Ll}|\p{L}\p{N}|\p{N}\p{L}` for ASCII. */
-function asciiCompound(text: string, a: number, b: number): boolean {
-  for (let j = a; j < b; j++) {
-    const c = text.charCodeAt(j);
-    if (isJoin(c)) return true;
-    if (j + 1 >= b) break;
-    const d = text.charCodeAt(j + 1);
-    if (isLower(c) && isUpper(d)) return true;
-    if (isUpper(c) && isUpper(d) && j + 2 < b && isLower(text.charCodeAt(j + 2))) return true;
-    if ((isLower(c) || isUpper(c)) && isDigit(d)) return true;
-    if (isDigit(c) && (isLower(d) || isUpper(d))) return true;
-  }
-  return false;
-}
-
-/** `identifierParts` for ASCII (`CAMEL` in each piece between `_` and `$`), pushing parts longer than one character. */
-function pushAsciiParts(text: string, a: number, b: number, whole: string, out: string[]): void {
-  let i = a;
-  while (i < b) {
-    const c = text.charCodeAt(i);
-    if (isJoin(c)) {
-      i++;
-      continue;
-    }
-    const s = i;
-    if (isUpper(c)) {
-      // `\p{Lu}+(?!\p{Ll})`, else `\p{Lu}?\p{Ll}+`
-      let j = i + 1;
-      while (j < b && isUpper(text.charCodeAt(j))) j++;
-      if (j < b && isLower(text.charCodeAt(j))) {
-        if (j - i >= 2) i = j - 1;
-        else {
-          i = j;
-          while (i < b && isLower(text.charCodeAt(i))) i++;
-        }
-      } else i = j;
-    } else if (isLower(c)) while (i < b && isLower(text.charCodeAt(i))) i++;
-    else while (i < b && isDigit(text.charCodeAt(i))) i++;
-    if (i - s > 1) {
-      // `whole` is text[a, b) lower-cased, character for character
-      const p = whole.slice(s - a, i - a);
-      if (p !== whole) out.push(p);
-    }
-  }
-}
 
 /** The regular expressions' tokens of `text`: the reference for any text, used where it is not all ASCII. */
 export function pushUnicodeTokens(text: string, out: string[]): void {
@@ -135,11 +49,13 @@ export function pushUnicodeTokens(text: string, out: string[]): void {
 }
 
 /**
- * The code-aware token stream of `text`, space-separated, ready for an FTS column: `pushCodeTokens`' tokens in its
- * order (a test compares them), with the tokens of ASCII runs (most of any source file) lower-cased byte by byte into
- * one buffer instead of a string each and a join. A run that holds another character is tokenised by the regular
- * expressions, as pushCodeTokens does, and its tokens go between the buffer's pieces. On the 100k corpus, a parse
- * worker's tokens took a fifth of its first pass (docs/benchmarks.md).
+ * The code-aware token stream of `text`, space-separated, ready for an FTS column. ASCII words are scanned by hand
+ * (most of a source file, several times faster than the regular expressions) and lower-cased byte by byte into one
+ * buffer, not a string a token and a join (on the 100k corpus a parse worker's tokens took a fifth of its first pass,
+ * docs/benchmarks.md). A run of word characters that holds any other character is left to the regular expressions,
+ * which know Unicode's letters and digits, and its tokens go between the buffer's pieces. No word crosses an ASCII
+ * character that is not a letter, digit, `_` or `$`, so each run is tokenised alone exactly as the whole text would
+ * be; a test holds the stream equal to `pushUnicodeTokens`' on random and real text.
  */
 export function codeTokenText(text: string): string {
   const n = text.length;
@@ -190,7 +106,10 @@ export function codeTokenText(text: string): string {
 let scratch = Buffer.allocUnsafe(1 << 16);
 const SCRATCH_KEPT = 8 * 2 ** 20;
 
-/** pushAsciiRun into the buffer at p, each token followed by a space; returns the position after them. */
+/**
+ * The tokens of text[start, end), all ASCII letters, digits, `_` and `$` (what `WORD` would match there, each word
+ * and its `identifierParts`), into the buffer at p, each followed by a space; returns the position after them.
+ */
 function putAsciiRun(text: string, start: number, end: number, buf: Buffer, p: number): number {
   let k = start;
   while (k < end) {
@@ -202,7 +121,7 @@ function putAsciiRun(text: string, start: number, end: number, buf: Buffer, p: n
     while (a < b && isJoin(text.charCodeAt(a))) a++;
     while (b > a && isJoin(text.charCodeAt(b - 1))) b--;
     if (b - a < 2) continue;
-    // the word lower-cased and a space, and whether it is compound (asciiCompound), in one pass
+    // the word lower-cased and a space, and whether it is compound (what `pushUnicodeTokens` splits), in one pass
     let compound = false;
     let c1 = -1; // the character before, and the one before that
     let c2 = -1;
@@ -240,7 +159,8 @@ function putLower(text: string, a: number, b: number, buf: Buffer, p: number): n
   return p;
 }
 
-/** pushAsciiParts into the buffer: each part of two or more characters that is not the whole word. */
+/** `identifierParts` for ASCII (`CAMEL` in each piece between `_` and `$`): each part of two or more characters that is
+ * not the whole word. */
 function putAsciiParts(text: string, a: number, b: number, buf: Buffer, p: number): number {
   let i = a;
   while (i < b) {
