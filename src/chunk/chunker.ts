@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import type { Language, Node, Parser, Query } from 'web-tree-sitter';
+import type { Language, Node, Parser, Query, QueryCapture } from 'web-tree-sitter';
 import type { ChunkOptions } from '../config/config.ts';
 import { fixGrammar } from './grammar-fixes.ts';
 import { GRAMMAR_SPECS, type SymbolKind } from './specs.ts';
@@ -93,7 +93,13 @@ const PARSE_TIMEOUT_MS = Number(process.env.QUARRY_PARSE_TIMEOUT_MS) || 3000;
 let initialised: Promise<void> | undefined;
 const grammars = new Map<
   string,
-  Promise<{ language: Language; query: Query | null; refQuery: Query | null; kinds: Map<string, SymbolKind> }>
+  Promise<{
+    language: Language;
+    query: Query | null;
+    refQuery: Query | null;
+    both: Query | null;
+    kinds: Map<string, SymbolKind>;
+  }>
 >();
 let parser: Parser | undefined;
 let loading: Promise<unknown> = Promise.resolve();
@@ -187,14 +193,25 @@ async function loadGrammar(grammar: string, file: string) {
       refTypes.push(type);
   }
   let refQuery: Query | null = null;
+  let both: Query | null = null;
   if (refTypes.length) {
+    const refPattern = `[${refTypes.map((t) => `(${t})`).join(' ')}] @ref`;
     try {
-      refQuery = new Query(language, `[${refTypes.map((t) => `(${t})`).join(' ')}] @ref`);
+      refQuery = new Query(language, refPattern);
     } catch {
       refQuery = null;
     }
+    // the definitions' patterns and the names' in one query: one walk of the tree finds both (a query's captures
+    // walk every node of the tree), its captures told apart by name
+    if (query && refQuery) {
+      try {
+        both = new Query(language, `${patterns.join('\n')}\n${refPattern}`);
+      } catch {
+        both = null;
+      }
+    }
   }
-  return { language, query, refQuery, kinds };
+  return { language, query, refQuery, both, kinds };
 }
 
 /** The grammars this thread has loaded (by name), in the order they loaded. */
@@ -350,10 +367,10 @@ function attachedRange(node: Node): [number, number] {
   return [start, end];
 }
 
-function buildDefs(root: Node, query: Query, kinds: Map<string, SymbolKind>): Def[] {
+function buildDefs(captures: QueryCapture[], kinds: Map<string, SymbolKind>): Def[] {
   const flat: Def[] = [];
   const seen = new Set<number>();
-  for (const cap of query.captures(root)) {
+  for (const cap of captures) {
     const node = cap.node;
     if (seen.has(node.id)) continue;
     seen.add(node.id);
@@ -587,7 +604,18 @@ function chunkTree(
   g: Awaited<ReturnType<typeof loadGrammar>>,
   o: ChunkOptions,
 ): ChunkedFile {
-  const defs = buildDefs(tree.rootNode, g.query!, g.kinds);
+  let defCaptures: QueryCapture[];
+  let refCaptures: QueryCapture[] = [];
+  if (g.both) {
+    defCaptures = [];
+    for (const cap of g.both.captures(tree.rootNode))
+      if (cap.name === 'ref') refCaptures.push(cap);
+      else defCaptures.push(cap);
+  } else {
+    defCaptures = g.query!.captures(tree.rootNode);
+    if (g.refQuery) refCaptures = g.refQuery.captures(tree.rootNode);
+  }
+  const defs = buildDefs(defCaptures, g.kinds);
   const lt = new LineText(text);
   const units = unitsFor(lt, defs, 0, lt.lines.length - 1, null, o);
   const symbols: SymbolDef[] = [];
@@ -625,13 +653,13 @@ function chunkTree(
     chunks: mergeUnits(lt, units, o),
     symbols,
     method: 'tree-sitter',
-    refs: g.refQuery ? collectRefs(tree.rootNode, g.refQuery) : [],
+    refs: collectRefs(refCaptures),
   };
 }
 
-function collectRefs(root: Node, query: Query): NameRefs[] {
+function collectRefs(captures: QueryCapture[]): NameRefs[] {
   const byName = new Map<string, number[]>();
-  for (const { node } of query.captures(root)) {
+  for (const { node } of captures) {
     const name = node.text;
     if (name.length < 2 || name.length > 100 || node.childCount > 0) continue;
     const line = node.startPosition.row + 1;
