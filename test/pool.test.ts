@@ -27,17 +27,17 @@ const task = (root: string, path: string) => {
 /** What a parse worker (indexing/worker.ts) answers for one file, as the pool reads it. */
 type Answer = {
   id: number;
-  started?: boolean;
+  ready?: boolean;
   outcome?: FileOutcome;
   grammars?: string[];
   swollen?: boolean;
 };
 
-/** Sends one file to a worker and waits for its answer (not the message that it started). */
+/** Sends one file to a worker and waits for its answer (not the message that it is ready). */
 function answer(w: ReturnType<typeof startWorker>, id: number, t: ReturnType<typeof task>): Promise<Answer> {
   return new Promise((resolve) => {
     const on = (msg: Answer) => {
-      if (msg.id !== id || msg.started) return;
+      if (msg.id !== id || msg.ready) return;
       w.off('message', on);
       resolve(msg);
     };

@@ -72,10 +72,14 @@ function inThreadPool(root: string, config: QuarryConfig, grammars: GrammarFailu
   };
 }
 
-/** What a parse worker says (worker.ts): a file started, or its outcome or error, and the grammars it loaded since. */
+/**
+ * What a parse worker says (worker.ts): that it is ready (once, when it has started), or a file's outcome or error,
+ * and the grammars it loaded since.
+ */
 type WorkerMessage = {
+  /** The task's (0 in the message that the worker is ready). */
   id: number;
-  started?: boolean;
+  ready?: boolean;
   outcome?: PoolOutcome;
   error?: string;
   wasm?: boolean;
@@ -115,8 +119,11 @@ function workerPool(
   heapMb: number,
   { givenUp, noteFailure, withGivenUp }: GrammarFailures,
 ): FilePool {
-  /** `current`: the task the worker said it started last (it works on one at a time). */
-  type Slot = { w: ReturnType<typeof startWorker>; pending: Map<number, Pending>; current?: number };
+  /**
+   * `pending`: the tasks posted to the worker and not answered, in the order it was given them, which is the order
+   * it works on them, one at a time: once it is `ready`, the first is the one it is on.
+   */
+  type Slot = { w: ReturnType<typeof startWorker>; pending: Map<number, Pending>; ready?: boolean };
   const workers: Slot[] = [];
   /** Set when the pool gave up (workers that cannot start) or closed: every task after it is refused with it. */
   let stopped: Error | undefined;
@@ -133,14 +140,13 @@ function workerPool(
       if (m.grammars && !stopped) held.hold(m.grammars);
       // a replaced or stopped worker's late answers: its tasks went elsewhere, or were refused
       if (!workers.includes(slot)) return;
-      if (m.started) {
-        slot.current = m.id;
+      if (m.ready) {
+        slot.ready = true;
         return;
       }
       const p = pending.get(m.id);
       if (!p) return;
       pending.delete(m.id);
-      slot.current = undefined;
       unchargedDeaths = 0;
       anyDone = true;
       if (m.wasm) {
@@ -182,8 +188,9 @@ function workerPool(
   let anyDone = false;
   const crashed = (slot: Slot, err: Error) => {
     if (!workers.includes(slot)) return; // replaced or stopped already: its tasks went on
-    const culprit = slot.current;
-    if (culprit === undefined || !slot.pending.has(culprit)) {
+    // the file it was on: the first it was given and did not answer (none while it was starting)
+    const culprit: number | undefined = slot.ready ? slot.pending.keys().next().value : undefined;
+    if (culprit === undefined) {
       unchargedDeaths++;
       if (unchargedDeaths > MAX_DEATHS_IN_A_ROW || (!anyDone && unchargedDeaths === MAX_DEATHS_IN_A_ROW)) {
         stop(err);

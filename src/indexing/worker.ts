@@ -9,11 +9,13 @@ import { type FileTask, processFile } from './process-file.ts';
 /** A parse worker: receives file tasks, answers with what `processFile` made of them. */
 const { root, config } = workerData as { root: string; config: QuarryConfig };
 
-// one file at a time, and the pool told which: a worker that dies is charged to the file it was on (pool.ts)
+// one file at a time, in the order they came: the pool knows which file a worker that dies was on (the first it has
+// not answered, once the worker said it is ready: pool.ts), without a message for each file's start
 let queue: Promise<void> = Promise.resolve();
 parentPort!.on('message', (msg: { id: number; task: FileTask }) => {
   queue = queue.then(() => handle(msg));
 });
+parentPort!.postMessage({ id: 0, ready: true });
 
 /**
  * A worker whose V8 heap or tree-sitter memory passed this after a file is replaced (the pool reads `swollen`):
@@ -37,7 +39,6 @@ function newGrammars(): { grammars?: string[] } {
 }
 
 async function handle(msg: { id: number; task: FileTask }): Promise<void> {
-  parentPort!.postMessage({ id: msg.id, started: true });
   try {
     const made = await processFile(root, msg.task, config);
     // packed: the thread that hands out files reads only the row, and passes the rest on to the writer uncopied
