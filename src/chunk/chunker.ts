@@ -91,16 +91,18 @@ const ATTACHED_BEFORE = /comment|decorator|attribute|annotation/;
 const PARSE_TIMEOUT_MS = Number(process.env.QUARRY_PARSE_TIMEOUT_MS) || 3000;
 
 let initialised: Promise<void> | undefined;
-const grammars = new Map<
-  string,
-  Promise<{
-    language: Language;
-    query: Query | null;
-    refQuery: Query | null;
-    both: Query | null;
-    kinds: Map<string, SymbolKind>;
-  }>
->();
+/**
+ * A grammar loaded in this thread, with its queries: `both` captures the definitions (`@def`) and the names used
+ * (`@ref`) in one walk; where a grammar version cannot compile them together, `query` and `refQuery` do it apart.
+ */
+interface LoadedGrammar {
+  language: Language;
+  query: Query | null;
+  refQuery: Query | null;
+  both: Query | null;
+  kinds: Map<string, SymbolKind>;
+}
+const grammars = new Map<string, Promise<LoadedGrammar>>();
 let parser: Parser | undefined;
 let loading: Promise<unknown> = Promise.resolve();
 
@@ -157,7 +159,7 @@ export function treeSitterMemory(): number {
   return runtime.HEAP8?.length ?? 0;
 }
 
-async function loadGrammar(grammar: string, file: string) {
+async function loadGrammar(grammar: string, file: string): Promise<LoadedGrammar> {
   if (grammarUnsupported(grammar))
     throw new Error(`the ${grammar} grammar cannot run on V8 ${process.versions.v8}`);
   tuneWasmCompiler();
@@ -177,7 +179,27 @@ async function loadGrammar(grammar: string, file: string) {
     kinds.set(type, kind);
     patterns.push(`(${type}) @def`);
   }
-  for (const extra of spec.extraPatterns ?? []) {
+  const extras = spec.extraPatterns ?? [];
+  const refTypes: string[] = [];
+  for (let id = 0; id < language.nodeTypeCount; id++) {
+    const type = language.nodeTypeForId(id);
+    if (type && language.nodeTypeIsNamed(id) && REF_TYPES.test(type) && !refTypes.includes(type))
+      refTypes.push(type);
+  }
+  const refPattern = refTypes.length ? `[${refTypes.map((t) => `(${t})`).join(' ')}] @ref` : undefined;
+  // The definitions' patterns and the names' in one query: a query's captures walk every node of the tree, so one
+  // query walks it once; its captures are told apart by name. Compiling a query costs more the larger the grammar
+  // (each parse worker compiles its own), so the whole query is tried first: it compiles only if every pattern does.
+  const defsFound = patterns.length + extras.length > 0;
+  if (defsFound && refPattern) {
+    try {
+      const both = new Query(language, [...patterns, ...extras, refPattern].join('\n'));
+      return { language, query: null, refQuery: null, both, kinds };
+    } catch {
+      // a pattern this grammar version cannot express: each is tried on its own below
+    }
+  }
+  for (const extra of extras) {
     try {
       new Query(language, extra).delete();
       patterns.push(extra);
@@ -186,32 +208,25 @@ async function loadGrammar(grammar: string, file: string) {
     }
   }
   const query = patterns.length ? new Query(language, patterns.join('\n')) : null;
-  const refTypes: string[] = [];
-  for (let id = 0; id < language.nodeTypeCount; id++) {
-    const type = language.nodeTypeForId(id);
-    if (type && language.nodeTypeIsNamed(id) && REF_TYPES.test(type) && !refTypes.includes(type))
-      refTypes.push(type);
-  }
   let refQuery: Query | null = null;
-  let both: Query | null = null;
-  if (refTypes.length) {
-    const refPattern = `[${refTypes.map((t) => `(${t})`).join(' ')}] @ref`;
+  if (refPattern) {
     try {
       refQuery = new Query(language, refPattern);
     } catch {
       refQuery = null;
     }
-    // the definitions' patterns and the names' in one query: one walk of the tree finds both (a query's captures
-    // walk every node of the tree), its captures told apart by name
     if (query && refQuery) {
       try {
-        both = new Query(language, `${patterns.join('\n')}\n${refPattern}`);
+        const both = new Query(language, `${patterns.join('\n')}\n${refPattern}`);
+        query.delete();
+        refQuery.delete();
+        return { language, query: null, refQuery: null, both, kinds };
       } catch {
-        both = null;
+        // apart, then
       }
     }
   }
-  return { language, query, refQuery, both, kinds };
+  return { language, query, refQuery, both: null, kinds };
 }
 
 /** The grammars this thread has loaded (by name), in the order they loaded. */
@@ -235,7 +250,7 @@ export async function compiledGrammar(grammar: string): Promise<object> {
 }
 
 /** Loads (once) the tree-sitter runtime and a grammar; resolves to undefined if the grammar cannot be loaded. */
-function loadedGrammar(grammar: string): Promise<Awaited<ReturnType<typeof loadGrammar>> | undefined> {
+function loadedGrammar(grammar: string): Promise<LoadedGrammar | undefined> {
   // by the file it loads from: QUARRY_GRAMMAR_DIR may change what a name means
   const file = wasmFile(grammar);
   let g = grammars.get(file);
@@ -562,7 +577,7 @@ export async function chunkFile(
   o: ChunkOptions,
 ): Promise<ChunkedFile> {
   const g = grammar ? await loadedGrammar(grammar) : undefined;
-  if (!g?.query) return chunkByLines(text, o);
+  if (!g?.both && !g?.query) return chunkByLines(text, o);
   parser ??= new treeSitter!.Parser();
   parser.setLanguage(g.language);
   let tree: ReturnType<Parser['parse']>;
@@ -601,7 +616,7 @@ export async function chunkFile(
 function chunkTree(
   tree: NonNullable<ReturnType<Parser['parse']>>,
   text: string,
-  g: Awaited<ReturnType<typeof loadGrammar>>,
+  g: LoadedGrammar,
   o: ChunkOptions,
 ): ChunkedFile {
   let defCaptures: QueryCapture[];
