@@ -179,7 +179,6 @@ async function loadGrammar(grammar: string, file: string): Promise<LoadedGrammar
     kinds.set(type, kind);
     patterns.push(`(${type}) @def`);
   }
-  const extras = spec.extraPatterns ?? [];
   const refTypes: string[] = [];
   for (let id = 0; id < language.nodeTypeCount; id++) {
     const type = language.nodeTypeForId(id);
@@ -187,45 +186,34 @@ async function loadGrammar(grammar: string, file: string): Promise<LoadedGrammar
       refTypes.push(type);
   }
   const refPattern = refTypes.length ? `[${refTypes.map((t) => `(${t})`).join(' ')}] @ref` : undefined;
+  const compiled = (source: string): Query | null => {
+    try {
+      return new Query(language, source);
+    } catch {
+      return null; // a pattern this grammar version cannot express
+    }
+  };
   // The definitions' patterns and the names' in one query: a query's captures walk every node of the tree, so one
   // query walks it once; its captures are told apart by name. Compiling a query costs more the larger the grammar
   // (each parse worker compiles its own), so the whole query is tried first: it compiles only if every pattern does.
-  const defsFound = patterns.length + extras.length > 0;
-  if (defsFound && refPattern) {
-    try {
-      const both = new Query(language, [...patterns, ...extras, refPattern].join('\n'));
-      return { language, query: null, refQuery: null, both, kinds };
-    } catch {
-      // a pattern this grammar version cannot express: each is tried on its own below
-    }
-  }
-  for (const extra of extras) {
-    try {
-      new Query(language, extra).delete();
+  // Otherwise each extra pattern is tried on its own, and the query again with those that compile.
+  const extras = spec.extraPatterns ?? [];
+  const joined = (defs: string[]) =>
+    defs.length && refPattern ? compiled([...defs, refPattern].join('\n')) : null;
+  let both = joined([...patterns, ...extras]);
+  if (!both) {
+    for (const extra of extras) {
+      const q = compiled(extra);
+      if (!q) continue;
+      q.delete();
       patterns.push(extra);
-    } catch {
-      // a pattern this grammar version cannot express: skip it
     }
+    both = joined(patterns);
   }
+  if (both) return { language, query: null, refQuery: null, both, kinds };
+  // apart: the definitions' query, and the names' where its pattern compiles
   const query = patterns.length ? new Query(language, patterns.join('\n')) : null;
-  let refQuery: Query | null = null;
-  if (refPattern) {
-    try {
-      refQuery = new Query(language, refPattern);
-    } catch {
-      refQuery = null;
-    }
-    if (query && refQuery) {
-      try {
-        const both = new Query(language, `${patterns.join('\n')}\n${refPattern}`);
-        query.delete();
-        refQuery.delete();
-        return { language, query: null, refQuery: null, both, kinds };
-      } catch {
-        // apart, then
-      }
-    }
-  }
+  const refQuery = refPattern ? compiled(refPattern) : null;
   return { language, query, refQuery, both: null, kinds };
 }
 
