@@ -406,6 +406,71 @@ describe('tree-sitter chunking', () => {
     assert.equal(functionBody(go, 'no_such_function'), undefined);
   });
 
+  it("clears tree-sitter-wasms' Lua scanner state before a file's first token, and changes nothing else", async () => {
+    // its deserialize restored the state only from a token's bytes: before a file's first string or comment it was
+    // what the memory held, and a parse after other files could lose a file's definitions
+    const require = createRequire(import.meta.url);
+    const out = join(dirname(require.resolve('tree-sitter-wasms/package.json')), 'out');
+    const bytes = new Uint8Array(readFileSync(join(out, 'tree-sitter-lua.wasm')));
+    const fixed = fixGrammar('lua', bytes);
+    const wasm = (globalThis as unknown as { WebAssembly: { validate(b: Uint8Array): boolean } }).WebAssembly;
+    assert.ok(wasm.validate(fixed));
+    const name = 'tree_sitter_lua_external_scanner_deserialize';
+    const [before, after] = [functionBody(bytes, name)!, functionBody(fixed, name)!];
+    const body = (b: Uint8Array, f: { offset: number; size: number }) => [
+      ...b.subarray(f.offset, f.offset + f.size),
+    ];
+    // (i64.store (local.get $state) (i64.const 0)) first, then the body as built
+    const clear = [0x20, 0x00, 0x42, 0x00, 0x37, 0x02, 0x00];
+    assert.deepEqual(body(fixed, after), [0x00, ...clear, ...body(bytes, before).slice(1)]);
+    assert.equal(fixed.length, bytes.length + clear.length);
+    // the module before the code section, and the other functions, as they were
+    assert.deepEqual(fixed.subarray(0, before.sectionSizeAt), bytes.subarray(0, before.sectionSizeAt));
+    for (const other of ['create', 'scan', 'serialize', 'destroy'].map(
+      (f) => `tree_sitter_lua_external_scanner_${f}`,
+    ))
+      assert.deepEqual(
+        body(fixed, functionBody(fixed, other)!),
+        body(bytes, functionBody(bytes, other)!),
+        other,
+      );
+    assert.deepEqual(fixed.subarray(after.offset + after.size), bytes.subarray(before.offset + before.size));
+    // another build of the function is left alone
+    const other = Uint8Array.from(bytes);
+    other[before.offset + 4] = 0x03;
+    assert.equal(fixGrammar('lua', other), other);
+
+    // and Lua files parse alike in a fresh worker and after files of other languages
+    const lua = [
+      '#!/usr/bin/env lua',
+      'local DELAY = os.getenv("DELAY")',
+      '--[[',
+      'local function old(cmd) return cmd end',
+      ']]',
+      'local s = [==[ a ]] long ]==]',
+      'function delay(t)',
+      '  return t -- seconds',
+      'end',
+      '',
+    ].join('\n');
+    const names = (r: Awaited<ReturnType<typeof chunkFile>>) =>
+      r.symbols.map((d) => `${d.name}@${d.startLine}`);
+    for (const before of [
+      'int main(void) { return 0; }\n',
+      'fn main() { let s = r#"x"#; }\n',
+      'x = "open\n',
+    ]) {
+      await chunkFile(
+        before,
+        before.startsWith('int') ? 'c' : before.startsWith('fn') ? 'rust' : 'lua',
+        noMerge,
+      );
+      const r = await chunkFile(lua, 'lua', noMerge);
+      assert.equal(r.method, 'tree-sitter');
+      assert.deepEqual(names(r), ['delay@7']);
+    }
+  });
+
   it(
     'tells a header with a long class-like line apart in linear time (a quadratic pattern hung here)',
     { timeout: 60_000 },

@@ -20,9 +20,9 @@ import { storeContract } from './store-contract.ts';
 
 const dirs: string[] = [];
 
-/** Marks an index as written before the last `back` migrations, which its next opening applies again. */
-function schemaBack(db: Database.Database, back: number): void {
-  db.prepare(`UPDATE meta SET value = ? WHERE key = 'schema_version'`).run(String(SCHEMA_VERSION - back));
+/** Marks an index as written at schema `version`: its next opening applies the migrations after it again. */
+function schemaAt(db: Database.Database, version: number): void {
+  db.prepare(`UPDATE meta SET value = ? WHERE key = 'schema_version'`).run(String(version));
 }
 after(() => dirs.forEach(removeTree));
 function freshPath(): string {
@@ -308,7 +308,7 @@ describe('SqliteStore specifics', () => {
     const db = new Database(index);
     db.exec(`DROP TABLE trigram_fts;
              CREATE VIRTUAL TABLE text_fts USING fts5 (text, content = '', contentless_delete = 1, tokenize = 'trigram');`);
-    schemaBack(db, 6);
+    schemaAt(db, 8);
     const chunkIds = db.prepare('SELECT id FROM chunks ORDER BY id').pluck().all();
     db.close();
     const migrated = openSqliteStore(index);
@@ -351,7 +351,7 @@ describe('SqliteStore specifics', () => {
     const index = join(root, '.quarry', 'index.db');
     const db = new Database(index);
     // before the Swift and header migration, the chunk index for symbols after it, and the headers' language
-    schemaBack(db, 4);
+    schemaAt(db, 10);
     db.exec('DROP INDEX chunks_start');
     db.close();
     const migrated = openSqliteStore(index);
@@ -384,6 +384,33 @@ describe('SqliteStore specifics', () => {
       /COVERING INDEX chunks_start/,
       'the index is back, and used',
     );
+  });
+
+  it('parses Lua files again after the upgrade that mends how they parse, and nothing else', async () => {
+    const root = makeTree({
+      'init.lua': '--[[ a note ]]\nfunction delay(t)\n  return t\nend\n',
+      'scripts/Build.LUA': 'local x = "a"\n',
+      'src/a.py': 'def hello():\n    return 1\n',
+    });
+    dirs.push(root);
+    await indexLexically(root);
+    const index = join(root, '.quarry', 'index.db');
+    const db = new Database(index);
+    schemaAt(db, 14); // before the Lua migration
+    db.close();
+    const migrated = openSqliteStore(index);
+    for (const p of ['init.lua', 'scripts/Build.LUA']) assert.equal((await migrated.getFile(p))?.hash, '', p);
+    assert.notEqual((await migrated.getFile('src/a.py'))?.hash, '');
+    await migrated.close();
+    const report = await indexProjectAt(root);
+    assert.equal(report.updated, 2, 'the Lua files parsed again');
+    assert.equal(report.touched + report.added, 0, 'the Python file as it was');
+    const after = openSqliteStore(index);
+    assert.deepEqual(
+      (await after.findSymbols(['delay'])).map((d) => d.path),
+      ['init.lua'],
+    );
+    await after.close();
   });
 
   it('answers dense queries the same on the reader worker as in this thread', async () => {
@@ -502,7 +529,7 @@ describe('SqliteStore specifics', () => {
              CREATE VIRTUAL TABLE text_fts USING fts5 (text, content = '', contentless_delete = 1, tokenize = 'trigram');`);
     // the codes came seven migrations back (then the trigram table's rebuild, the skipped files' index, the Swift and
     // header files parsed again, the chunk index for symbols, the headers' language, and the trigram words)
-    schemaBack(db, 7);
+    schemaAt(db, 7);
     db.close();
     const migrated = openSqliteStore(path, { codesMin: 0 });
     assert.deepEqual(await migrated.check(), []);

@@ -9,20 +9,27 @@
  * in a long-lived parse worker (RxSwift's generated `main.swift`: 0.3 s in a new process, past the 3 s deadline after
  * any other file) and gave files with raw strings (`#"…"#`) error trees.
  *
- * The fix asks for `calloc(1, sizeof(state))`, which clears it: one byte of the function's body, changed only when the
- * body is exactly the one expected, so a different build (QUARRY_GRAMMAR_DIR, a newer package) is left as it is.
+ * The fix asks for `calloc(1, sizeof(state))`, which clears it: one byte of the function's body.
+ *
+ * Its Lua grammar (tree-sitter-lua 2.1.3) makes its state (the token started, the depth of a long bracket) with
+ * `malloc`, and its `deserialize` restores it only from a token's two bytes: before a file's first string or comment
+ * there is none, and the state is whatever the memory held. Where that was a number from 1 to 5, the scanner believed
+ * itself inside a string or comment, matched no string or comment start, and the rest of the file parsed as errors:
+ * 4 in 4,000 parses of one file, after files of other languages, lost its definitions. The fix clears both fields at
+ * the start of `deserialize` (seven bytes more), as tree-sitter asks of a scanner given no bytes.
+ *
+ * A body is changed only when it is exactly the one expected, so a different build (QUARRY_GRAMMAR_DIR, a newer
+ * package) is left as it is.
  */
 
 interface Fix {
   /** The exported function whose body is mended. */
   fn: string;
-  /** The body as built (locals, code), and the byte to set at an offset into it. */
+  /** The body as built (locals, code), and the body that replaces it (it may be longer). */
   body: readonly number[];
-  at: number;
-  value: number;
-  /** The imported function the body calls (its index is the body's byte at `call`), by name. */
-  call: number;
-  callee: string;
+  mended: readonly number[];
+  /** The imported functions the body calls, by name, at the offsets of their indexes in the body. */
+  calls?: Readonly<Record<number, string>>;
 }
 
 const FIXES: Record<string, Fix> = {
@@ -30,10 +37,23 @@ const FIXES: Record<string, Fix> = {
   swift: {
     fn: 'tree_sitter_swift_external_scanner_create',
     body: [0x00, 0x41, 0x00, 0x41, 0x04, 0x10, 0x00, 0x0b],
-    at: 2,
-    value: 0x01,
-    call: 6,
-    callee: 'calloc',
+    mended: [0x00, 0x41, 0x01, 0x41, 0x04, 0x10, 0x00, 0x0b],
+    calls: { 6: 'calloc' },
+  },
+  // (func (param $state i32) (param $buffer i32) (param $length i32)
+  //   (if (i32.eq (local.get $length) (i32.const 2)) (then …both fields from the buffer…)))
+  // gains, first, (i64.store (local.get $state) (i64.const 0)): both fields cleared
+  lua: {
+    fn: 'tree_sitter_lua_external_scanner_deserialize',
+    body: [
+      0x00, 0x20, 0x02, 0x41, 0x02, 0x46, 0x04, 0x40, 0x20, 0x00, 0x20, 0x01, 0x2c, 0x00, 0x00, 0x36, 0x02,
+      0x00, 0x20, 0x00, 0x20, 0x01, 0x2c, 0x00, 0x01, 0x36, 0x02, 0x04, 0x0b, 0x0b,
+    ],
+    mended: [
+      0x00, 0x20, 0x00, 0x42, 0x00, 0x37, 0x02, 0x00, 0x20, 0x02, 0x41, 0x02, 0x46, 0x04, 0x40, 0x20, 0x00,
+      0x20, 0x01, 0x2c, 0x00, 0x00, 0x36, 0x02, 0x00, 0x20, 0x00, 0x20, 0x01, 0x2c, 0x00, 0x01, 0x36, 0x02,
+      0x04, 0x0b, 0x0b,
+    ],
   },
 };
 
@@ -44,20 +64,72 @@ export function fixGrammar(grammar: string, bytes: Uint8Array): Uint8Array {
   const body = functionBody(bytes, fix.fn);
   if (!body || body.size !== fix.body.length) return bytes;
   for (let i = 0; i < fix.body.length; i++) if (bytes[body.offset + i] !== fix.body[i]) return bytes;
-  if (body.imports[fix.body[fix.call]!] !== fix.callee) return bytes;
-  const out = Uint8Array.from(bytes);
-  out[body.offset + fix.at] = fix.value;
-  return out;
+  for (const [at, callee] of Object.entries(fix.calls ?? {}))
+    if (body.imports[fix.body[Number(at)]!] !== callee) return bytes;
+  return replaceBody(bytes, body, fix.mended);
 }
 
 /**
- * Where an exported function's body (its locals and code) lies in a WebAssembly module, with the names of the
- * functions the module imports (by function index), or undefined.
+ * The module with one function's body replaced: the function's size and its code section's size are written again
+ * (LEB128), the rest of the bytes are copied as they are (nothing else in a module points at a byte offset of code).
  */
-export function functionBody(
-  bytes: Uint8Array,
-  name: string,
-): { offset: number; size: number; imports: string[] } | undefined {
+function replaceBody(bytes: Uint8Array, body: FunctionBody, mended: readonly number[]): Uint8Array {
+  const section = leb128(
+    body.sectionSize - body.size - (body.offset - body.sizeAt) + lebLength(mended.length) + mended.length,
+  );
+  const size = leb128(mended.length);
+  const out = new Uint8Array(
+    bytes.length -
+      (body.sectionStart - body.sectionSizeAt) +
+      section.length -
+      (body.offset - body.sizeAt) +
+      size.length -
+      body.size +
+      mended.length,
+  );
+  let p = 0;
+  const put = (part: ArrayLike<number>) => {
+    out.set(part, p);
+    p += part.length;
+  };
+  put(bytes.subarray(0, body.sectionSizeAt));
+  put(section);
+  put(bytes.subarray(body.sectionStart, body.sizeAt));
+  put(size);
+  put(mended);
+  put(bytes.subarray(body.offset + body.size));
+  return out;
+}
+
+function leb128(n: number): number[] {
+  const out: number[] = [];
+  do {
+    const byte = n % 128;
+    n = Math.floor(n / 128);
+    out.push(n > 0 ? byte | 0x80 : byte);
+  } while (n > 0);
+  return out;
+}
+
+const lebLength = (n: number) => leb128(n).length;
+
+/** Where a function's body lies in a module: its bytes, its size's, and its code section's. */
+export interface FunctionBody {
+  /** The body (its locals and code) and its length. */
+  offset: number;
+  size: number;
+  /** Where the body's size is written (it ends at `offset`). */
+  sizeAt: number;
+  /** The code section: where its size is written, where its content starts, and that size. */
+  sectionSizeAt: number;
+  sectionStart: number;
+  sectionSize: number;
+  /** The names of the functions the module imports, by function index. */
+  imports: string[];
+}
+
+/** Where an exported function's body lies in a WebAssembly module, or undefined. */
+export function functionBody(bytes: Uint8Array, name: string): FunctionBody | undefined {
   let p = 8; // magic and version
   const leb = (): number => {
     let result = 0;
@@ -84,9 +156,12 @@ export function functionBody(
   const imports: string[] = [];
   let index = -1;
   let code = -1;
+  let sectionSizeAt = -1;
+  let sectionSize = 0;
   try {
     while (p < bytes.length) {
       const id = bytes[p++]!;
+      const sizeAt = p;
       const size = leb();
       const end = p + size;
       if (id === 2) {
@@ -119,15 +194,21 @@ export function functionBody(
           const at = leb();
           if (kind === 0 && exported === name) index = at;
         }
-      } else if (id === 10) code = p;
+      } else if (id === 10) {
+        code = p;
+        sectionSizeAt = sizeAt;
+        sectionSize = size;
+      }
       p = end;
     }
     if (index < imports.length || code < 0) return undefined;
     p = code;
     const count = leb();
     for (let i = 0; i < count; i++) {
+      const sizeAt = p;
       const size = leb();
-      if (i === index - imports.length) return { offset: p, size, imports };
+      if (i === index - imports.length)
+        return { offset: p, size, sizeAt, sectionSizeAt, sectionStart: code, sectionSize, imports };
       p += size;
     }
   } catch {

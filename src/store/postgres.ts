@@ -193,6 +193,11 @@ const MIGRATIONS: string[] = [
   UPDATE quarry_files SET size = -1, hash = ''
   WHERE id IN (SELECT file_id FROM quarry_file_text WHERE text ~ '[\u00b5\u017f\u0345\u1fbe\u03a3\u03c2\u03d0\u03d1\u03d5\u03d6\u03f0\u03f1\u03f5\u1c80-\u1c88\u1e9b\u1fd3\u1fe3\ufb05]');
   `,
+  // 9: Lua files parse as their grammar means (chunk/grammar-fixes.ts: the scanner kept a state left in memory before
+  // the file's first string or comment): the next run parses them again
+  `
+  UPDATE quarry_files SET size = -1, hash = '' WHERE method <> 'skipped' AND lower(path) LIKE '%.lua';
+  `,
 ];
 
 const wellFormed = (s: string) =>

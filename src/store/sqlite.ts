@@ -244,6 +244,12 @@ const MIGRATIONS: Array<(db: Database.Database) => void> = [
       UPDATE files SET size = -1 WHERE method != 'skipped';
     `);
   },
+  (db) => {
+    // Lua files parse as their grammar means (chunk/grammar-fixes.ts: the scanner kept a state left in memory before
+    // the file's first string or comment, and a parse worker's earlier files could lose a file's definitions): the
+    // next run parses them again
+    db.exec(`UPDATE files SET size = -1, hash = '' WHERE method != 'skipped' AND lower(path) LIKE '%.lua'`);
+  },
 ];
 
 /** Writes every chunk vector's codes (a migration, and a reset of the codes table). */
