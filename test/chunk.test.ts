@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -10,7 +11,7 @@ import { grammarUnsupported } from '../src/chunk/wasm-flags.ts';
 import { processFile } from '../src/indexing/process-file.ts';
 import { encodeRefs } from '../src/store/types.ts';
 import { detectLanguage, grammarFor } from '../src/workspace/languages.ts';
-import { FIXTURES, testConfig } from './helpers.ts';
+import { FIXTURES, REPO, testConfig } from './helpers.ts';
 
 const polyglot = join(FIXTURES, 'polyglot');
 const noMerge = { ...testConfig().chunk, targetChars: 0 };
@@ -440,35 +441,42 @@ describe('tree-sitter chunking', () => {
     other[before.offset + 4] = 0x03;
     assert.equal(fixGrammar('lua', other), other);
 
-    // and Lua files parse alike in a fresh worker and after files of other languages
-    const lua = [
-      '#!/usr/bin/env lua',
-      'local DELAY = os.getenv("DELAY")',
-      '--[[',
-      'local function old(cmd) return cmd end',
-      ']]',
-      'local s = [==[ a ]] long ]==]',
-      'function delay(t)',
-      '  return t -- seconds',
-      'end',
-      '',
-    ].join('\n');
-    const names = (r: Awaited<ReturnType<typeof chunkFile>>) =>
-      r.symbols.map((d) => `${d.name}@${d.startLine}`);
-    for (const before of [
-      'int main(void) { return 0; }\n',
-      'fn main() { let s = r#"x"#; }\n',
-      'x = "open\n',
-    ]) {
-      await chunkFile(
-        before,
-        before.startsWith('int') ? 'c' : before.startsWith('fn') ? 'rust' : 'lua',
-        noMerge,
-      );
-      const r = await chunkFile(lua, 'lua', noMerge);
-      assert.equal(r.method, 'tree-sitter');
-      assert.deepEqual(names(r), ['delay@7']);
-    }
+    // the module's other bytes in the code section, up to the mended function, as they were
+    assert.deepEqual(
+      fixed.subarray(after.sectionStart, after.sizeAt),
+      bytes.subarray(before.sectionStart, before.sizeAt),
+    );
+
+    // and the state no longer carries over: one parser, no new language between files, so the scanner keeps what
+    // the file before left (a file that ends inside a string or comment). As built, the next file's first string
+    // then failed and its tree had errors; mended, it parses as in a new parser. Each build in its own process: two
+    // builds of one grammar in a process share its functions (the first one loaded).
+    const script = `
+      import { readFileSync } from 'node:fs';
+      import { join } from 'node:path';
+      import * as TS from 'web-tree-sitter';
+      import { fixGrammar } from './src/chunk/grammar-fixes.ts';
+      await TS.Parser.init();
+      const bytes = new Uint8Array(readFileSync(join(process.argv[1], 'tree-sitter-lua.wasm')));
+      const p = new TS.Parser();
+      p.setLanguage(await TS.Language.load(process.argv[2] === 'mended' ? fixGrammar('lua', bytes) : bytes));
+      const errors = (text) => { const t = p.parse(text); const e = t.rootNode.hasError; t.delete(); return e; };
+      const lua = 'local DELAY = os.getenv("DELAY")\\nfunction delay(t)\\n  return t\\nend\\n';
+      const out = [errors(lua)];
+      for (const before of ['local s = [==[ x', 'local s = "abc', '--[[ x', "local s = 'x"]) {
+        p.parse(before).delete();
+        out.push(errors(lua));
+      }
+      console.log(JSON.stringify(out));`;
+    const run = (build: string) =>
+      JSON.parse(
+        execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, out, build], {
+          cwd: REPO,
+          encoding: 'utf8',
+        }),
+      ) as boolean[];
+    assert.deepEqual(run('mended'), [false, false, false, false, false]);
+    assert.deepEqual(run('built'), [false, true, true, true, true], 'the fault this mends, as built');
   });
 
   it(

@@ -202,13 +202,15 @@ async function loadGrammar(grammar: string, file: string): Promise<LoadedGrammar
     defs.length && refPattern ? compiled([...defs, refPattern].join('\n')) : null;
   let both = joined([...patterns, ...extras]);
   if (!both) {
+    const whole = patterns.length + extras.length;
     for (const extra of extras) {
       const q = compiled(extra);
       if (!q) continue;
       q.delete();
       patterns.push(extra);
     }
-    both = joined(patterns);
+    // the same patterns as the whole query's would fail again
+    if (patterns.length < whole) both = joined(patterns);
   }
   if (both) return { language, query: null, refQuery: null, both, kinds };
   // apart: the definitions' query, and the names' where its pattern compiles

@@ -40,7 +40,7 @@ const FIXES: Record<string, Fix> = {
     mended: [0x00, 0x41, 0x01, 0x41, 0x04, 0x10, 0x00, 0x0b],
     calls: { 6: 'calloc' },
   },
-  // (func (param $state i32) (param $buffer i32) (param $length i32)
+  // (func (param $state i32) (param $buffer i32) (param $length i32)   ;; state: { started, depth }, i32 each
   //   (if (i32.eq (local.get $length) (i32.const 2)) (then …both fields from the buffer…)))
   // gains, first, (i64.store (local.get $state) (i64.const 0)): both fields cleared
   lua: {
@@ -71,7 +71,9 @@ export function fixGrammar(grammar: string, bytes: Uint8Array): Uint8Array {
 
 /**
  * The module with one function's body replaced: the function's size and its code section's size are written again
- * (LEB128), the rest of the bytes are copied as they are (nothing else in a module points at a byte offset of code).
+ * (LEB128), the rest of the bytes are copied as they are. The grammars' release builds hold nothing else that points
+ * at a byte offset in the code section (a debug build's DWARF sections, relocations or branch hints would: their
+ * offsets after the body would be off by the body's growth, which only a debugger reads).
  */
 function replaceBody(bytes: Uint8Array, body: FunctionBody, mended: readonly number[]): Uint8Array {
   const section = leb128(
