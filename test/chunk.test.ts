@@ -5,8 +5,8 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
-import { chunkByLines, chunkFile } from '../src/chunk/chunker.ts';
-import { fixGrammar, functionBody } from '../src/chunk/grammar-fixes.ts';
+import { chunkByLines, chunkFile, loadedGrammarNames } from '../src/chunk/chunker.ts';
+import { fixGrammar, functionBody, grammarAbi } from '../src/chunk/grammar-fixes.ts';
 import { grammarUnsupported } from '../src/chunk/wasm-flags.ts';
 import { processFile } from '../src/indexing/process-file.ts';
 import { encodeRefs } from '../src/store/types.ts';
@@ -477,6 +477,27 @@ describe('tree-sitter chunking', () => {
       ) as boolean[];
     assert.deepEqual(run('mended'), [false, false, false, false, false]);
     assert.deepEqual(run('built'), [false, true, true, true, true], 'the fault this mends, as built');
+  });
+
+  it("reads a grammar's ABI from its module, and refuses one the runtime cannot take before loading it", async () => {
+    const require = createRequire(import.meta.url);
+    const out = join(dirname(require.resolve('tree-sitter-wasms/package.json')), 'out');
+    const abi = (g: string) =>
+      grammarAbi(g, new Uint8Array(readFileSync(join(out, `tree-sitter-${g}.wasm`))));
+    // what web-tree-sitter reports once each is loaded (13 to 15 load; Elm's, 12, made it read its tables wrongly)
+    assert.deepEqual(['c', 'lua', 'dart', 'c_sharp', 'elm'].map(abi), [14, 13, 15, 13, 12]);
+    // a module laid out otherwise says nothing
+    const c = new Uint8Array(readFileSync(join(out, 'tree-sitter-c.wasm')));
+    const fn = functionBody(c, 'tree_sitter_c')!;
+    const other = Uint8Array.from(c);
+    other[fn.offset + 1] = 0x41;
+    assert.equal(grammarAbi('c', other), undefined);
+    assert.equal(grammarAbi('no_such_grammar', c), undefined);
+    // an Elm file is chunked by lines, as the runtime cannot parse it, without loading the grammar
+    const elm = 'module Main exposing (main)\n\nmain : Int\nmain =\n    1\n';
+    const r = await chunkFile(elm, 'elm', noMerge);
+    assert.equal(r.method, 'lines');
+    assert.ok(!loadedGrammarNames().includes('elm'));
   });
 
   it(

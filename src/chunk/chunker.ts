@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Language, Node, Parser, Query, QueryCapture } from 'web-tree-sitter';
 import type { ChunkOptions } from '../config/config.ts';
-import { fixGrammar } from './grammar-fixes.ts';
+import { fixGrammar, grammarAbi } from './grammar-fixes.ts';
 import { GRAMMAR_SPECS, type SymbolKind } from './specs.ts';
 import { grammarUnsupported, tuneWasmCompiler } from './wasm-flags.ts';
 
@@ -168,9 +168,16 @@ async function loadGrammar(grammar: string, file: string): Promise<LoadedGrammar
     treeSitter = module;
   });
   await initialised;
-  const { Language, Query } = treeSitter!;
+  const { Language, Query, LANGUAGE_VERSION, MIN_COMPATIBLE_VERSION } = treeSitter!;
+  const bytes = new Uint8Array(await readFile(file));
+  // refused before it loads: loading a grammar of another ABI reads its tables wrongly (chunk/grammar-fixes.ts)
+  const abi = grammarAbi(grammar, bytes);
+  if (abi !== undefined && (abi < MIN_COMPATIBLE_VERSION || abi > LANGUAGE_VERSION))
+    throw new Error(
+      `the ${grammar} grammar is built for tree-sitter's ABI ${abi}; this runtime takes ${MIN_COMPATIBLE_VERSION} to ${LANGUAGE_VERSION}`,
+    );
   // the module's bytes, mended where a grammar build has a known fault (chunk/grammar-fixes.ts)
-  const language = await Language.load(fixGrammar(grammar, new Uint8Array(await readFile(file))));
+  const language = await Language.load(fixGrammar(grammar, bytes));
   const spec = GRAMMAR_SPECS[grammar] ?? { defs: {} };
   const kinds = new Map<string, SymbolKind>();
   const patterns: string[] = [];

@@ -70,6 +70,71 @@ export function fixGrammar(grammar: string, bytes: Uint8Array): Uint8Array {
 }
 
 /**
+ * The ABI version a grammar's module declares (the first field of its `TSLanguage`), read from its bytes, or
+ * undefined where the module is not laid out as expected. web-tree-sitter reads a language's tables as its own ABI
+ * lays them out as soon as it loads one, before any check: a grammar of an older ABI (tree-sitter-wasms' Elm is 12,
+ * web-tree-sitter 0.25.10 takes 13 to 15) had it read counts from the wrong fields and loop over whatever numbers
+ * the memory held, from 1 ms to 18 s and 750 MiB of strings, before the parser refused the language.
+ *
+ * The language function (`tree_sitter_<name>`) returns the struct's address, `__memory_base` plus a constant; the
+ * module's one data segment starts at `__memory_base`, so the version is the segment's four bytes at that constant.
+ */
+export function grammarAbi(grammar: string, bytes: Uint8Array): number | undefined {
+  const fn = functionBody(bytes, `tree_sitter_${grammar.replace(/-/g, '_')}`);
+  if (!fn) return undefined;
+  // (func (result i32) (i32.add (global.get $__memory_base) (i32.const OFFSET)))
+  let p = fn.offset;
+  if (bytes[p++] !== 0x00 || bytes[p++] !== 0x23) return undefined;
+  while (bytes[p]! & 0x80) p++; // the global's index
+  p++;
+  if (bytes[p++] !== 0x41) return undefined;
+  let offset = 0;
+  let shift = 0;
+  let byte: number;
+  do {
+    byte = bytes[p++]!;
+    offset += (byte & 0x7f) * 2 ** shift;
+    shift += 7;
+  } while (byte & 0x80);
+  if (byte & 0x40) return undefined; // a negative offset: not this layout
+  if (bytes[p++] !== 0x6a || bytes[p] !== 0x0b) return undefined;
+  const data = dataSegment(bytes);
+  if (!data || offset + 4 > data.size) return undefined;
+  const at = data.offset + offset;
+  return bytes[at]! + bytes[at + 1]! * 2 ** 8 + bytes[at + 2]! * 2 ** 16 + bytes[at + 3]! * 2 ** 24;
+}
+
+/** Where the bytes of a module's one data segment lie, when it has one placed at `global.get` (its memory base). */
+function dataSegment(bytes: Uint8Array): { offset: number; size: number } | undefined {
+  let p = 8;
+  const leb = (): number => {
+    let result = 0;
+    let shift = 0;
+    let byte: number;
+    do {
+      byte = bytes[p++]!;
+      result += (byte & 0x7f) * 2 ** shift;
+      shift += 7;
+    } while (byte & 0x80 && p < bytes.length);
+    return result;
+  };
+  while (p < bytes.length) {
+    const id = bytes[p++]!;
+    const size = leb();
+    if (id !== 11) {
+      p += size;
+      continue;
+    }
+    if (leb() !== 1 || leb() !== 0 || bytes[p++] !== 0x23) return undefined; // one active segment at a global
+    leb();
+    if (bytes[p++] !== 0x0b) return undefined;
+    const length = leb();
+    return { offset: p, size: length };
+  }
+  return undefined;
+}
+
+/**
  * The module with one function's body replaced: the function's size and its code section's size are written again
  * (LEB128), the rest of the bytes are copied as they are. The grammars' release builds hold nothing else that points
  * at a byte offset in the code section (a debug build's DWARF sections, relocations or branch hints would: their
