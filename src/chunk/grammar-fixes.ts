@@ -83,21 +83,13 @@ export function grammarAbi(grammar: string, bytes: Uint8Array): number | undefin
   const fn = functionBody(bytes, `tree_sitter_${grammar.replace(/-/g, '_')}`);
   if (!fn) return undefined;
   // (func (result i32) (i32.add (global.get $__memory_base) (i32.const OFFSET)))
-  let p = fn.offset;
-  if (bytes[p++] !== 0x00 || bytes[p++] !== 0x23) return undefined;
-  while (bytes[p]! & 0x80) p++; // the global's index
-  p++;
-  if (bytes[p++] !== 0x41) return undefined;
-  let offset = 0;
-  let shift = 0;
-  let byte: number;
-  do {
-    byte = bytes[p++]!;
-    offset += (byte & 0x7f) * 2 ** shift;
-    shift += 7;
-  } while (byte & 0x80);
-  if (byte & 0x40) return undefined; // a negative offset: not this layout
-  if (bytes[p++] !== 0x6a || bytes[p] !== 0x0b) return undefined;
+  const c = new Cursor(bytes, fn.offset);
+  if (bytes[c.p++] !== 0x00 || bytes[c.p++] !== 0x23) return undefined;
+  c.leb(); // the global's index
+  if (bytes[c.p++] !== 0x41) return undefined;
+  const offset = c.leb();
+  if (c.last & 0x40) return undefined; // a negative offset: not this layout
+  if (bytes[c.p++] !== 0x6a || bytes[c.p] !== 0x0b) return undefined;
   const data = dataSegment(bytes);
   if (!data || offset + 4 > data.size) return undefined;
   const at = data.offset + offset;
@@ -106,32 +98,53 @@ export function grammarAbi(grammar: string, bytes: Uint8Array): number | undefin
 
 /** Where the bytes of a module's one data segment lie, when it has one placed at `global.get` (its memory base). */
 function dataSegment(bytes: Uint8Array): { offset: number; size: number } | undefined {
-  let p = 8;
-  const leb = (): number => {
-    let result = 0;
-    let shift = 0;
-    let byte: number;
-    do {
-      byte = bytes[p++]!;
-      result += (byte & 0x7f) * 2 ** shift;
-      shift += 7;
-    } while (byte & 0x80 && p < bytes.length);
-    return result;
-  };
-  while (p < bytes.length) {
-    const id = bytes[p++]!;
-    const size = leb();
-    if (id !== 11) {
-      p += size;
-      continue;
-    }
-    if (leb() !== 1 || leb() !== 0 || bytes[p++] !== 0x23) return undefined; // one active segment at a global
-    leb();
-    if (bytes[p++] !== 0x0b) return undefined;
-    const length = leb();
-    return { offset: p, size: length };
+  const c = new Cursor(bytes, 0);
+  for (const section of sections(c)) {
+    if (section.id !== 11) continue;
+    if (c.leb() !== 1 || c.leb() !== 0 || bytes[c.p++] !== 0x23) return undefined; // one active segment at a global
+    c.leb();
+    if (bytes[c.p++] !== 0x0b) return undefined;
+    const size = c.leb();
+    return { offset: c.p, size };
   }
   return undefined;
+}
+
+/** A position in a module's bytes, and the reading of unsigned LEB128 numbers from it. */
+class Cursor {
+  /** The last byte `leb()` read (its 0x40 bit is a signed number's sign). */
+  last = 0;
+  constructor(
+    readonly bytes: Uint8Array,
+    public p: number,
+  ) {}
+
+  leb(): number {
+    let result = 0;
+    let shift = 0;
+    do {
+      this.last = this.bytes[this.p++]!;
+      result += (this.last & 0x7f) * 2 ** shift;
+      shift += 7;
+    } while (this.last & 0x80 && this.p < this.bytes.length);
+    return result;
+  }
+}
+
+/**
+ * A module's sections, in order: each one's id, where its size is written, where its content starts and that size.
+ * The cursor stands at the content when one is given, and is moved past it when the next is asked for.
+ */
+function* sections(c: Cursor): Generator<{ id: number; sizeAt: number; start: number; size: number }> {
+  c.p = 8; // magic and version
+  while (c.p < c.bytes.length) {
+    const id = c.bytes[c.p++]!;
+    const sizeAt = c.p;
+    const size = c.leb();
+    const start = c.p;
+    yield { id, sizeAt, start, size };
+    c.p = start + size;
+  }
 }
 
 /**
@@ -197,22 +210,12 @@ export interface FunctionBody {
 
 /** Where an exported function's body lies in a WebAssembly module, or undefined. */
 export function functionBody(bytes: Uint8Array, name: string): FunctionBody | undefined {
-  let p = 8; // magic and version
-  const leb = (): number => {
-    let result = 0;
-    let shift = 0;
-    let byte: number;
-    do {
-      byte = bytes[p++]!;
-      result += (byte & 0x7f) * 2 ** shift;
-      shift += 7;
-    } while (byte & 0x80 && p < bytes.length);
-    return result;
-  };
+  const c = new Cursor(bytes, 0);
+  const leb = () => c.leb();
   const readName = (): string => {
     const n = leb();
-    const text = new TextDecoder().decode(bytes.subarray(p, p + n));
-    p += n;
+    const text = new TextDecoder().decode(bytes.subarray(c.p, c.p + n));
+    c.p += n;
     return text;
   };
   const skipLimits = (): void => {
@@ -222,61 +225,58 @@ export function functionBody(bytes: Uint8Array, name: string): FunctionBody | un
   };
   const imports: string[] = [];
   let index = -1;
-  let code = -1;
-  let sectionSizeAt = -1;
-  let sectionSize = 0;
+  let code: { sizeAt: number; start: number; size: number } | undefined;
   try {
-    while (p < bytes.length) {
-      const id = bytes[p++]!;
-      const sizeAt = p;
-      const size = leb();
-      const end = p + size;
-      if (id === 2) {
+    for (const section of sections(c)) {
+      if (section.id === 2) {
         // imports: only functions take a function index
         for (let n = leb(); n > 0; n--) {
           readName();
           const field = readName();
-          const kind = bytes[p++]!;
+          const kind = bytes[c.p++]!;
           if (kind === 0) {
             leb();
             imports.push(field);
           } else if (kind === 1) {
-            p++; // table's element type
+            c.p++; // table's element type
             skipLimits();
           } else if (kind === 2) {
             skipLimits();
           } else if (kind === 3) {
-            p += 2; // a global's type and mutability
+            c.p += 2; // a global's type and mutability
           } else if (kind === 4) {
-            p++; // a tag's attribute
+            c.p++; // a tag's attribute
             leb();
           } else {
             return undefined;
           }
         }
-      } else if (id === 7) {
+      } else if (section.id === 7) {
         for (let n = leb(); n > 0; n--) {
           const exported = readName();
-          const kind = bytes[p++]!;
+          const kind = bytes[c.p++]!;
           const at = leb();
           if (kind === 0 && exported === name) index = at;
         }
-      } else if (id === 10) {
-        code = p;
-        sectionSizeAt = sizeAt;
-        sectionSize = size;
-      }
-      p = end;
+      } else if (section.id === 10) code = section;
     }
-    if (index < imports.length || code < 0) return undefined;
-    p = code;
+    if (index < imports.length || !code) return undefined;
+    c.p = code.start;
     const count = leb();
     for (let i = 0; i < count; i++) {
-      const sizeAt = p;
+      const sizeAt = c.p;
       const size = leb();
       if (i === index - imports.length)
-        return { offset: p, size, sizeAt, sectionSizeAt, sectionStart: code, sectionSize, imports };
-      p += size;
+        return {
+          offset: c.p,
+          size,
+          sizeAt,
+          sectionSizeAt: code.sizeAt,
+          sectionStart: code.start,
+          sectionSize: code.size,
+          imports,
+        };
+      c.p += size;
     }
   } catch {
     return undefined;
