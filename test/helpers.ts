@@ -229,6 +229,16 @@ export function git(root: string, ...args: string[]): string {
   });
 }
 
+/** Waits for an outcome (not a duration): the check is what matters, the bound only stops a hung test. */
+export async function until(check: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`never happened: ${what}`);
+}
+
 /**
  * The first match of `pattern` in what a child process prints to stdout (`quarry serve`'s "quarry panel: URL",
  * `quarry mcp --http`'s "listening on URL"); rejected if it exits first.

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { acquireWriterLock } from '../src/store/lock.ts';
-import { copyPolyglot, makeTree, REPO, removeTree, runCli, runCliAsync } from './helpers.ts';
+import { copyPolyglot, makeTree, REPO, removeTree, runCli, runCliAsync, until } from './helpers.ts';
 
 describe('a corrupt index', () => {
   const trees: string[] = [];
@@ -110,7 +110,7 @@ describe('the writer lock across hosts (regression: a lock written by another ho
     // released two seconds after the CLI opened the index (it asks for the lock next), not a fixed time after its
     // spawn: on a loaded machine its start alone took more than three seconds, and it never waited
     const db = join(root, '.quarry', 'index.db');
-    for (let t = 0; !existsSync(db) && t < 60_000; t += 50) await new Promise((r) => setTimeout(r, 50));
+    await until(async () => existsSync(db), 'the CLI opened the index', 60_000);
     await new Promise((r) => setTimeout(r, 2_000));
     lock.release();
     const r = await run;

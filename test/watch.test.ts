@@ -6,17 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { indexProject, type LocalProject as Project } from '../src/project/local.ts';
 import { announceWatcher, watcherElsewhere } from '../src/store/lock.ts';
 import { type AutoSync, startAutoSync, watchFailure } from '../src/watch/autosync.ts';
-import { makeTree, openLexical, removeTree } from './helpers.ts';
-
-/** Waits for an outcome (not a duration): the check is what matters, the bound only stops a hung test. */
-async function until(check: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`never happened: ${what}`);
-}
+import { makeTree, openLexical, removeTree, until } from './helpers.ts';
 
 const git = (root: string, ...args: string[]) =>
   execFileSync('git', ['-c', 'user.email=t@t', '-c', 'user.name=t', ...args], {
