@@ -327,8 +327,8 @@ export interface SqliteStoreOptions {
    */
   parallelLexicalMin?: number;
   /**
-   * Within named files, the query's postings per chunk past which each chunk is looked up rather than every posting
-   * read (the same scores either way). Default LOOKUP_POSTINGS.
+   * Within named files, the query's postings per chunk and term past which each chunk is looked up rather than every
+   * posting read (the same scores either way). Default LOOKUP_POSTINGS.
    */
   lookupPostings?: number;
   /** Open without writing anything (no migration); fails if the database does not exist. */
@@ -466,7 +466,10 @@ export function sqliteIndexSize(path: string): number | undefined {
 const PARALLEL_LEXICAL_MIN = 100_000;
 /**
  * Within named files, a chunk is looked up on its own (FTS5 seeks each term's postings to it) when the query's
- * postings exceed this many per chunk; otherwise one pass reads every posting and scores only the files' chunks.
+ * postings exceed this many per chunk and term; otherwise one pass reads every posting and scores only the files'
+ * chunks. On the 100k corpus a lookup cost ~0.1 ms a term (0.2–0.5 ms a chunk for 2–4 terms) and a posting read in
+ * the pass 0.13–0.3 µs: over 97 searches' named files, this rule's choice took 1,332–1,341 ms against 1,308–1,312 for
+ * the faster of the two each time, where 500 a chunk, whatever the terms, took 2,030–2,216 ms (docs/benchmarks.md).
  */
 const LOOKUP_POSTINGS = 500;
 /** Document counts kept in memory (documentFrequencies), at most. */
@@ -1327,13 +1330,13 @@ export class SqliteStore implements Store {
     const terms = [...new Set(q.terms)].filter((t) => t.length > 0);
     const df = this.nativeRank ? this.documentFrequencies(terms, 'chunks') : undefined;
     const by = df && nativeRank(rank, terms, df);
-    // Reading a posting costs ~0.25 µs and looking one chunk up ~0.1 ms (the 100k corpus): a few chunks and common
-    // words are looked up, many chunks or rare words read in one pass. Both score the same rows the same way. Not
-    // with bm25(), which would count every term's documents again for each chunk.
+    // Reading a posting costs ~0.2 µs and looking one chunk up ~0.1 ms a term (the 100k corpus): a few chunks and
+    // common words are looked up, many chunks or rare words read in one pass. Both score the same rows the same way.
+    // Not with bm25(), which would count every term's documents again for each chunk.
     let postings = 0;
     for (const t of terms) postings += df?.get(t) ?? 0;
     const statement =
-      by && rows.length * this.lookupPostings < postings
+      by && rows.length * terms.length * this.lookupPostings < postings
         ? this.stmts.chunkRanksAt
         : this.stmts.chunkRanksAmong;
     const scores = new Map<number, number>();
