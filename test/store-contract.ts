@@ -350,6 +350,42 @@ export function storeContract(open: () => Promise<Store>): void {
     await s.close();
   });
 
+  it('gives each chunk the definitions that start within its lines, in line order', async () => {
+    const s = await open();
+    const lines = (word: string) => [word, 'b', 'c', 'd', 'e'].join('\n');
+    const u = update('a.ts', [
+      [lines('head'), null],
+      [lines('middle'), null],
+      [lines('tail'), null],
+    ]);
+    // chunk 0 holds lines 1-5, chunk 1 lines 11-15, chunk 2 lines 21-25
+    u.symbols = [
+      { name: 'second', kind: 'method', startLine: 13, endLine: 14, container: 'Box' },
+      { name: 'first', kind: 'class', startLine: 11, endLine: 15, container: null },
+      { name: 'between', kind: 'function', startLine: 7, endLine: 8, container: null },
+      { name: 'last', kind: 'function', startLine: 25, endLine: 30, container: null },
+    ];
+    await s.replaceFiles([u, update('b.ts', [['other', 'other']])]);
+    const ids = (await s.getFilesChunks(['a.ts'])).get('a.ts')!.map((c) => c.chunkId);
+    const got = await s.chunkSymbols([...ids, 999_999]);
+    assert.deepEqual(
+      [...got].sort((a, b) => a[0] - b[0]),
+      [
+        [
+          ids[1],
+          [
+            { name: 'first', kind: 'class', startLine: 11 },
+            { name: 'second', kind: 'method', startLine: 13 },
+          ],
+        ],
+        [ids[2], [{ name: 'last', kind: 'function', startLine: 25 }]],
+      ],
+      'the head holds none, `between` starts between chunks, an unknown chunk is absent',
+    );
+    assert.equal((await s.chunkSymbols([])).size, 0);
+    await s.close();
+  });
+
   it('keeps where files use names, finds them by exact name, and builds the reference graph', async () => {
     const s = await open();
     await s.replaceFiles([

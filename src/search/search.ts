@@ -2,7 +2,7 @@ import { pushCodeTokens } from '../chunk/tokens.ts';
 import type { QuarryConfig } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
 import type { Reranker } from '../rerank/rerank.ts';
-import type { ChunkHit, FileHit, SearchFilter, Store, StoredChunk, SymbolHit } from '../store/types.ts';
+import type { ChunkHit, ChunkSymbol, FileHit, SearchFilter, Store, StoredChunk } from '../store/types.ts';
 import { pathLanguages } from '../workspace/languages.ts';
 import { ABOUT_TESTS, type FileRole, fileRole, testedBasename } from '../workspace/roles.ts';
 import { underPrefix } from '../workspace/scope.ts';
@@ -1224,10 +1224,8 @@ function applyRerank(
 
 /** The shown chunks as results: their stored text's snippet and place, and each signal. */
 async function presentResults(store: Store, top: Candidate[], terms: string[]): Promise<SearchResult[]> {
-  const [chunks, symbols] = await Promise.all([
-    store.getChunks(top.map((c) => c.hit.chunkId)),
-    store.listSymbols([...new Set(top.map((c) => c.hit.path))]),
-  ]);
+  const ids = top.map((c) => c.hit.chunkId);
+  const [chunks, symbols] = await Promise.all([store.getChunks(ids), store.chunkSymbols(ids)]);
   const texts = new Map(chunks.map((c) => [c.chunkId, c]));
   const termSet = new Set(terms);
   // scores as printed never rise down the list: after diversification a result keeps at most the score above it
@@ -1243,9 +1241,7 @@ async function presentResults(store: Store, top: Candidate[], terms: string[]): 
       endLine: stored?.endLine ?? c.hit.endLine,
       ...matchedSymbol(
         { symbol: stored?.symbol ?? c.hit.symbol, kind: stored?.kind ?? c.hit.kind },
-        symbols.get(c.hit.path) ?? [],
-        startLine,
-        stored?.endLine ?? c.hit.endLine,
+        symbols.get(c.hit.chunkId) ?? [],
         termSet,
       ),
       score: ceiling,
@@ -1273,16 +1269,13 @@ async function presentResults(store: Store, top: Candidate[], terms: string[]): 
  */
 function matchedSymbol(
   own: { symbol: string | null; kind: string | null },
-  symbols: SymbolHit[],
-  start: number,
-  end: number,
+  symbols: ChunkSymbol[],
   terms: ReadonlySet<string>,
 ): { symbol: string | null; kind: string | null } {
-  let best: SymbolHit | undefined;
+  let best: ChunkSymbol | undefined;
   // the chunk's own label wins a tie: it is the definition the chunk was cut for
   let bestScore = own.symbol ? nameScore(own.symbol, terms) : 0;
   for (const s of symbols) {
-    if (s.startLine < start || s.startLine > end) continue;
     const score = nameScore(s.name, terms);
     if (score > bestScore) {
       best = s;

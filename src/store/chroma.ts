@@ -491,6 +491,7 @@ export async function openChromaStore(options: ChromaStoreOptions): Promise<Stor
     findSymbols: (names, o) => core.findSymbols(names, o),
     countSymbolFiles: (names) => core.countSymbolFiles(names),
     listSymbols: (paths) => core.listSymbols(paths),
+    chunkSymbols: (ids) => core.chunkSymbols(ids),
     allDefinitions: () => core.allDefinitions(),
     stats: () => core.stats(),
     settle: async () => {

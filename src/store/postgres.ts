@@ -17,6 +17,7 @@ import { fileNameParts, fragmentMatches, groupByPath, toChunk, toFile, toHit, to
 import { foldCase } from './trigram-terms.ts';
 import type {
   ChunkHit,
+  ChunkSymbol,
   ContentStore,
   EmbeddingCache,
   EmbeddingStatus,
@@ -1357,6 +1358,26 @@ export class PostgresStore implements Store {
         )
       ).map(toSymbol),
     );
+  }
+
+  async chunkSymbols(ids: number[]): Promise<Map<number, ChunkSymbol[]>> {
+    const out = new Map<number, ChunkSymbol[]>();
+    if (!ids.length) return out;
+    // quarry_symbols_file (file_id, start_line) finds each chunk's definitions by its lines
+    const rows = await this.q(
+      `SELECT c.id, s.name, s.kind, s.start_line FROM quarry_chunks c
+       JOIN quarry_symbols s ON s.file_id = c.file_id AND s.start_line BETWEEN c.start_line AND c.end_line
+       WHERE c.id = ANY($1::bigint[]) AND c.repo = $2 ORDER BY c.id, s.start_line, s.name COLLATE "C"`,
+      [ids, this.repoId],
+    );
+    for (const r of rows) {
+      const chunk = Number(r.id);
+      const list = out.get(chunk);
+      const symbol = { name: r.name as string, kind: r.kind as SymbolKind, startLine: Number(r.start_line) };
+      if (list) list.push(symbol);
+      else out.set(chunk, [symbol]);
+    }
+    return out;
   }
 
   async allDefinitions(): Promise<ReferenceGraph['defs']> {

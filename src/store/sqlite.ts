@@ -34,6 +34,7 @@ import {
 import { literalTerms, trigramTerms } from './trigram-terms.ts';
 import type {
   ChunkHit,
+  ChunkSymbol,
   CompactGraph,
   EmbeddingCache,
   EmbeddingStatus,
@@ -789,6 +790,12 @@ export class SqliteStore implements Store {
         `SELECT s.*, f.path FROM symbols s JOIN files f ON f.id = s.file_id
          WHERE f.path IN (SELECT value FROM json_each(?)) ORDER BY f.path, s.start_line`,
       ),
+      // each chunk's definitions: its file's symbols (symbols_file) tested against its lines, in SQLite
+      chunkSymbols: db.prepare(
+        `SELECT c.id, s.name, s.kind, s.start_line FROM chunks c
+         JOIN symbols s ON s.file_id = c.file_id AND s.start_line BETWEEN c.start_line AND c.end_line
+         WHERE c.id IN (SELECT value FROM json_each(?)) ORDER BY c.id, s.start_line, s.name`,
+      ),
       chunkStartsOf: db.prepare(
         `SELECT id, file_id, start_line FROM chunks
          WHERE file_id IN (SELECT value FROM json_each(?)) ORDER BY file_id, ordinal`,
@@ -1464,6 +1471,20 @@ export class SqliteStore implements Store {
 
   async listSymbols(paths: string[]): Promise<Map<string, SymbolHit[]>> {
     return groupByPath(this.withChunkIds(this.stmts.filesSymbols.all(JSON.stringify(paths)) as Row[]));
+  }
+
+  async chunkSymbols(ids: number[]): Promise<Map<number, ChunkSymbol[]>> {
+    const out = new Map<number, ChunkSymbol[]>();
+    if (!ids.length) return out;
+    for (const [chunk, name, kind, startLine] of this.stmts.chunkSymbols
+      .raw()
+      .iterate(JSON.stringify(ids)) as Iterable<[number, string, SymbolKind, number]>) {
+      const list = out.get(chunk);
+      const symbol = { name, kind, startLine };
+      if (list) list.push(symbol);
+      else out.set(chunk, [symbol]);
+    }
+    return out;
   }
 
   /**

@@ -198,6 +198,9 @@ export interface SymbolHit {
   chunkId: number | null;
 }
 
+/** A definition within a chunk (Store.chunkSymbols). */
+export type ChunkSymbol = Pick<SymbolHit, 'name' | 'kind' | 'startLine'>;
+
 export interface FileNameQuery {
   /** Lower-case basenames with extension (`registry.py`). */
   basenames: string[];
@@ -301,6 +304,12 @@ export interface StoreCore {
   countSymbolFiles(names: string[]): Promise<Map<string, number>>;
   /** Each file's definitions in line order, in one round trip. */
   listSymbols(paths: string[]): Promise<Map<string, SymbolHit[]>>;
+  /**
+   * The definitions that start within each chunk's lines, in line order, by chunk id (chunks without one are
+   * absent), in one round trip: what a search's results are labelled with, without reading their files' every
+   * definition (a file can hold thousands).
+   */
+  chunkSymbols(ids: number[]): Promise<Map<number, ChunkSymbol[]>>;
   /** Every definition in the repository (the repository map's nodes). */
   allDefinitions(): Promise<ReferenceGraph['defs']>;
 
