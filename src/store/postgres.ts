@@ -13,7 +13,16 @@ import {
   prunedTopKAsync,
   type TermSets,
 } from './pruned.ts';
-import { fileNameParts, fragmentMatches, groupByPath, toChunk, toFile, toHit, toSymbol } from './rows.ts';
+import {
+  fileNameParts,
+  fragmentMatches,
+  groupByPath,
+  groupChunkSymbols,
+  toChunk,
+  toFile,
+  toHit,
+  toSymbol,
+} from './rows.ts';
 import { foldCase } from './trigram-terms.ts';
 import type {
   ChunkHit,
@@ -1361,23 +1370,15 @@ export class PostgresStore implements Store {
   }
 
   async chunkSymbols(ids: number[]): Promise<Map<number, ChunkSymbol[]>> {
-    const out = new Map<number, ChunkSymbol[]>();
-    if (!ids.length) return out;
+    if (!ids.length) return new Map();
     // quarry_symbols_file (file_id, start_line) finds each chunk's definitions by its lines
     const rows = await this.q(
-      `SELECT c.id, s.name, s.kind, s.start_line FROM quarry_chunks c
+      `SELECT c.id AS chunk_id, s.name, s.kind, s.start_line FROM quarry_chunks c
        JOIN quarry_symbols s ON s.file_id = c.file_id AND s.start_line BETWEEN c.start_line AND c.end_line
        WHERE c.id = ANY($1::bigint[]) AND c.repo = $2 ORDER BY c.id, s.start_line, s.name COLLATE "C"`,
       [ids, this.repoId],
     );
-    for (const r of rows) {
-      const chunk = Number(r.id);
-      const list = out.get(chunk);
-      const symbol = { name: r.name as string, kind: r.kind as SymbolKind, startLine: Number(r.start_line) };
-      if (list) list.push(symbol);
-      else out.set(chunk, [symbol]);
-    }
-    return out;
+    return groupChunkSymbols(rows);
   }
 
   async allDefinitions(): Promise<ReferenceGraph['defs']> {

@@ -1,12 +1,25 @@
 /** Helpers every driver shares: the same file-name rules and result shapes whatever the engine. */
 import type { SymbolKind } from '../chunk/specs.ts';
-import type { ChunkHit, FileRecord, StoredChunk, SymbolHit } from './types.ts';
+import type { ChunkHit, ChunkSymbol, FileRecord, StoredChunk, SymbolHit } from './types.ts';
 
 /** A path's lower-case basename and stem (`src/Trie-Router.test.ts` → `trie-router.test.ts`, `trie-router`). */
 export function fileNameParts(path: string): { basename: string; stem: string } {
   const basename = path.slice(path.lastIndexOf('/') + 1).toLowerCase();
   const dot = basename.indexOf('.', 1);
   return { basename, stem: dot > 0 ? basename.slice(0, dot) : basename };
+}
+
+/** Rows of `chunk_id, name, kind, start_line`, in order, as Store.chunkSymbols gives them: by chunk. */
+export function groupChunkSymbols(rows: Iterable<Record<string, unknown>>): Map<number, ChunkSymbol[]> {
+  const out = new Map<number, ChunkSymbol[]>();
+  for (const r of rows) {
+    const chunk = Number(r.chunk_id);
+    const symbol = { name: r.name as string, kind: r.kind as SymbolKind, startLine: Number(r.start_line) };
+    const list = out.get(chunk);
+    if (list) list.push(symbol);
+    else out.set(chunk, [symbol]);
+  }
+  return out;
 }
 
 /**

@@ -26,6 +26,7 @@ import {
   fileNameParts,
   fragmentMatches,
   groupByPath,
+  groupChunkSymbols,
   toChunk,
   toFile,
   toHit,
@@ -792,7 +793,7 @@ export class SqliteStore implements Store {
       ),
       // each chunk's definitions: its file's symbols (symbols_file) tested against its lines, in SQLite
       chunkSymbols: db.prepare(
-        `SELECT c.id, s.name, s.kind, s.start_line FROM chunks c
+        `SELECT c.id AS chunk_id, s.name, s.kind, s.start_line FROM chunks c
          JOIN symbols s ON s.file_id = c.file_id AND s.start_line BETWEEN c.start_line AND c.end_line
          WHERE c.id IN (SELECT value FROM json_each(?)) ORDER BY c.id, s.start_line, s.name`,
       ),
@@ -1478,17 +1479,8 @@ export class SqliteStore implements Store {
   }
 
   async chunkSymbols(ids: number[]): Promise<Map<number, ChunkSymbol[]>> {
-    const out = new Map<number, ChunkSymbol[]>();
-    if (!ids.length) return out;
-    for (const [chunk, name, kind, startLine] of this.stmts.chunkSymbols
-      .raw()
-      .iterate(JSON.stringify(ids)) as Iterable<[number, string, SymbolKind, number]>) {
-      const list = out.get(chunk);
-      const symbol = { name, kind, startLine };
-      if (list) list.push(symbol);
-      else out.set(chunk, [symbol]);
-    }
-    return out;
+    if (!ids.length) return new Map();
+    return groupChunkSymbols(this.stmts.chunkSymbols.iterate(JSON.stringify(ids)) as Iterable<Row>);
   }
 
   /**
