@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
-import { chunkByLines, chunkFile, loadedGrammarNames } from '../src/chunk/chunker.ts';
+import { chunkByLines, chunkFile, loadedGrammarNames, parseDeadline } from '../src/chunk/chunker.ts';
 import { fixGrammar, functionBody, grammarAbi } from '../src/chunk/grammar-fixes.ts';
 import { grammarUnsupported } from '../src/chunk/wasm-flags.ts';
 import { processFile } from '../src/indexing/process-file.ts';
@@ -304,6 +304,38 @@ describe('tree-sitter chunking', () => {
     const r = await chunkFile(text, 'javascript', testConfig().chunk);
     assert.ok(r.chunks.length >= 1);
     assert.ok(r.symbols.some((s) => s.name === 'deep'));
+  });
+
+  it("counts a parse's own running time against its deadline, and a stall of the thread as 200 ms at most", () => {
+    let t = 1000;
+    const clock = () => t;
+    // steady progress: calls 0.2 ms apart pass a 3 s budget after 15,000 of them
+    const steady = parseDeadline(3000, clock);
+    let calls = 0;
+    while (!steady()) {
+      t += 0.2;
+      calls++;
+    }
+    assert.ok(calls > 14_990 && calls < 15_010, `${calls} calls`);
+    // a paused machine: 10 s between two calls counts as 200 ms, so 1 s of parsing on either side is not cut
+    const paused = parseDeadline(3000, clock);
+    for (let i = 0; i < 5000; i++) {
+      t += 0.2;
+      assert.equal(paused(), false);
+    }
+    t += 10_000;
+    assert.equal(paused(), false, 'a stall is not parsing');
+    for (let i = 0; i < 5000; i++) {
+      t += 0.2;
+      assert.equal(paused(), false);
+    }
+    // and the budget is still there: another 1.6 s of parsing reaches it
+    let more = 0;
+    while (!paused()) {
+      t += 0.2;
+      more++;
+    }
+    assert.ok(more > 3990 && more < 4010, `${more} calls`);
   });
 
   it('falls back to overlapping line windows for text', () => {

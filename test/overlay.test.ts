@@ -10,6 +10,7 @@ import { type OverlayProject, openOverlay } from '../src/project/overlay.ts';
 import { openRemoteProject } from '../src/project/remote.ts';
 import type { LocalProject, Project } from '../src/project/types.ts';
 import type { SearchResponse } from '../src/search/search.ts';
+import type { Store } from '../src/store/types.ts';
 import { gitChangesSince } from '../src/workspace/root.ts';
 import { git, makeTree, REPO, removeTree, runCli, spawnCli, waitForOutput, writeFiles } from './helpers.ts';
 import { startServer, type TestServer } from './store-servers.ts';
@@ -37,6 +38,28 @@ function shape(res: SearchResponse) {
     files: res.files.map((f) => `${f.path} ${f.score.toFixed(6)}`),
     results: res.results.map((r) => `${r.path}:${r.startLine}-${r.endLine} ${r.score.toFixed(6)}`),
   };
+}
+
+/**
+ * Two indexes of the same files hold the same chunks (so that their results can be equal at all): a file chunked
+ * otherwise in one of them (by lines after a parse's deadline, say) is named, rather than found as a score that moved.
+ */
+async function assertSameChunks(want: Store, got: Store, label: string, only?: (path: string) => boolean) {
+  const files = (await want.listFiles()).filter((f) => !only || only(f.path));
+  const theirs = new Map((await got.listFiles()).map((f) => [f.path, f]));
+  const paths = files.map((f) => f.path);
+  const [a, b] = await Promise.all([want.getFilesChunks(paths), got.getFilesChunks(paths)]);
+  const lines = (cs: Array<{ startLine: number; endLine: number }> | undefined) =>
+    (cs ?? []).map((c) => `${c.startLine}-${c.endLine}`).join(' ');
+  for (const f of files) {
+    const other = theirs.get(f.path);
+    assert.ok(other, `${f.path} is in the full index and not in ${label}`);
+    assert.equal(
+      `${other.method} ${lines(b.get(f.path))}`,
+      `${f.method} ${lines(a.get(f.path))}`,
+      `${f.path} is chunked otherwise in ${label} than in the full index`,
+    );
+  }
 }
 
 describe('a local overlay of a working tree on a shared index', () => {
@@ -97,6 +120,7 @@ describe('a local overlay of a working tree on a shared index', () => {
 
   async function assertEqualsFull(overlay: OverlayProject): Promise<void> {
     assert.deepEqual([...overlay.overlay.changed].sort(), [...changed].sort());
+    await assertSameChunks(full.store, overlay.store, "the overlay's own index");
     for (const q of QUERIES) {
       const [want, got] = await Promise.all([full.search(q), overlay.search(q)]);
       assert.equal(got.mode, 'hybrid');
@@ -118,6 +142,8 @@ describe('a local overlay of a working tree on a shared index', () => {
     // without the overlay the shared index is stale exactly where the developer works
     const stale = await base.search('merge nearest vectors of ours and theirs');
     assert.ok(!stale.files.some((f) => f.path === 'src/probe/merge.ts'));
+    // the shared index's chunks of the files that did not change are the full index's (its vectors are found by them)
+    await assertSameChunks(full.store, base.store, 'the shared index', (p) => !changed.includes(p));
     const overlay = await openOverlay(base, { root });
     assert.ok(overlay, 'an overlay');
     try {

@@ -89,6 +89,29 @@ const CLASS_LIKE = new Set<SymbolKind>(['class', 'interface', 'struct', 'trait',
 const ATTACHED_BEFORE = /comment|decorator|attribute|annotation/;
 // `QUARRY_PARSE_TIMEOUT_MS` moves it (a slow machine; the tests, to make parses pass it)
 const PARSE_TIMEOUT_MS = Number(process.env.QUARRY_PARSE_TIMEOUT_MS) || 3000;
+/**
+ * A parse calls its progress callback every 0.1–0.3 ms while it runs (5 ms apart at most, measured on quarry's own
+ * sources, a garbage collection included). A gap past this is time the thread did not run (a paused virtual machine,
+ * a machine swapping, a process stopped and continued): it counts as this much of the parse's time, not all of it.
+ * (An external scanner slow within one call would stretch the deadline as much; none was seen to be.)
+ */
+const STALL_MS = 200;
+
+/**
+ * A parse's deadline as a progress callback (true: cancel): `budgetMs` of the parse's own running time, where a gap
+ * between two calls counts at most STALL_MS. By the wall clock alone, a stall of a few seconds during a parse chunked
+ * that file by lines: its definitions lost until it changed, and the index unlike one built without the stall.
+ */
+export function parseDeadline(budgetMs: number, now: () => number = () => performance.now()): () => boolean {
+  let last = now();
+  let spent = 0;
+  return () => {
+    const t = now();
+    spent += Math.min(t - last, STALL_MS);
+    last = t;
+    return spent > budgetMs;
+  };
+}
 
 let initialised: Promise<void> | undefined;
 /**
@@ -578,10 +601,9 @@ export async function chunkFile(
   parser ??= new treeSitter!.Parser();
   parser.setLanguage(g.language);
   let tree: ReturnType<Parser['parse']>;
-  const deadline = performance.now() + PARSE_TIMEOUT_MS;
   try {
     // returning true from the progress callback cancels the parse (setTimeoutMicros is broken in 0.25.10)
-    tree = parser.parse(text, null, { progressCallback: () => performance.now() > deadline });
+    tree = parser.parse(text, null, { progressCallback: parseDeadline(PARSE_TIMEOUT_MS) });
   } catch {
     // not its deadline (that returns no tree): the grammar failed
     parser = undefined;
