@@ -47,6 +47,9 @@ function shape(res: SearchResponse) {
 async function assertSameChunks(want: Store, got: Store, label: string, only?: (path: string) => boolean) {
   const files = (await want.listFiles()).filter((f) => !only || only(f.path));
   const theirs = new Map((await got.listFiles()).map((f) => [f.path, f]));
+  const ours = new Set(files.map((f) => f.path));
+  const extra = [...theirs.keys()].filter((p) => !ours.has(p) && (!only || only(p)));
+  assert.deepEqual(extra, [], `files in ${label} that the full index does not hold`);
   const paths = files.map((f) => f.path);
   const [a, b] = await Promise.all([want.getFilesChunks(paths), got.getFilesChunks(paths)]);
   const lines = (cs: Array<{ startLine: number; endLine: number }> | undefined) =>
