@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { indexProject } from '../src/project/local.ts';
+import { analyzeQuery } from '../src/search/query.ts';
+import { gather } from '../src/search/search.ts';
 import { makeTree, openLexical, removeTree } from './helpers.ts';
 
 const trees: string[] = [];
@@ -122,4 +124,46 @@ test('a run that ended after its updates but before the recount (a kill) leaves 
         Math.abs(s - b[i]![j]![1]) < 1e-9,
         `"${q}" ${k}: score ${s} after the resume, ${b[i]![j]![1]} clean`,
       );
+});
+
+test("chunks and files tied at a list's cut are taken by place, not by the order their files were written in", async () => {
+  // 260 files of one body: every chunk and every file scores the same, and a search gathers 200 chunks and 100 files
+  const body = "export function probe(): string {\n  return 'needle in a haystack';\n}\n";
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 260; i++) files[`src/f${String(i).padStart(3, '0')}.ts`] = body;
+  const root = makeTree(files);
+  const clean = makeTree(files);
+  trees.push(root, clean);
+  // one index rewrites its first 130 files (changed, then changed back): their rows now come after the others'
+  const project = await openLexical(root);
+  await indexProject(project);
+  for (const edit of [`${body}// changed\n`, body]) {
+    for (let i = 0; i < 130; i++) writeFileSync(join(root, `src/f${String(i).padStart(3, '0')}.ts`), edit);
+    const r = await indexProject(project);
+    assert.equal(r.updated, 130);
+  }
+  await project.close();
+  const cleanProject = await openLexical(clean);
+  await indexProject(cleanProject);
+  await cleanProject.close();
+
+  const lists = async (at: string) => {
+    const p = await openLexical(at);
+    try {
+      const g = await gather(p.store, p.config, analyzeQuery('needle haystack'), { topK: 10, topFiles: 10 });
+      return { chunks: g.lexical.map((h) => h.path), files: g.fileLexical.map((h) => h.path) };
+    } finally {
+      await p.close();
+    }
+  };
+  const [a, b] = [await lists(root), await lists(clean)];
+  assert.equal(a.chunks.length, 200);
+  assert.deepEqual(
+    a,
+    b,
+    'the rewritten index gathers other chunks or files than a clean build of the same files',
+  );
+  // the first by path and line
+  assert.deepEqual(a.chunks, Object.keys(files).slice(0, 200));
+  assert.deepEqual(a.files, Object.keys(files).slice(0, a.files.length));
 });

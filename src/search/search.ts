@@ -449,6 +449,31 @@ export interface Gathered {
   denseFiles: Array<FileHit & { refined: boolean }>;
 }
 
+/** Hits past a lexical list's cut asked for, to see whether the hits on either side of the cut tie. */
+const TIE_MARGIN = 8;
+
+/**
+ * The first `limit` hits of a store's ranked list, with hits tied at the cut decided by place (path, then line) and
+ * not by the store's row ids. Row ids follow the order the files were written in, which the parse workers' timing
+ * decides: two indexes of the same files held different chunks at the 200th place, and so ranked files differently.
+ * The store is asked for a few more than `limit` (asked again for twice as many while they all tie at the cut).
+ */
+async function cutByPlace<H extends { score: number; path: string; startLine?: number }>(
+  ask: (limit: number) => Promise<H[]>,
+  limit: number,
+): Promise<H[]> {
+  let n = limit + TIE_MARGIN;
+  for (;;) {
+    const hits = await ask(n);
+    const edge = hits[limit - 1]?.score;
+    if (hits.length < n || edge === undefined || hits[hits.length - 1]!.score !== edge)
+      return hits.sort((a, b) => b.score - a.score || byPlace(placed(a), placed(b))).slice(0, limit);
+    n *= 2;
+  }
+}
+
+const placed = (h: { path: string; startLine?: number }) => ({ path: h.path, startLine: h.startLine ?? 0 });
+
 /** Asks the store everything one search needs, in as few round trips as the lists allow (most run together). */
 export async function gather(
   store: Store,
@@ -478,16 +503,18 @@ export async function gather(
   // the whole-file list is asked first: a store may answer it elsewhere (SQLite's reader worker) meanwhile
   const fileList =
     lexical && fileTerms.length
-      ? lexical.searchFiles({
-          terms: fileTerms,
-          limit: Math.max(FILE_CANDIDATES, topFiles * 5),
-          weights,
-          ...(filter ? { filter } : {}),
-        })
+      ? cutByPlace(
+          (n) => lexical.searchFiles({ terms: fileTerms, limit: n, weights, ...(filter ? { filter } : {}) }),
+          Math.max(FILE_CANDIDATES, topFiles * 5),
+        )
       : [];
   const [lexHits, fileHits, hinted, sHints, exact, defs] = await Promise.all([
     lexical && chunkTerms.length
-      ? lexical.searchChunks({ terms: chunkTerms, limit, weights, ...(filter ? { filter } : {}) })
+      ? cutByPlace(
+          (n) =>
+            lexical.searchChunks({ terms: chunkTerms, limit: n, weights, ...(filter ? { filter } : {}) }),
+          limit,
+        )
       : [],
     fileList,
     fileHints(store, q, filter),
@@ -512,12 +539,16 @@ export async function gather(
   if (missing.length) {
     extra =
       lexical && chunkTerms.length
-        ? await lexical.searchChunks({
-            terms: chunkTerms,
-            limit: missing.length * 3,
-            weights,
-            filter: { ...filter, paths: missing },
-          })
+        ? await cutByPlace(
+            (n) =>
+              lexical.searchChunks({
+                terms: chunkTerms,
+                limit: n,
+                weights,
+                filter: { ...filter, paths: missing },
+              }),
+            missing.length * 3,
+          )
         : [];
     const covered = new Set(extra.map((h) => h.path));
     const uncovered = missing.filter((p) => !covered.has(p) && hinted.all.has(p));
