@@ -5,7 +5,7 @@ import { cpSync, mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { indexProject } from '../src/project/local.ts';
+import { indexProject, openProject } from '../src/project/local.ts';
 import { analyzeQuery } from '../src/search/query.ts';
 import { gather } from '../src/search/search.ts';
 import { makeTree, openLexical, removeTree } from './helpers.ts';
@@ -127,43 +127,65 @@ test('a run that ended after its updates but before the recount (a kill) leaves 
 });
 
 test("chunks and files tied at a list's cut are taken by place, not by the order their files were written in", async () => {
-  // 260 files of one body: every chunk and every file scores the same, and a search gathers 200 chunks and 100 files
+  // 260 files of one body: every chunk and file scores the same, lexically and by vector, and a search gathers 200
+  // chunks and 100 files by their words, 100 chunks and 50 files by their vectors
   const body = "export function probe(): string {\n  return 'needle in a haystack';\n}\n";
   const files: Record<string, string> = {};
   for (let i = 0; i < 260; i++) files[`src/f${String(i).padStart(3, '0')}.ts`] = body;
+  const paths = Object.keys(files);
   const root = makeTree(files);
   const clean = makeTree(files);
   trees.push(root, clean);
+  const open = (at: string) =>
+    openProject({
+      root: at,
+      create: true,
+      userConfig: false,
+      overrides: { embed: { provider: 'static', staticTable: 'code-v1' } },
+    });
   // one index rewrites its first 130 files (changed, then changed back): their rows now come after the others'
-  const project = await openLexical(root);
+  const project = await open(root);
   await indexProject(project);
   for (const edit of [`${body}// changed\n`, body]) {
-    for (let i = 0; i < 130; i++) writeFileSync(join(root, `src/f${String(i).padStart(3, '0')}.ts`), edit);
+    for (let i = 0; i < 130; i++) writeFileSync(join(root, paths[i]!), edit);
     const r = await indexProject(project);
     assert.equal(r.updated, 130);
   }
   await project.close();
-  const cleanProject = await openLexical(clean);
+  const cleanProject = await open(clean);
   await indexProject(cleanProject);
   await cleanProject.close();
 
   const lists = async (at: string) => {
-    const p = await openLexical(at);
+    const p = await open(at);
     try {
-      const g = await gather(p.store, p.config, analyzeQuery('needle haystack'), { topK: 10, topFiles: 10 });
-      return { chunks: g.lexical.map((h) => h.path), files: g.fileLexical.map((h) => h.path) };
+      const query = 'needle haystack';
+      const [vector] = await (await p.queryEmbedder())!.embed([query], 'query');
+      const g = await gather(p.store, p.config, analyzeQuery(query), {
+        topK: 10,
+        topFiles: 10,
+        vector: vector!,
+      });
+      const where = (hs: Array<{ path: string }>) => hs.map((h) => h.path);
+      return {
+        chunks: where(g.lexical),
+        files: where(g.fileLexical),
+        denseChunks: where(g.denseChunks),
+        denseFiles: where(g.denseFiles),
+      };
     } finally {
       await p.close();
     }
   };
   const [a, b] = [await lists(root), await lists(clean)];
-  assert.equal(a.chunks.length, 200);
   assert.deepEqual(
     a,
     b,
     'the rewritten index gathers other chunks or files than a clean build of the same files',
   );
-  // the first by path and line
-  assert.deepEqual(a.chunks, Object.keys(files).slice(0, 200));
-  assert.deepEqual(a.files, Object.keys(files).slice(0, a.files.length));
+  // each list the first files by path
+  assert.deepEqual(a.chunks, paths.slice(0, 200));
+  assert.deepEqual(a.files, paths.slice(0, 100));
+  assert.deepEqual(a.denseChunks, paths.slice(0, 100));
+  assert.deepEqual(a.denseFiles, paths.slice(0, 50));
 });

@@ -449,7 +449,7 @@ export interface Gathered {
   denseFiles: Array<FileHit & { refined: boolean }>;
 }
 
-/** Hits past a lexical list's cut asked for, to see whether the hits on either side of the cut tie. */
+/** Hits past a list's cut asked for, to see whether the hits on either side of the cut tie. */
 const TIE_MARGIN = 8;
 
 /**
@@ -485,13 +485,17 @@ export async function gather(
   const weights = config.search.weights;
   const limit = Math.max(MIN_CANDIDATES, topK * CANDIDATES_PER_RESULT);
   const lexical = store.lexical;
+  const vectors = store.vectors;
 
   // dense lists start first: on a large index they run on another core (or server) while the lexical queries run
   const denseLists =
-    vector && store.vectors
+    vector && vectors
       ? Promise.all([
-          store.vectors.searchChunks(vector, Math.max(DENSE_CANDIDATES, topK * 10), filter),
-          store.vectors.searchFiles(vector, Math.max(DENSE_FILE_CANDIDATES, topFiles * 3), filter),
+          cutByPlace((n) => vectors.searchChunks(vector, n, filter), Math.max(DENSE_CANDIDATES, topK * 10)),
+          cutByPlace(
+            (n) => vectors.searchFiles(vector, n, filter),
+            Math.max(DENSE_FILE_CANDIDATES, topFiles * 3),
+          ),
         ])
       : undefined;
   const [chunkTerms, fileTerms] = lexical
