@@ -184,6 +184,9 @@ describe('a local overlay of a working tree on a shared index', () => {
       assert.ok(overlay, `an overlay over ${remote}`);
       try {
         await assertEqualsFull(overlay);
+        // 100 results (a long context) ask the shared index for its most nearest vectors, and no more
+        const wide = await overlay.search(QUERIES[0]!, { topK: 100 });
+        assert.ok(wide.results.length > 10, `${wide.results.length} results`);
       } finally {
         await overlay.close();
       }

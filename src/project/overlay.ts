@@ -14,7 +14,7 @@ import type {
 } from '../store/types.ts';
 import { type GitChanges, gitChangesSince, indexPaths } from '../workspace/root.ts';
 import { openProject } from './local.ts';
-import type { IndexStatus, LocalProject, NearestHit, Project } from './types.ts';
+import { type IndexStatus, type LocalProject, NEAREST_MAX, type NearestHit, type Project } from './types.ts';
 
 // A local overlay on a shared index (docs/team.md). A team's index was built at one commit; a developer's working
 // tree differs from it in a few files. The overlay keeps, in `.quarry/overlay/`, a lexical index of this working tree
@@ -254,7 +254,8 @@ function overlayVectors(
       vector: Array.from(vector),
       embedder: embedder.id,
       level,
-      limit,
+      // the shared index answers at most NEAREST_MAX (a search's list then has fewer than it asked for)
+      limit: Math.min(limit, NEAREST_MAX),
       filter: shared(filter),
     });
   return {

@@ -168,6 +168,9 @@ export interface IndexStatus extends StoreStats {
   overlay?: { base: string; commit: string; changed: number };
 }
 
+/** The most hits one nearest-vector query may ask for (HTTP and MCP refuse more). */
+export const NEAREST_MAX = 1000;
+
 /** The stored vectors nearest a query vector (a local overlay asks the shared index for them). */
 export interface NearestQuery {
   /** The query's vector, from `embedder` (the index answers nothing for another). */
@@ -175,6 +178,7 @@ export interface NearestQuery {
   embedder: string;
   /** Chunks by their own vectors, or files by their coarse vector. */
   level: 'chunks' | 'files';
+  /** At most NEAREST_MAX. */
   limit: number;
   filter?: SearchFilter;
 }

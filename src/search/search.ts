@@ -288,12 +288,16 @@ async function exactHits(
       const terms: string[] = [];
       pushCodeTokens(literal, terms);
       return terms.length
-        ? lexical.searchChunks({
-            terms: [...new Set(terms)],
-            limit: EXACT_CANDIDATES,
-            weights: config.search.weights,
-            ...(filter ? { filter } : {}),
-          })
+        ? cutByPlace(
+            (n) =>
+              lexical.searchChunks({
+                terms: [...new Set(terms)],
+                limit: n,
+                weights: config.search.weights,
+                ...(filter ? { filter } : {}),
+              }),
+            EXACT_CANDIDATES,
+          )
         : [];
     }),
   );
@@ -451,28 +455,45 @@ export interface Gathered {
 
 /** Hits past a list's cut asked for, to see whether the hits on either side of the cut tie. */
 const TIE_MARGIN = 8;
+/** A list asks for at most this many hits, or 4 × its length (ties past that are cut in the store's order). */
+const TIE_ASK_MAX = 1000;
 
 /**
- * The first `limit` hits of a store's ranked list, with hits tied at the cut decided by place (path, then line) and
+ * The first `limit` hits of a store's ranked list, with hits tied at the cut decided by place (path, then lines) and
  * not by the store's row ids. Row ids follow the order the files were written in, which the parse workers' timing
  * decides: two indexes of the same files held different chunks at the 200th place, and so ranked files differently.
- * The store is asked for a few more than `limit` (asked again for twice as many while they all tie at the cut).
+ * The store is asked for a few more than `limit`, and for twice as many again while the last of them still ties
+ * with the last place kept, until an ask brings no more hits (a store may return fewer than it was asked for: the
+ * overlay drops hits it cannot place, a shared index answers at most NEAREST_MAX) or has asked for TIE_ASK_MAX.
  */
-async function cutByPlace<H extends { score: number; path: string; startLine?: number }>(
+async function cutByPlace<H extends { score: number; path: string; startLine?: number; endLine?: number }>(
   ask: (limit: number) => Promise<H[]>,
   limit: number,
 ): Promise<H[]> {
+  if (limit <= 0) return [];
+  const most = Math.max(TIE_ASK_MAX, limit * 4);
   let n = limit + TIE_MARGIN;
+  let before = -1;
   for (;;) {
     const hits = await ask(n);
     const edge = hits[limit - 1]?.score;
-    if (hits.length < n || edge === undefined || hits[hits.length - 1]!.score !== edge)
-      return hits.sort((a, b) => b.score - a.score || byPlace(placed(a), placed(b))).slice(0, limit);
-    n *= 2;
+    const tiedPast = edge !== undefined && hits.length > limit && hits[hits.length - 1]!.score === edge;
+    if (!tiedPast || hits.length <= before || n >= most)
+      return hits.sort((a, b) => b.score - a.score || byPlaceAndEnd(a, b)).slice(0, limit);
+    before = hits.length;
+    n = Math.min(n * 2, most);
   }
 }
 
-const placed = (h: { path: string; startLine?: number }) => ({ path: h.path, startLine: h.startLine ?? 0 });
+const byPlaceAndEnd = (
+  a: { path: string; startLine?: number; endLine?: number },
+  b: { path: string; startLine?: number; endLine?: number },
+) =>
+  a.path < b.path
+    ? -1
+    : a.path > b.path
+      ? 1
+      : (a.startLine ?? 0) - (b.startLine ?? 0) || (a.endLine ?? 0) - (b.endLine ?? 0);
 
 /** Asks the store everything one search needs, in as few round trips as the lists allow (most run together). */
 export async function gather(
@@ -715,7 +736,7 @@ function fileEvidence(
   fusion: Fusion,
 ): Map<string, FileEvidence> {
   const { lexFileScore, denseFileScore, fileScores } = lists;
-  // tied scores share a rank: the order among ties is the store's (row ids), which the index's history decides
+  // tied scores share a rank (gather ordered them by place)
   const coarseRank = new Map<string, number>();
   g.fileLexical.forEach((h, i) => {
     const prev = g.fileLexical[i - 1];

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { QuarryError } from '../../errors.ts';
+import { NEAREST_MAX } from '../../project/types.ts';
 import { type Answer, defineTool, READ_ONLY, repoArg, type ToolContext } from '../common.ts';
 
 const paths = z.array(z.string()).max(20_000);
@@ -8,7 +9,7 @@ const inputSchema = {
   embedder: z.string().min(1).max(300),
   vector: z.array(z.number()).min(1).max(8192),
   level: z.enum(['chunks', 'files']).default('chunks'),
-  limit: z.number().int().min(1).max(1000).default(100),
+  limit: z.number().int().min(1).max(NEAREST_MAX).default(100),
   exclude_paths: paths.optional(),
   paths: paths.optional(),
   path_prefixes: paths.optional(),

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
 import { QuarryError } from '../../errors.ts';
+import { NEAREST_MAX } from '../../project/types.ts';
 import { body, type Env, projectFor } from '../request.ts';
 
 const paths = z.array(z.string().max(4096)).max(20_000);
@@ -12,7 +13,7 @@ export const NearestBody = z
     embedder: z.string().min(1).max(300),
     vector: z.array(z.number()).min(1).max(8192),
     level: z.enum(['chunks', 'files']),
-    limit: z.number().int().min(1).max(1000),
+    limit: z.number().int().min(1).max(NEAREST_MAX),
     filter: z
       .object({
         paths: paths.optional(),
