@@ -287,11 +287,12 @@ async function exactHits(
     q.literals.map((literal) => {
       const terms: string[] = [];
       pushCodeTokens(literal, terms);
-      return terms.length
+      const unique = [...new Set(terms)];
+      return unique.length
         ? cutByPlace(
             (n) =>
               lexical.searchChunks({
-                terms: [...new Set(terms)],
+                terms: unique,
                 limit: n,
                 weights: config.search.weights,
                 ...(filter ? { filter } : {}),
@@ -485,15 +486,13 @@ async function cutByPlace<H extends { score: number; path: string; startLine?: n
   }
 }
 
+/** byPlace for a list's hits (a file has no lines), and by last line where two chunks start on the same one. */
 const byPlaceAndEnd = (
   a: { path: string; startLine?: number; endLine?: number },
   b: { path: string; startLine?: number; endLine?: number },
 ) =>
-  a.path < b.path
-    ? -1
-    : a.path > b.path
-      ? 1
-      : (a.startLine ?? 0) - (b.startLine ?? 0) || (a.endLine ?? 0) - (b.endLine ?? 0);
+  byPlace({ path: a.path, startLine: a.startLine ?? 0 }, { path: b.path, startLine: b.startLine ?? 0 }) ||
+  (a.endLine ?? 0) - (b.endLine ?? 0);
 
 /** Asks the store everything one search needs, in as few round trips as the lists allow (most run together). */
 export async function gather(
