@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { DEFAULT_CONFIG, type QuarryConfig, type UserConfig } from '../src/config/config.ts';
+import { setTrust } from '../src/config/trust.ts';
 import {
   indexProject,
   openProject,
@@ -285,4 +286,11 @@ export function lineFile(path: string, texts: string[], tokenPath = path): FileU
     symbols: [],
     tokens: { path: tokenPath, symbols: '', body: texts.join(' ') },
   };
+}
+
+/** Trusts a project's quarry.toml as it is now, for the CLI's config folder and this process's (config/trust.ts). */
+export function trustProjectFile(root: string): void {
+  const file = join(root, 'quarry.toml');
+  setTrust(file, false, { XDG_CONFIG_HOME: CLI_ENV.XDG_CONFIG_HOME });
+  setTrust(file, false, process.env);
 }

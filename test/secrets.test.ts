@@ -6,13 +6,13 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { redactSecrets } from '../src/chunk/redact.ts';
 import { assembleContext } from '../src/context/assemble.ts';
-import { redactSecrets } from '../src/context/redact.ts';
 import { openedSet } from '../src/host/set.ts';
 import { createMcpServer } from '../src/mcp/server.ts';
 import { indexProject, type LocalProject } from '../src/project/local.ts';
 import { startServer } from '../src/server/http.ts';
-import { makeTree, openLexical, removeTree, runCli } from './helpers.ts';
+import { makeTree, openLexical, removeTree, runCli, trustProjectFile } from './helpers.ts';
 
 // realistic values in the shapes real ones have (none of them valid anywhere)
 const AWS_ID = 'AKIAZ7QX4RTPL2MNB8VW';
@@ -198,6 +198,11 @@ describe('secrets (regression: secrets inside ordinary files were indexed and se
     });
     assert.ok(target.user.includes(AWS_SECRET), 'an edit must see the file it rewrites as it is');
     writeFileSync(join(root, 'quarry.toml'), '[context]\nredact_secrets = false\n');
+    // a repository's own file cannot turn the safeguard off until the user trusts it (config/trust.ts)
+    const untrusted = runCli(['ask', '--dry-run', 'how does billing reach its database?'], { cwd: root });
+    assert.ok(!untrusted.stdout.includes(DB_PASSWORD), 'an untrusted quarry.toml turned redaction off');
+    assert.match(untrusted.stderr, /not trusted.*context\.redact_secrets.*quarry trust/);
+    trustProjectFile(root);
     const dry = runCli(['ask', '--dry-run', 'how does billing reach its database?'], { cwd: root });
     assert.ok(dry.stdout.includes(DB_PASSWORD), 'turned off, the file is sent as written');
   });

@@ -3,7 +3,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { checkRepoName, driverOfUrl } from '../config/config.ts';
 import { isQuarryError, knownError, QuarryError } from '../errors.ts';
 import type { CliContext, Globals, Io } from './context.ts';
-import { colorsFor } from './format.ts';
+import { colorsFor, visible } from './format.ts';
 
 const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 
@@ -37,6 +37,7 @@ const COMMANDS: Array<[names: string[], load: () => Promise<Register>]> = [
   [['watch'], async () => (await import('./commands/watch.ts')).registerWatch],
   [['repos'], async () => (await import('./commands/repos.ts')).registerRepos],
   [['token'], async () => (await import('./commands/token.ts')).registerToken],
+  [['trust'], async () => (await import('./commands/trust.ts')).registerTrust],
   [['files'], async () => (await import('./commands/files.ts')).registerFiles],
   [['doctor'], async () => (await import('./commands/doctor.ts')).registerDoctor],
   [['reset'], async () => (await import('./commands/reset.ts')).registerReset],
@@ -112,8 +113,9 @@ function buildProgram(io: Io): Command {
     .configureOutput({
       writeOut: (s) => io.stdout.write(s),
       writeErr: (s) => io.stderr.write(s),
-      // one prefix for every error, commander's own (unknown option, missing argument) included
-      outputError: (s, write) => write(s.replace(/^error: /, 'quarry: ')),
+      // one prefix for every error, commander's own (unknown option, missing argument) included; the argument it
+      // echoes is shown terminal-safe
+      outputError: (s, write) => write(visible(s.replace(/^error: /, 'quarry: '), { lines: true })),
     })
     .exitOverride()
     .showSuggestionAfterError()
@@ -131,7 +133,11 @@ function buildProgram(io: Io): Command {
     });
 }
 
-/** An error as one line on stderr (a stack trace with --verbose), and the exit code it maps to. */
+/**
+ * An error as one line on stderr (a stack trace with --verbose), and the exit code it maps to. A message echoes what
+ * it was given (an argument, a file name, a server's answer): its control characters are shown escaped (`visible`),
+ * on a terminal or off it, as search and grep print text.
+ */
 function reportError(raw: unknown, io: Io, globals: Globals): number {
   const err = knownError(raw);
   if (err instanceof CommanderError) {
@@ -141,15 +147,16 @@ function reportError(raw: unknown, io: Io, globals: Globals): number {
   const verbose = globals.verbose;
   const c = colorsFor(io.stderr, globals.color);
   if (isQuarryError(err)) {
-    io.stderr.write(`${c.red('quarry:')} ${err.message}\n`);
-    if (verbose && err.cause) io.stderr.write(`${String((err.cause as Error).stack ?? err.cause)}\n`);
+    io.stderr.write(`${c.red('quarry:')} ${visible(err.message, { lines: true })}\n`);
+    if (verbose && err.cause)
+      io.stderr.write(`${visible(String((err.cause as Error).stack ?? err.cause), { lines: true })}\n`);
     return err.exitCode;
   }
   const e = err as Error;
   io.stderr.write(
-    `${c.red('quarry:')} internal error: ${e.message.split('\n')[0]}${verbose ? '' : ' (run with --verbose for details)'}\n`,
+    `${c.red('quarry:')} internal error: ${visible(e.message.split('\n')[0]!)}${verbose ? '' : ' (run with --verbose for details)'}\n`,
   );
-  if (verbose) io.stderr.write(`${e.stack}\n`);
+  if (verbose) io.stderr.write(`${visible(String(e.stack), { lines: true })}\n`);
   return new QuarryError('INTERNAL', e.message).exitCode;
 }
 

@@ -6,6 +6,15 @@ import { QuarryError } from '../errors.ts';
 import { writeAtomic } from '../workspace/atomic.ts';
 import { EMBED_DEVICES, EMBED_PROVIDERS, FUSIONS, RANKERS, STORE_DRIVERS } from './names.ts';
 import { defaultConfig, settingsModule } from './settings.ts';
+import {
+  contentHash,
+  guardedSettings,
+  isTrusted,
+  type ProjectTrust,
+  refusedNotice,
+  setTrust,
+  withoutGuarded,
+} from './trust.ts';
 
 /** quarry's settings, resolved: the output of the one schema (config/schema.ts), where each is described. */
 export type { QuarryConfig, UserConfig } from './schema.ts';
@@ -26,10 +35,24 @@ export type FieldWeights = QuarryConfig['search']['weights'];
 /** Every default, from the schema. */
 export const DEFAULT_CONFIG: QuarryConfig = defaultConfig();
 
-function readToml(file: string): UserConfig {
+/** How a project's own file is read: until the user trusts its content, without the settings that reach out. */
+interface ProjectFile {
+  env: NodeJS.ProcessEnv;
+  onNotice: (message: string) => void;
+}
+
+function readToml(file: string, project?: ProjectFile): UserConfig {
   if (!existsSync(file)) return {};
   try {
-    const out = settingsModule().settingsToConfig(parseToml(readFileSync(file, 'utf8')), file);
+    const content = readFileSync(file, 'utf8');
+    let raw = parseToml(content) as Record<string, unknown>;
+    if (project && !isTrusted(file, content, project.env)) {
+      const { kept, refused } = withoutGuarded(raw);
+      raw = kept;
+      const notice = refusedNotice(file, contentHash(content), refused);
+      if (notice) project.onNotice(notice);
+    }
+    const out = settingsModule().settingsToConfig(raw, file);
     // a folder named in a settings file is relative to that file, wherever quarry runs from
     if (out.embed?.modelDir) out.embed.modelDir = resolve(dirname(file), out.embed.modelDir);
     return out;
@@ -220,6 +243,11 @@ export interface ResolveConfigOptions {
   env?: NodeJS.ProcessEnv;
   /** Read `~/.config/quarry/config.toml` (or `$XDG_CONFIG_HOME/quarry/config.toml`). Default true. */
   userConfig?: boolean;
+  /**
+   * Where the one-line notice goes when an untrusted project file's guarded settings are ignored (config/trust.ts).
+   * Default: standard error.
+   */
+  onNotice?: (message: string) => void;
 }
 
 /** defaults < user config < project `quarry.toml` < `QUARRY_*` environment < overrides. */
@@ -230,11 +258,28 @@ export function resolveConfig(options: ResolveConfigOptions = {}): QuarryConfig 
     const dir = env.XDG_CONFIG_HOME || join(homedir(), '.config');
     config = merge(config, readToml(join(dir, 'quarry', 'config.toml')));
   }
-  if (options.root) config = merge(config, readToml(join(options.root, 'quarry.toml')));
+  if (options.root) {
+    const onNotice = options.onNotice ?? ((m: string) => process.stderr.write(`${m}\n`));
+    config = merge(config, readToml(join(options.root, 'quarry.toml'), { env, onNotice }));
+  }
   config = merge(config, fromEnv(env));
   if (options.overrides) config = merge(config, options.overrides);
   if (config.chunk.targetChars > config.chunk.maxChars) config.chunk.targetChars = config.chunk.maxChars;
   return config;
+}
+
+/** Whether the project's settings file is trusted, and the guarded settings it sets (`trust`, `doctor`, `status`). */
+export function projectTrust(root: string, env: NodeJS.ProcessEnv = process.env): ProjectTrust {
+  const file = join(root, 'quarry.toml');
+  if (!existsSync(file)) return { file, exists: false, trusted: false, guarded: [] };
+  const content = readFileSync(file, 'utf8');
+  let guarded: string[] = [];
+  try {
+    guarded = guardedSettings(parseToml(content) as Record<string, unknown>);
+  } catch {
+    // an unreadable file says so where it is read
+  }
+  return { file, exists: true, trusted: isTrusted(file, content, env), guarded };
 }
 
 /** The project's own settings file, as written (not merged with defaults). */
@@ -277,6 +322,9 @@ export function writeProjectSettings(
     throw new QuarryError('BAD_CONFIG', 'settings must be an object of sections: {"search": {"top_k": 20}}');
   apply(next, changes, '');
   settingsModule().settingsToConfig(next, 'quarry.toml'); // throws a one-line BAD_CONFIG naming the setting
+  // a file the user trusted stays trusted through the user's own change (the panel's settings form)
+  const wasTrusted = projectTrust(root).trusted;
   writeAtomic(join(root, 'quarry.toml'), `${stringifyToml(next)}\n`);
+  if (wasTrusted) setTrust(join(root, 'quarry.toml'), false);
   return next;
 }

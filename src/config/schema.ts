@@ -258,7 +258,7 @@ export const ConfigSchema = z.object({
       /** Replaces the built-in system prompt. */
       systemPrompt: z.string().optional(),
       /**
-       * Replace secrets found inside files (keys, tokens, passwords; see context/redact.ts) in what is sent to a model
+       * Replace secrets found inside files (keys, tokens, passwords; see chunk/redact.ts) in what is sent to a model
        * or an agent. Default true.
        */
       redactSecrets: z

@@ -11,7 +11,7 @@ import type {
 import { analyzeQuery } from '../search/query.ts';
 import type { SearchResponse } from '../search/search.ts';
 import { detectLanguage } from '../workspace/languages.ts';
-import { redactSecrets } from './redact.ts';
+import { redactSecrets } from '../chunk/redact.ts';
 import { buildRepoMap, questionMentions } from './repomap.ts';
 
 export type { AssembledContext, AssembleOptions, ContextBlock } from '../project/types.ts';

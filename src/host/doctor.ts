@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { DEFAULT_CONFIG, type QuarryConfig, resolveConfig } from '../config/config.ts';
+import { DEFAULT_CONFIG, projectTrust, type QuarryConfig, resolveConfig } from '../config/config.ts';
 import {
   bundledModelDir,
   cacheModelDir,
@@ -58,13 +58,33 @@ class Checks {
 export async function doctorChecks(root: string | undefined): Promise<Check[]> {
   const checks = new Checks();
   await checkInstall(checks);
-  const config = resolveConfig(root ? { root } : {});
+  const config = resolveConfig(root ? { root, onNotice: () => {} } : {});
+  if (root) checkTrust(checks, root);
   await checkWeights(checks, config);
   if (!root)
     checks.add('project', 'warn', `no project at or above ${process.cwd()}: run \`quarry index\` in one`);
   else await checkIndex(checks, config, root);
   await checkModelServer(checks, config);
   return checks.list;
+}
+
+/** The project's quarry.toml: trusted or not, and which of its settings wait for trust (config/trust.ts). */
+function checkTrust(checks: Checks, root: string): void {
+  const t = projectTrust(root);
+  if (!t.exists) return;
+  if (t.trusted)
+    checks.add(
+      'settings',
+      true,
+      `${t.file} is trusted${t.guarded.length ? `: ${t.guarded.join(', ')} apply` : ''}`,
+    );
+  else if (t.guarded.length)
+    checks.add(
+      'settings',
+      'warn',
+      `${t.file} is not trusted: ${t.guarded.join(', ')} ignored — review it, then run \`quarry trust\``,
+    );
+  else checks.add('settings', true, `${t.file} sets nothing that needs trust`);
 }
 
 /** Node, the native modules, the grammars and the tokenizer. */

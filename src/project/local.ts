@@ -1,6 +1,7 @@
 import { lstatSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, join, resolve, sep } from 'node:path';
-import { type QuarryConfig, resolveConfig, type UserConfig } from '../config/config.ts';
+import { projectTrust, type QuarryConfig, resolveConfig, type UserConfig } from '../config/config.ts';
+import type { ProjectTrust } from '../config/trust.ts';
 import { type Embedder, openEmbedder } from '../embed/open.ts';
 import { QuarryError } from '../errors.ts';
 import { type IndexOptions, type IndexReport, indexRepository } from '../indexing/indexer.ts';
@@ -640,6 +641,8 @@ async function checkFilterMatches(store: Store, filter: SearchFilter, listed?: F
 export interface StatusReport extends IndexStatus {
   /** Files on disk that differ from the index (a walk and a stat of each file, nothing read). */
   pending: { added: number; modified: number; deleted: number };
+  /** The project's quarry.toml: trusted or not, and the settings of it that wait for trust (config/trust.ts). */
+  settings?: ProjectTrust;
 }
 
 /** The index's own state, cheap enough to ask every few seconds (a running watcher knows what is pending). */
@@ -693,7 +696,8 @@ export async function projectStatus(project: LocalProject): Promise<StatusReport
   let added = 0;
   for (const p of changed.keys()) if (!known.has(p)) added++;
   const pending = { added, modified: changed.size - added, deleted: gone.size };
-  return { ...(await indexStatus(project, files)), pending };
+  const trust = projectTrust(root);
+  return { ...(await indexStatus(project, files)), pending, ...(trust.exists ? { settings: trust } : {}) };
 }
 
 /**

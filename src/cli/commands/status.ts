@@ -3,7 +3,7 @@ import { DATA_CHUNK_VECTORS } from '../../host/vocabulary.ts';
 import { type LocalProject, projectStatus, type StatusReport } from '../../project/local.ts';
 import type { OverlayProject } from '../../project/overlay.ts';
 import type { CliContext, Colors } from '../context.ts';
-import { visible } from '../format.ts';
+import { safePath, visible } from '../format.ts';
 import { openAnyProject } from '../open.ts';
 import { formatBytes, formatDuration } from '../progress.ts';
 
@@ -73,6 +73,17 @@ function statusLines(s: StatusReport, c: Colors): string[] {
           }`
         : 'none (lexical only)'
     }`,
+    ...(s.settings
+      ? [
+          `${c.bold('settings')}   ${safePath(s.settings.file)} ${
+            s.settings.trusted
+              ? c.green('trusted')
+              : s.settings.guarded.length
+                ? c.yellow(`not trusted: ${s.settings.guarded.join(', ')} ignored (run \`quarry trust\`)`)
+                : 'needs no trust'
+          }`,
+        ]
+      : []),
     `${c.bold('pending')}    ${
       pending === 0
         ? c.green('up to date')
