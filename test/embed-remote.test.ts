@@ -191,6 +191,29 @@ describe('remote embedders', () => {
     await assert.rejects(openEmbedder(config, { env: {} }), /OPENAI_API_KEY is not set: export it/);
   });
 
+  it('join a base_url with or without the API prefix into one path: never /v1/v1/embeddings', async () => {
+    // regression: base_url "http://host:port/v1" (as LM Studio, vLLM and llama.cpp print it) became /v1/v1/embeddings
+    const cases: Array<[RemoteProvider, string[], RegExp]> = [
+      ['openai', ['/v1', '/v1/', '', '/'], /^\/v1\/embeddings$/],
+      ['ollama', ['/api', '/api/', ''], /^\/api\/embed$/],
+      ['gemini', ['/v1beta', '/v1beta/', ''], /^\/v1beta\/models\/text-embedding-004:batchEmbedContents$/],
+    ];
+    for (const [provider, tails, path] of cases)
+      for (const tail of tails) {
+        server.requests.length = 0;
+        const baseUrl = `${server.url}${tail}`;
+        const e = await createRemoteEmbedder({
+          provider,
+          model: MODELS[provider],
+          baseUrl,
+          apiKey: 'test-key',
+        });
+        await e.embed(['one'], 'document');
+        assert.ok(server.requests.length > 0);
+        for (const r of server.requests) assert.match(r.path, path, `${provider} at ${baseUrl}`);
+      }
+  });
+
   it('are chosen by config, with keys from the environment', async () => {
     const config = testConfig({
       embed: {

@@ -17,6 +17,8 @@ export interface LlmServer {
   delayMs?: number;
   /** The answer for a request (default: "Hello from the fake model."). */
   reply: (body: Record<string, unknown>) => string;
+  /** How the answer is cut into the pieces streamed (default: after each run of white space). */
+  split?: (text: string) => string[];
   close(): Promise<void>;
 }
 
@@ -58,7 +60,7 @@ export async function startLlmServer(): Promise<LlmServer> {
         res.end(JSON.stringify({ error: { message: 'invalid api key', type: 'authentication_error' } }));
         return;
       }
-      const parts = pieces(served.reply(body));
+      const parts = (served.split ?? pieces)(served.reply(body));
       const cut = served.cutAfter;
       served.cutAfter = undefined;
       const emit = (chunks: string[], end: string) => {

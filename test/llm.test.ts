@@ -96,6 +96,23 @@ describe('LLM providers against a real HTTP server that speaks their streaming p
     );
   });
 
+  it("a bare server URL gets the provider's API prefix (ollama /api, OpenAI /v1); one that has it is kept", async () => {
+    const cases: Array<[spec: string, tails: string[], path: string, env: Record<string, string>]> = [
+      ['ollama:qwen2.5-coder:7b', ['', '/', '/api', '/api/'], '/api/chat', {}],
+      ['openai:gpt-4o-mini', ['', '/v1', '/v1/'], '/v1/chat/completions', { OPENAI_API_KEY: 'k1' }],
+      ['compat:my-local-model', ['/', '/v1/'], '/v1/chat/completions', {}],
+    ];
+    for (const [spec, tails, path, env] of cases)
+      for (const tail of tails) {
+        const llm: LlmOptions = { ...DEFAULT_CONFIG.llm, baseUrl: `${server.url}${tail}`, retries: 0 };
+        const p = await openLlm(llm, spec, env);
+        let text = '';
+        for await (const piece of p.stream(messages, { maxOutputTokens: 50 })) text += piece;
+        assert.equal(text, 'Hello from the fake model.', `${spec} at ${llm.baseUrl}`);
+        assert.equal(server.requests.at(-1)!.path, path, `${spec} at ${llm.baseUrl}`);
+      }
+  });
+
   it('a provider named after an Object.prototype member is unknown, not a crash', async () => {
     await assert.rejects(openLlm({ ...DEFAULT_CONFIG.llm, retries: 0 }, 'constructor:x', {}), (err: Error) =>
       /unknown model provider "constructor"/.test(err.message),

@@ -16,7 +16,7 @@ import { type AutoSync, startAutoSync } from '../host/serve.ts';
 import type { LocalProject, Project } from '../project/local.ts';
 import type { AssembledContext } from '../project/types.ts';
 import type { CliContext, Colors } from './context.ts';
-import { colorDiff, formatSources } from './format.ts';
+import { colorDiff, formatSources, safePath, visible } from './format.ts';
 import { StreamingMarkdown } from './markdown.ts';
 import { openAnyProject } from './open.ts';
 
@@ -120,8 +120,8 @@ class ChatSession {
   }
 
   fail(err: unknown): void {
-    if (isQuarryError(err)) this.say(`${this.c.red('quarry:')} ${err.message}`);
-    else this.say(`${this.c.red('quarry:')} ${(err as Error).message.split('\n')[0]}`);
+    const message = isQuarryError(err) ? err.message : (err as Error).message.split('\n')[0]!;
+    this.say(`${this.c.red('quarry:')} ${visible(message, { lines: true })}`);
   }
 
   private needLocal(what: string): LocalProject {
@@ -207,7 +207,7 @@ class ChatSession {
 
   private async map(): Promise<true> {
     const map = await this.project.repoMap({ budget: 1500 });
-    return this.say(map.text || 'no definitions in the index');
+    return this.say(map.text ? visible(map.text, { lines: true }) : 'no definitions in the index');
   }
 
   private diff(): true {
@@ -221,13 +221,13 @@ class ChatSession {
     return this.say(
       r.status === 0
         ? colorDiff(r.stdout || '(no changes)\n', this.c)
-        : this.c.red(r.stderr || 'not a git repository'),
+        : this.c.red(visible(r.stderr, { lines: true }) || 'not a git repository'),
     );
   }
 
   private undo(): true {
     const snap = undoEdit(this.needLocal('/undo'));
-    return this.say(`restored ${snap.path}`);
+    return this.say(`restored ${safePath(snap.path)}`);
   }
 
   private async edit([file, ...words]: string[]): Promise<true> {
@@ -239,7 +239,7 @@ class ChatSession {
     this.cli.io.stdout.write(colorDiff(edit.diff, this.c));
     if (await this.confirm('write it? [y/N] ')) {
       const { snapshot } = applyEdit(this.needLocal('/edit'), edit, instruction, { force: true });
-      this.say(`wrote ${edit.path} (snapshot ${snapshot.id}; /undo restores it)`);
+      this.say(`wrote ${safePath(edit.path)} (snapshot ${snapshot.id}; /undo restores it)`);
     } else this.say(this.c.dim('not written'));
     return true;
   }
@@ -263,12 +263,12 @@ class ChatSession {
     }).finally(() => md.idle());
     this.allMask = undefined;
     if (res.routed) {
-      this.say(res.routed.text);
+      this.say(visible(res.routed.text, { lines: true }));
       return this.say(c.dim('(from the symbol index)'));
     }
-    if (res.fallback) this.say(c.yellow(`note: ${res.fallback}`));
+    if (res.fallback) this.say(c.yellow(`note: ${visible(res.fallback)}`));
     if (res.note && !this.windowNoted) {
-      this.say(c.yellow(`note: ${res.note}`));
+      this.say(c.yellow(`note: ${visible(res.note)}`));
       this.windowNoted = true; // once per session, not every turn
     }
     this.lastContext = res.context;

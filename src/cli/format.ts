@@ -16,9 +16,10 @@ export function colorsFor(stream: NodeJS.WriteStream, flag: boolean | string | u
 /**
  * Characters a terminal acts on instead of showing: C0 controls but tab (ESC starts the sequences that clear the
  * screen, retitle the window or write the clipboard), DEL, C1 controls, the line and paragraph separators, and the
- * bidirectional overrides that make code read otherwise than it runs.
+ * bidirectional controls (overrides, embeddings, isolates and marks) that make code read otherwise than it runs.
  */
-const UNSAFE = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE =
+  /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 const UNSAFE_ANY = new RegExp(UNSAFE.source);
 
@@ -29,9 +30,18 @@ function escapeChar(ch: string): string {
   return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u{${code.toString(16)}}`;
 }
 
-/** Text as a terminal should print it: every control character shown escaped (`\x1b`), as ripgrep and git do. */
-export function visible(text: string): string {
-  return text.replace(UNSAFE, escapeChar);
+/**
+ * Text as a terminal should print it: every control character shown escaped (`\x1b`), as ripgrep and git do. With
+ * `lines`, text of several lines (a prompt, a streamed answer, a diff, an error) keeps its line ends (`\n`, `\r\n`);
+ * a lone `\r`, which would move the cursor back over what was printed, is escaped. Each character is replaced on its
+ * own, so text written in pieces (a stream) is escaped piece by piece: an escape sequence cut between two pieces
+ * loses its ESC in the first.
+ */
+export function visible(text: string, options?: { lines?: boolean }): string {
+  const lines = options?.lines === true;
+  return text.replace(UNSAFE, (ch: string, at: number) =>
+    lines && (ch === '\n' || (ch === '\r' && text[at + 1] === '\n')) ? ch : escapeChar(ch),
+  );
 }
 
 /** A path for text output: quoted, with its unsafe characters escaped, when it holds any (git's quoting of paths). */
@@ -51,9 +61,11 @@ export function highlightTerms(line: string, terms: readonly string[], mark: (s:
   return line.replace(new RegExp(escaped.join('|'), 'gi'), (m) => mark(m));
 }
 
+/** A unified diff, coloured by line, every line terminal-safe (`visible`): a diff shows what a file or a model wrote. */
 export function colorDiff(diff: string, c: Colors): string {
   return `${diff
     .split('\n')
+    .map((line) => visible(line))
     .map((l) =>
       l.startsWith('+++') || l.startsWith('---')
         ? c.bold(l)
@@ -69,11 +81,11 @@ export function colorDiff(diff: string, c: Colors): string {
     .replace(/\n*$/, '')}\n`;
 }
 
-/** `[n] path:start-end  (tokens, why)` for each block sent. */
+/** `[n] path:start-end  (tokens, why)` for each block sent, paths terminal-safe (`safePath`). */
 export function formatSources(ctx: AssembledContext): string {
   const lines = ctx.blocks.map(
     (b) =>
-      `[${b.n}] ${b.path}:${b.startLine}-${b.endLine}  ${b.tokens} tokens${b.reason === 'retrieved' ? '' : `, ${b.reason}`}${b.truncated ? ', cut at its share' : ''}`,
+      `[${b.n}] ${safePath(b.path)}:${b.startLine}-${b.endLine}  ${b.tokens} tokens${b.reason === 'retrieved' ? '' : `, ${b.reason}`}${b.truncated ? ', cut at its share' : ''}`,
   );
   if (ctx.map) lines.push(`map: ${ctx.map.entries.length} files, ${ctx.map.tokens} tokens`);
   lines.push(
@@ -83,7 +95,7 @@ export function formatSources(ctx: AssembledContext): string {
     lines.push(
       `did not fit: ${ctx.skipped.length} (${ctx.skipped
         .slice(0, 3)
-        .map((s) => s.path)
+        .map((s) => safePath(s.path))
         .join(', ')}${ctx.skipped.length > 3 ? ', …' : ''})`,
     );
   return `${lines.join('\n')}\n`;

@@ -2,6 +2,7 @@ import chalk from 'chalk';
 import { Marked } from 'marked';
 import { markedTerminal } from 'marked-terminal';
 import stringWidth from 'string-width';
+import { visible } from './format.ts';
 
 const renderers = new Map<number, Marked>();
 
@@ -41,7 +42,8 @@ const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '
  * Shows an answer as it streams: a spinner until the first token, then every token at once, raw; each markdown block
  * (a paragraph, a list, a fenced code block) is redrawn rendered as soon as it is complete. A block taller than the
  * screen stays as it streamed (the rows above the screen cannot be redrawn). Off a terminal it writes the text as it
- * comes, unchanged.
+ * comes, not rendered. On both, control characters in the text (a model repeats what it read: a clipboard write, a
+ * screen clear, a bidi override) are shown escaped, never acted on.
  */
 export class StreamingMarkdown {
   /** The current block's text, shown raw, not yet rendered. */
@@ -73,9 +75,11 @@ export class StreamingMarkdown {
     this.out.write('\r\x1b[K');
   }
 
-  push(text: string): void {
+  /** A piece of the answer; its control characters are shown escaped (`visible`), on a terminal or off it. */
+  push(piece: string): void {
     this.idle();
-    if (!text) return;
+    if (!piece) return;
+    const text = visible(piece, { lines: true });
     this.out.write(text);
     if (!this.tty) return;
     this.raw += text;

@@ -5,6 +5,7 @@ import { mainWorktreeOf, projectRootFor } from '../host/checkout.ts';
 import type { LocalProject, OpenProjectOptions, Project } from '../project/local.ts';
 import type { RepoInfo } from '../store/types.ts';
 import type { Globals } from './context.ts';
+import { visible } from './format.ts';
 
 /**
  * A project opened here: the local project's code (store, indexer, search, grammars) loads with the first one, so a
@@ -106,7 +107,7 @@ async function openWorktreeHere(g: Globals): Promise<Project | undefined> {
   if (!here) return undefined;
   const main = mainWorktreeOf(here);
   if (!main) return undefined;
-  const note = (m: string) => process.stderr.write(`quarry: ${m}\n`);
+  const note = (m: string) => process.stderr.write(`quarry: ${visible(m)}\n`);
   const { openWorktree } = await import('../project/worktree.ts');
   return openWorktree(here, {
     main,
@@ -124,7 +125,7 @@ async function openWorktreeHere(g: Globals): Promise<Project | undefined> {
 export async function withOverlay(g: Globals, base: Project): Promise<Project> {
   const here = overlayRoot(g);
   if (!here) return base;
-  const note = (m: string) => process.stderr.write(`quarry: ${m}\n`);
+  const note = (m: string) => process.stderr.write(`quarry: ${visible(m)}\n`);
   const { openOverlay } = await import('../project/overlay.ts');
   try {
     return (

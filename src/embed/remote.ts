@@ -1,4 +1,5 @@
 import { QuarryError } from '../errors.ts';
+import { apiUrl } from '../net/api-url.ts';
 import { fetchWithRetry } from '../net/fetch-retry.ts';
 import { CODE_QUERY } from './presets.ts';
 import { type Embedder, type EmbedKind, l2normalize } from './types.ts';
@@ -8,7 +9,8 @@ export type RemoteProvider = 'ollama' | 'openai' | 'gemini';
 export interface RemoteEmbedderOptions {
   provider: RemoteProvider;
   model: string;
-  /** Server root. Defaults: ollama http://127.0.0.1:11434, openai https://api.openai.com, gemini
+  /** Server root, with or without the API's prefix (`/api`, `/v1`, `/v1beta`: never doubled, net/api-url.ts).
+   * Defaults: ollama http://127.0.0.1:11434, openai https://api.openai.com, gemini
    * https://generativelanguage.googleapis.com */
   baseUrl?: string;
   /** The API key (taken from the environment by the caller; never from a file in the project). */
@@ -65,14 +67,14 @@ function request(
   switch (o.provider) {
     case 'ollama':
       return {
-        url: `${base}/api/embed`,
+        url: apiUrl(base, 'api', 'embed'),
         headers: auth,
         body: { model: o.model, input: texts, truncate: true },
         parse: (j) => (j as { embeddings: number[][] }).embeddings,
       };
     case 'openai':
       return {
-        url: `${base}/v1/embeddings`,
+        url: apiUrl(base, 'v1', 'embeddings'),
         headers: auth,
         body: { model: o.model, input: texts },
         parse: (j) =>
@@ -83,7 +85,7 @@ function request(
     case 'gemini': {
       const name = o.model.startsWith('models/') ? o.model : `models/${o.model}`;
       return {
-        url: `${base}/v1beta/${name}:batchEmbedContents`,
+        url: apiUrl(base, 'v1beta', `${name}:batchEmbedContents`),
         headers: o.apiKey ? { 'x-goog-api-key': o.apiKey } : {},
         body: {
           requests: texts.map((text) => ({

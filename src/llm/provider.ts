@@ -6,6 +6,7 @@ import { type LanguageModel, streamText } from 'ai';
 import { createOllama } from 'ollama-ai-provider-v2';
 import type { LlmOptions } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
+import { apiRoot } from '../net/api-url.ts';
 import { contextWindow, knownWindow } from './tokens.ts';
 import type { LlmProvider } from './types.ts';
 
@@ -17,6 +18,8 @@ export type { ChatMessage, GenerateOptions, LlmProvider } from './types.ts';
 interface ProviderSpec {
   /** Where it listens when the config says nothing. */
   baseUrl?: string;
+  /** The path its API is served under, added to a base URL given as the bare server (`apiRootOf`). */
+  prefix: string;
   /** The environment variable with its key; `optional` when local servers need none. */
   keyEnv?: string;
   keyOptional?: boolean;
@@ -30,46 +33,56 @@ const compat =
 
 const PROVIDERS: Record<string, ProviderSpec> = {
   openai: {
+    prefix: 'v1',
     keyEnv: 'OPENAI_API_KEY',
     make: (model, baseURL, apiKey) =>
       createOpenAI({ ...(baseURL ? { baseURL } : {}), ...(apiKey ? { apiKey } : {}) }).chat(model),
   },
   anthropic: {
+    prefix: 'v1',
     keyEnv: 'ANTHROPIC_API_KEY',
     make: (model, baseURL, apiKey) =>
       createAnthropic({ ...(baseURL ? { baseURL } : {}), ...(apiKey ? { apiKey } : {}) })(model),
   },
   gemini: {
+    prefix: 'v1beta',
     keyEnv: 'GEMINI_API_KEY',
     make: (model, baseURL, apiKey) =>
       createGoogleGenerativeAI({ ...(baseURL ? { baseURL } : {}), ...(apiKey ? { apiKey } : {}) })(model),
   },
   ollama: {
     baseUrl: 'http://127.0.0.1:11434/api',
+    prefix: 'api',
     make: (model, baseURL) => createOllama({ ...(baseURL ? { baseURL } : {}) })(model),
   },
-  lmstudio: { baseUrl: 'http://127.0.0.1:1234/v1', keyOptional: true, make: compat('lmstudio') },
-  vllm: { baseUrl: 'http://127.0.0.1:8000/v1', keyOptional: true, make: compat('vllm') },
-  llamacpp: { baseUrl: 'http://127.0.0.1:8080/v1', keyOptional: true, make: compat('llamacpp') },
-  compat: { keyOptional: true, keyEnv: 'OPENAI_API_KEY', make: compat('openai-compatible') },
+  lmstudio: {
+    baseUrl: 'http://127.0.0.1:1234/v1',
+    prefix: 'v1',
+    keyOptional: true,
+    make: compat('lmstudio'),
+  },
+  vllm: { baseUrl: 'http://127.0.0.1:8000/v1', prefix: 'v1', keyOptional: true, make: compat('vllm') },
+  llamacpp: {
+    baseUrl: 'http://127.0.0.1:8080/v1',
+    prefix: 'v1',
+    keyOptional: true,
+    make: compat('llamacpp'),
+  },
+  compat: { prefix: 'v1', keyOptional: true, keyEnv: 'OPENAI_API_KEY', make: compat('openai-compatible') },
 };
 PROVIDERS.google = PROVIDERS.gemini!;
 
 export const PROVIDER_NAMES = [...Object.keys(PROVIDERS), 'gguf'];
 
 /**
- * OpenAI-compatible servers (LM Studio, vLLM, llama.cpp, compat) serve their API under /v1: a base URL given as the
- * bare server (`http://127.0.0.1:8080`) gets it, so that it does not 404 on /chat/completions.
+ * The API root a provider's SDK appends its endpoints to (`/chat/completions`, `/chat`, `/messages`): a base URL
+ * given as the bare server (`http://127.0.0.1:8080`) gets the provider's prefix (`/v1`; Ollama's `/api`, Gemini's
+ * `/v1beta`), so that it does not 404; a base with a path (`…/v1`, `…/v1beta/openai`) is the API root as given.
+ * One rule with the embedders' and the reranker's URLs (net/api-url.ts).
  */
-export function withV1(provider: string, base: string | undefined): string | undefined {
-  if (!base || !['compat', 'lmstudio', 'vllm', 'llamacpp'].includes(provider)) return base;
-  try {
-    const u = new URL(base);
-    if (u.pathname === '/' || u.pathname === '') return `${base.replace(/\/+$/, '')}/v1`;
-  } catch {
-    // not a URL: the provider's own error says so
-  }
-  return base;
+export function apiRootOf(provider: string, base: string | undefined): string | undefined {
+  const prefix = Object.hasOwn(PROVIDERS, provider) ? PROVIDERS[provider]?.prefix : undefined;
+  return base && prefix ? apiRoot(base, prefix, { onlyBare: true }) : base;
 }
 
 /**
@@ -83,7 +96,7 @@ export function modelServerUrl(llm: LlmOptions): string | undefined {
   if (provider === 'gguf') return undefined;
   const local = ['ollama', 'lmstudio', 'vllm', 'llamacpp', 'compat'];
   if (!local.includes(provider) && !llm.baseUrl) return undefined;
-  const base = withV1(
+  const base = apiRootOf(
     provider,
     llm.baseUrl ?? (Object.hasOwn(PROVIDERS, provider) ? PROVIDERS[provider]?.baseUrl : undefined),
   );
@@ -127,7 +140,7 @@ export async function openLlm(
       'BAD_INPUT',
       `unknown model provider "${provider}": use one of ${PROVIDER_NAMES.join(', ')}`,
     );
-  const baseURL = withV1(provider, llm.baseUrl ?? p.baseUrl);
+  const baseURL = apiRootOf(provider, llm.baseUrl ?? p.baseUrl);
   if (provider === 'compat' && !baseURL)
     throw new QuarryError('BAD_CONFIG', 'compat: models need a server: set llm.base_url or QUARRY_LLM_URL');
   const keyEnv = llm.apiKeyEnv ?? p.keyEnv;

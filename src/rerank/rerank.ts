@@ -1,4 +1,5 @@
 import { QuarryError } from '../errors.ts';
+import { apiUrl } from '../net/api-url.ts';
 import { fetchWithRetry } from '../net/fetch-retry.ts';
 
 /** A second-stage scorer: reads the query and each candidate together (a cross-encoder) and scores them. */
@@ -38,7 +39,10 @@ export function createHttpReranker(options: HttpRerankerOptions): Reranker {
       const [url, body] =
         options.protocol === 'tei'
           ? [`${base}/rerank`, { query, texts, truncate: true }]
-          : [`${base}/v1/rerank`, { model: options.model, query, documents: texts, top_n: texts.length }];
+          : [
+              apiUrl(base, 'v1', 'rerank'),
+              { model: options.model, query, documents: texts, top_n: texts.length },
+            ];
       let res: Response;
       try {
         res = await fetchWithRetry(

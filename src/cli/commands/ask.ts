@@ -3,7 +3,7 @@ import type { Packing } from '../../config/config.ts';
 import { SEARCH_MODES, type SearchMode } from '../../host/vocabulary.ts';
 import type { Project } from '../../project/local.ts';
 import type { CliContext } from '../context.ts';
-import { formatSources, sources } from '../format.ts';
+import { formatSources, sources, visible } from '../format.ts';
 import { withProject } from '../open.ts';
 import { positiveInt } from '../options.ts';
 
@@ -77,11 +77,14 @@ export async function runAsk(cli: CliContext, words: string[], opts: AskOptions)
     const res = await ask(project, question, contextOptions(opts));
     if (res.routed) {
       if (opts.json) io.stdout.write(`${JSON.stringify({ routed: res.routed })}\n`);
-      else io.stdout.write(`${res.routed.text}\n${c.dim('(answered from the symbol index)')}\n`);
+      else
+        io.stdout.write(
+          `${visible(res.routed.text, { lines: true })}\n${c.dim('(answered from the symbol index)')}\n`,
+        );
       return;
     }
-    if (res.fallback) io.stderr.write(`${e.yellow('note')}: ${res.fallback}\n`);
-    if (res.note) io.stderr.write(`${e.yellow('note')}: ${res.note}\n`);
+    if (res.fallback) io.stderr.write(`${e.yellow('note')}: ${visible(res.fallback)}\n`);
+    if (res.note) io.stderr.write(`${e.yellow('note')}: ${visible(res.note)}\n`);
     const ctx = res.context!;
     if (g.verbose)
       io.stderr.write(
@@ -92,7 +95,8 @@ export async function runAsk(cli: CliContext, words: string[], opts: AskOptions)
     let answer = '';
     for await (const piece of res.stream!) {
       answer += piece;
-      if (!opts.json) io.stdout.write(piece);
+      // a model repeats what it read (a clipboard write, a screen clear): shown, never acted on; --json keeps it
+      if (!opts.json) io.stdout.write(visible(piece, { lines: true }));
     }
     if (opts.json) {
       io.stdout.write(
@@ -121,7 +125,11 @@ async function printDryRun(
     );
     return;
   }
-  io.stdout.write(`${c.dim('--- system ---')}\n${ctx.system}\n${c.dim('--- user ---')}\n${ctx.user}\n`);
+  // the prompt holds file names and their text as they are: a terminal shows their control characters escaped
+  const text = (s: string) => visible(s, { lines: true });
+  io.stdout.write(
+    `${c.dim('--- system ---')}\n${text(ctx.system)}\n${c.dim('--- user ---')}\n${text(ctx.user)}\n`,
+  );
   io.stdout.write(
     c.dim(
       `--- ${ctx.tokens.prompt} prompt tokens (${ctx.blocks.length} blocks, budget ${ctx.budget.hard}) ---\n`,

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { QuarryError } from '../../errors.ts';
 import type { CliContext } from '../context.ts';
-import { colorDiff } from '../format.ts';
+import { colorDiff, safePath, visible } from '../format.ts';
 import { projectPath, withLocalProject } from '../open.ts';
 import { positiveInt } from '../options.ts';
 
@@ -72,8 +72,9 @@ export async function runEdit(
         ...(opts.model ? { model: opts.model } : {}),
         ...(opts.budget ? { budget: opts.budget } : {}),
       });
+      const text = (s: string | undefined) => visible(s ?? '', { lines: true });
       io.stdout.write(
-        `${c.dim('--- system ---')}\n${messages[0]?.content}\n${c.dim('--- user ---')}\n${messages[1]?.content}\n`,
+        `${c.dim('--- system ---')}\n${text(messages[0]?.content)}\n${c.dim('--- user ---')}\n${text(messages[1]?.content)}\n`,
       );
       io.stdout.write(
         c.dim(`--- ${ctx.tokens.prompt} prompt tokens (budget ${ctx.budget.hard}); no model called ---\n`),
@@ -89,7 +90,7 @@ export async function runEdit(
         ...(opts.budget ? { budget: opts.budget } : {}),
       }));
     if (!edit.changed) {
-      io.stdout.write(`${edit.path}: the model changed nothing\n`);
+      io.stdout.write(`${safePath(edit.path)}: the model changed nothing\n`);
       return;
     }
     io.stdout.write(colorDiff(edit.diff, c));
@@ -102,7 +103,7 @@ export async function runEdit(
         : '';
       io.stdout.write(
         c.dim(
-          `(not written: \`quarry apply${force} ${edit.path}\` writes exactly this diff${why}; --write${force} asks again and writes)\n`,
+          `(not written: \`quarry apply${force} ${safePath(edit.path)}\` writes exactly this diff${why}; --write${force} asks again and writes)\n`,
         ),
       );
       return;
@@ -123,7 +124,7 @@ function reportWritten(
   reviewed: boolean,
 ): void {
   cli.io.stdout.write(
-    `wrote ${path}${reviewed ? ' (the diff reviewed before)' : ''}; snapshot ${result.snapshot.id}${result.dirty ? ' (it keeps your uncommitted changes)' : ''} — \`quarry undo\` restores it\n`,
+    `wrote ${safePath(path)}${reviewed ? ' (the diff reviewed before)' : ''}; snapshot ${result.snapshot.id}${result.dirty ? ' (it keeps your uncommitted changes)' : ''} — \`quarry undo\` restores it\n`,
   );
 }
 
@@ -157,7 +158,9 @@ export async function runUndo(
     const snap = undoEdit(project, file === undefined ? undefined : projectPath(project, file), {
       force: opts.force,
     });
-    cli.io.stdout.write(`restored ${snap.path} as it was before "${snap.instruction}" (${snap.time})\n`);
+    cli.io.stdout.write(
+      `restored ${safePath(snap.path)} as it was before "${visible(snap.instruction)}" (${snap.time})\n`,
+    );
   });
 }
 
@@ -174,7 +177,7 @@ export async function runHistory(cli: CliContext, opts: { json?: boolean }): Pro
     const c = cli.colors(io.stdout);
     for (const s of h)
       io.stdout.write(
-        `${c.dim(s.time)}  ${s.id}  ${c.cyan(s.path)}  ${s.instruction}${s.undone ? c.dim(' (undone)') : ''}\n`,
+        `${c.dim(s.time)}  ${s.id}  ${c.cyan(safePath(s.path))}  ${visible(s.instruction)}${s.undone ? c.dim(' (undone)') : ''}\n`,
       );
   });
 }

@@ -7,6 +7,7 @@ import { indexProject, type LocalProject, openProject } from '../../project/loca
 import type { OverlayProject } from '../../project/overlay.ts';
 import { spawnBackgroundIndex } from '../background.ts';
 import type { CliContext, Colors } from '../context.ts';
+import { visible } from '../format.ts';
 import { nonNegativeInt, positiveInt } from '../options.ts';
 import { formatBytes, formatDuration, Progress } from '../progress.ts';
 
@@ -41,7 +42,14 @@ export function registerIndex(program: Command, cli: CliContext): void {
     )
     .option('--workers <n>', 'parse workers (0 = in the main thread)', nonNegativeInt)
     .option('--max-file-size <bytes>', 'skip files larger than this (default 1048576)', positiveInt)
-    .option('--include-secrets', 'also index files that look like secrets (.env, keys, credentials)')
+    .option(
+      '--include-secrets',
+      'also index files that look like secrets (.env, keys, credentials), and secrets inside files as written; remembered for this index',
+    )
+    .option(
+      '--no-include-secrets',
+      'forget an earlier --include-secrets: secret files left out, secrets redacted',
+    )
     .option('--no-embed', 'lexical only: no vectors this run')
     .option('--background', 'index lexically now, then keep embedding in a background process and return')
     .option('--json', 'print the report as JSON')
@@ -66,7 +74,7 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
   const err = cli.colors(io.stderr);
   const overrides: UserConfig = {};
   if (opts.maxFileSize) overrides.maxFileBytes = opts.maxFileSize;
-  if (opts.includeSecrets) overrides.includeSecrets = true;
+  if (opts.includeSecrets !== undefined) overrides.includeSecrets = opts.includeSecrets;
   const root = resolve(dir ?? projectRootFor(g.root) ?? process.cwd());
   const main = opts.own || opts.maxFileSize || opts.includeSecrets ? undefined : mainWorktreeOf(root);
   if (main) return indexWorktree(cli, root, main, opts);
@@ -82,7 +90,7 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
       embed: opts.embed !== false && !opts.background,
       onNotice: (m) => {
         progress.end();
-        io.stderr.write(`${err.yellow('note')}: ${m}\n`);
+        io.stderr.write(`${err.yellow('note')}: ${visible(m)}\n`);
       },
       onDistill: (done, total) =>
         progress.update('distilling the static table', done, total, 0, undefined, ''),
@@ -92,7 +100,7 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
       ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
       onWarning: (m) => {
         progress.end();
-        io.stderr.write(`${err.yellow('warning')}: ${m}\n`);
+        io.stderr.write(`${err.yellow('warning')}: ${visible(m)}\n`);
       },
       onProgress: (p) => {
         if (p.phase === 'chunk' && !parsing && !opts.quiet && !opts.json) {
@@ -140,7 +148,7 @@ async function indexWorktree(cli: CliContext, root: string, main: string, opts: 
   const project = await openWorktree(root, {
     main,
     onNotice: (m) => {
-      if (!m.startsWith('overlay: ')) io.stderr.write(`${err.yellow('note')}: ${m}\n`);
+      if (!m.startsWith('overlay: ')) io.stderr.write(`${err.yellow('note')}: ${visible(m)}\n`);
     },
   });
   if (!project) return;

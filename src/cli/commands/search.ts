@@ -98,7 +98,9 @@ export async function runSearch(cli: CliContext, words: string[], opts: SearchOp
     // the server announced for this checkout stopped, or is not quarry: the index is here, search it here
     if (!viaServer || state.printing || !isQuarryError(err) || err.code !== 'REMOTE') throw err;
     if (g.verbose)
-      cli.io.stderr.write(`${cli.colors(cli.io.stderr).dim(`${err.message}: searching here instead`)}\n`);
+      cli.io.stderr.write(
+        `${cli.colors(cli.io.stderr).dim(`${visible(err.message)}: searching here instead`)}\n`,
+      );
     await searchWith(cli, await openAnyProject(g), words, opts, names, state);
   }
 }
@@ -123,7 +125,7 @@ async function searchWith(
       languages: opts.lang,
     });
     const searchOptions = {
-      onNotice: (m: string) => io.stderr.write(`${cli.colors(io.stderr).yellow('note')}: ${m}\n`),
+      onNotice: (m: string) => io.stderr.write(`${cli.colors(io.stderr).yellow('note')}: ${visible(m)}\n`),
       ...(opts.topK ? { topK: opts.topK, topFiles: opts.topK } : {}),
       ...(opts.mode ? { mode: opts.mode } : {}),
       ...(filter ? { filter } : {}),

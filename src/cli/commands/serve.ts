@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../context.ts';
+import { visible } from '../format.ts';
 import { overlayRoot, remoteOf } from '../open.ts';
 import { INIT_HELP, portNumber, untilSignal } from '../options.ts';
 
@@ -47,7 +48,8 @@ export async function runServe(cli: CliContext, opts: ServeOptions): Promise<voi
     ...(opts.token ? { token: opts.token } : {}),
     watch: opts.watch,
     init: Boolean(opts.init),
-    log: (m) => io.stderr.write(`quarry serve: ${m}\n`),
+    // a log line may carry what a client sent: shown, never acted on
+    log: (m) => io.stderr.write(`quarry serve: ${visible(m)}\n`),
   });
   io.stdout.write(`quarry panel: ${served.url}\n`);
   await untilSignal();

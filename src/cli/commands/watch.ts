@@ -3,6 +3,7 @@ import { requireProject } from '../../host/listen.ts';
 import type { SyncStatus } from '../../host/serve.ts';
 import { openProject } from '../../project/local.ts';
 import type { CliContext } from '../context.ts';
+import { visible } from '../format.ts';
 import { INIT_HELP, positiveInt, untilSignal } from '../options.ts';
 
 export function registerWatch(program: Command, cli: CliContext): void {
@@ -44,7 +45,7 @@ export async function runWatch(cli: CliContext, opts: { sweep: number; init?: bo
       if (line !== last) io.stdout.write(`${c.dim(new Date().toISOString().slice(11, 19))} ${line}\n`);
       last = line;
     },
-    onError: (m) => io.stderr.write(`${c.yellow('note')}: ${m}\n`),
+    onError: (m) => io.stderr.write(`${c.yellow('note')}: ${visible(m)}\n`),
   });
   const polling = sync.status().pollingMs;
   io.stdout.write(
