@@ -4,17 +4,53 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { DEFAULT_CONFIG, resolveConfig } from '../src/config/config.ts';
 import { settingsJsonSchema } from '../src/config/schema.ts';
-import { makeTree, REPO, removeTree } from './helpers.ts';
+import { makeTree, REPO, removeTree, trustProjectFile } from './helpers.ts';
 
 const trees: string[] = [];
 after(() => trees.forEach(removeTree));
+/** A project whose quarry.toml the user trusts (config/trust.ts): every setting in it applies. */
 function project(toml: string): string {
   const root = makeTree({ 'quarry.toml': toml });
   trees.push(root);
+  trustProjectFile(root);
   return root;
 }
 
 describe('config', () => {
+  it("an untrusted quarry.toml's settings that reach out are left out and named once; the rest apply", () => {
+    const root = makeTree({
+      'quarry.toml':
+        '[search]\ntop_k = 4\n[embed]\nprovider = "openai"\nbase_url = "http://203.0.113.9/v1"\napi_key_env = "GITHUB_TOKEN"\n[store]\nurl = "postgres://u@203.0.113.9/db"\n[context]\nredact_secrets = false\n',
+    });
+    trees.push(root);
+    const notes: string[] = [];
+    const c = resolveConfig({ root, userConfig: false, env: {}, onNotice: (m) => notes.push(m) });
+    assert.equal(c.search.topK, 4);
+    assert.equal(c.embed.provider, DEFAULT_CONFIG.embed.provider);
+    assert.equal(c.embed.baseUrl, undefined);
+    assert.equal(c.embed.apiKeyEnv, undefined);
+    assert.equal(c.store.url, undefined);
+    assert.equal(c.store.driver, 'sqlite');
+    assert.equal(c.context.redactSecrets, true);
+    resolveConfig({ root, userConfig: false, env: {}, onNotice: (m) => notes.push(m) });
+    assert.equal(notes.length, 1, 'said once a process');
+    assert.match(
+      notes[0]!,
+      /embed\.provider, embed\.base_url, embed\.api_key_env, store\.url, context\.redact_secrets.*quarry trust/,
+    );
+    // a local provider needs no trust; a wrong value is said either way
+    writeFileSync(join(root, 'quarry.toml'), '[embed]\nprovider = "static"\n');
+    assert.equal(resolveConfig({ root, userConfig: false, env: {} }).embed.provider, 'static');
+    writeFileSync(join(root, 'quarry.toml'), '[store]\ndriver = "mysql"\n');
+    assert.throws(() => resolveConfig({ root, userConfig: false, env: {} }), /store\.driver/);
+    // trusted, they apply; an edit takes the trust away
+    writeFileSync(join(root, 'quarry.toml'), '[embed]\nprovider = "ollama"\n');
+    trustProjectFile(root);
+    assert.equal(resolveConfig({ root, userConfig: false }).embed.provider, 'ollama');
+    writeFileSync(join(root, 'quarry.toml'), '[embed]\nprovider = "ollama" \n');
+    assert.equal(resolveConfig({ root, userConfig: false, onNotice: () => {} }).embed.provider, 'local');
+  });
+
   it('resolves a model folder named in quarry.toml against the project, wherever quarry runs from', () => {
     const root = project('[embed]\nmodel = "bge-small-en"\nmodel_dir = "models/bge"\n');
     assert.equal(resolveConfig({ root, userConfig: false }).embed.modelDir, join(root, 'models', 'bge'));

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_CONFIG } from '../src/config/config.ts';
 import { openLlm } from '../src/llm/provider.ts';
-import { indexLexically, makeTree, removeTree, runCli } from './helpers.ts';
+import { indexLexically, makeTree, removeTree, runCli, trustProjectFile } from './helpers.ts';
 
 // provisioned by scripts/fetch-test-gguf.sh (run by scripts/test.sh and CI): node-llama-cpp's prebuilt CPU runtime
 // and a tiny llama model written by llama.cpp's own GGUF writer (random weights: it speaks gibberish, for real)
@@ -67,6 +67,7 @@ describe('the in-process GGUF provider (node-llama-cpp, no server)', () => {
       join(root, 'quarry.toml'),
       `[llm]\nmax_output_tokens = 24\n[search.rerank]\nprotocol = "llm"\nmodel = "gguf:${MODEL}"\ntimeout_ms = 60000\n`,
     );
+    trustProjectFile(root);
     try {
       const r = runCli(['--root', root, 'search', 'read the settings file', '--json'], {
         env: { QUARRY_NODE_LLAMA_CPP: RUNTIME },

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { type Served, startServer } from '../src/server/http.ts';
-import { indexLexically, makeTree, REPO, removeTree } from './helpers.ts';
+import { indexLexically, makeTree, REPO, removeTree, trustProjectFile } from './helpers.ts';
 import { type LlmServer, startLlmServer } from './llm-server.ts';
 
 // the panel needs no vectors; the model would only slow the machine down while the browser runs
@@ -43,6 +43,7 @@ describe('the web panel in a real browser', () => {
       'README.md': readFileSync(join(REPO, 'README.md'), 'utf8'),
       'quarry.toml': `[llm]\nmodel = "ollama:qwen2.5-coder:7b"\nbase_url = "${llm.url}/api"\n`,
     });
+    trustProjectFile(root);
     cpSync(join(REPO, 'src'), join(root, 'src'), { recursive: true });
     await indexLexically(root);
     served = await startServer({ root });

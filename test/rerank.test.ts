@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { indexProject, openProject, searchProject } from '../src/project/local.ts';
 import { parseRanking } from '../src/rerank/llm.ts';
 import { createHttpReranker } from '../src/rerank/rerank.ts';
-import { makeTree, openLexical, removeTree, runCliAsync } from './helpers.ts';
+import { makeTree, openLexical, removeTree, runCliAsync, trustProjectFile } from './helpers.ts';
 import { type LlmServer, startLlmServer } from './llm-server.ts';
 
 /**
@@ -16,6 +16,8 @@ import { type LlmServer, startLlmServer } from './llm-server.ts';
  */
 let server: Server;
 let url: string;
+/** The path of each request the reranker server got. */
+const paths: string[] = [];
 const score = (text: string) => (text.includes('backoff') ? 10 : 0) + text.length / 1e6;
 before(async () => {
   server = createServer((req, res) => {
@@ -24,6 +26,7 @@ before(async () => {
       raw += d;
     });
     req.on('end', () => {
+      paths.push(req.url ?? '');
       const body = JSON.parse(raw) as { texts?: string[]; documents?: string[] };
       res.writeHead(200, { 'content-type': 'application/json' });
       if (req.url === '/rerank') {
@@ -48,6 +51,15 @@ describe('re-ranking', () => {
       const r = createHttpReranker({ protocol, baseUrl: url, model: 'm' });
       const scores = (await r.rerank('q', ['plain', 'with backoff', 'other']))!;
       assert.equal(scores.indexOf(Math.max(...scores)), 1, protocol);
+    }
+  });
+
+  it('v1: a base_url with or without /v1 (and a trailing slash) posts to /v1/rerank, never /v1/v1/rerank', async () => {
+    for (const tail of ['/v1', '/v1/', '', '/']) {
+      paths.length = 0;
+      const r = createHttpReranker({ protocol: 'v1', baseUrl: `${url}${tail}`, model: 'm' });
+      assert.ok(await r.rerank('q', ['plain', 'with backoff']));
+      assert.deepEqual(paths, ['/v1/rerank'], `base_url ${url}${tail}`);
     }
   });
 
@@ -112,6 +124,7 @@ describe('LLM re-ranking (listwise), against a model server on 127.0.0.1', () =>
 
   const searchWith = async (extra = '', protocol = 'llm') => {
     writeFileSync(join(root, 'quarry.toml'), toml(extra, protocol));
+    trustProjectFile(root);
     const notes: string[] = [];
     const p = await openProject({ root, userConfig: false, env: { QUARRY_EMBED: 'none' } });
     try {
@@ -180,6 +193,7 @@ describe('LLM re-ranking (listwise), against a model server on 127.0.0.1', () =>
 
   it('quarry eval --rerank scores the re-ranked order and reports its cost per query', async () => {
     writeFileSync(join(root, 'quarry.toml'), toml());
+    trustProjectFile(root);
     const queries = join(root, 'q.jsonl');
     writeFileSync(
       queries,

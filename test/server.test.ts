@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { type Served, startServer } from '../src/server/http.ts';
 import { acquireWriterLock } from '../src/store/lock.ts';
 import { indexPaths } from '../src/workspace/root.ts';
-import { indexLexically, makeTree, removeTree } from './helpers.ts';
+import { indexLexically, makeTree, removeTree, trustProjectFile } from './helpers.ts';
 import { type LlmServer, startLlmServer } from './llm-server.ts';
 
 /** A raw HTTP request, so that Host and Origin can be anything. */
@@ -51,6 +51,7 @@ describe('quarry serve: the HTTP API', () => {
       'src/linked.py': 'X = 1\n',
       'quarry.toml': `[llm]\nmodel = "lmstudio:qwen2.5-coder-7b-instruct"\nbase_url = "${llm.url}/v1"\n`,
     });
+    trustProjectFile(root);
     symlinkSync(join(outside, 'secret.txt'), join(root, 'src', 'escape.txt'));
     await indexLexically(root);
     served = await startServer({ root, watch: false });

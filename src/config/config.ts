@@ -45,14 +45,17 @@ function readToml(file: string, project?: ProjectFile): UserConfig {
   if (!existsSync(file)) return {};
   try {
     const content = readFileSync(file, 'utf8');
-    let raw = parseToml(content) as Record<string, unknown>;
+    const parsed = parseToml(content) as Record<string, unknown>;
+    let raw = parsed;
+    // checked whole first: a wrong value is said, trusted or not
+    const checked = settingsModule().settingsToConfig(raw, file);
     if (project && !isTrusted(file, content, project.env)) {
       const { kept, refused } = withoutGuarded(raw);
       raw = kept;
       const notice = refusedNotice(file, contentHash(content), refused);
       if (notice) project.onNotice(notice);
     }
-    const out = settingsModule().settingsToConfig(raw, file);
+    const out = raw === parsed ? checked : settingsModule().settingsToConfig(raw, file);
     // a folder named in a settings file is relative to that file, wherever quarry runs from
     if (out.embed?.modelDir) out.embed.modelDir = resolve(dirname(file), out.embed.modelDir);
     return out;

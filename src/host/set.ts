@@ -107,8 +107,7 @@ export function redacting(project: Project): Project {
   let view = redactedViews.get(project);
   if (view) return view;
   // secretlint loads with the first text to redact
-  const clean = async (text: string) =>
-    (await (await import('../chunk/redact.ts')).redactSecrets(text)).text;
+  const clean = async (text: string) => (await (await import('../chunk/redact.ts')).redactSecrets(text)).text;
   view = Object.assign(Object.create(project) as Project, {
     search: async (query: string, options?: ProjectSearchOptions) => {
       const res = await project.search(query, options);

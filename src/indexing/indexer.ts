@@ -19,7 +19,7 @@ import {
 import { folderMemoFile, loadFolderMemos, saveFolderMemos } from '../workspace/walk-cache.ts';
 import { type EmbedReport, embedPending } from './embedding.ts';
 import { createFilePool, GIVE_UP_AFTER } from './pool.ts';
-import type { FileTask } from './process-file.ts';
+import { type FileTask, redactionOf } from './process-file.ts';
 
 export interface IndexProgress {
   /**
@@ -209,7 +209,13 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
       report.deleted += gone.length;
     }
 
-    const tasks = planTasks(walked.files, known, store, new Set(await store.exact?.missingText?.()));
+    // the index holds files as redacted by one rule set: another (or redaction turned on or off) re-chunks every
+    // file, on a run that walks the whole tree
+    const redaction = redactionOf(options.config);
+    const redo = ignored !== undefined && known.size > 0 && (await store.getMeta('redaction')) !== redaction;
+    if (!known.size) await store.setMeta('redaction', redaction); // an empty index: every file is written so
+    const tasks = planTasks(walked.files, known, store, new Set(await store.exact?.missingText?.()), redo);
+    if (options.config.includeSecrets) await store.setMeta('include_secrets', '1');
     const upToDate = report.files - tasks.length;
     await store.setMeta('run', JSON.stringify({ startedAt: Date.now(), pending: tasks.length }));
     // where this index comes from: `quarry repos` shows it, and a team server knows whether it has the checkout
@@ -220,6 +226,7 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
     // lexical statistics exact before anything searches them; the store knows whether they wait for a recount (a
     // run killed before this point leaves it to the next run, whatever that run changes)
     if (!report.interrupted) await store.settle?.();
+    if (!report.interrupted && redo) await store.setMeta('redaction', redaction);
     if (!report.interrupted && options.embedder && store.vectors) {
       report.embedding = await embedVectors(options, options.embedder);
       report.interrupted = report.embedding.interrupted;
@@ -275,7 +282,7 @@ function findFiles(
     const requested = new Set(options.paths);
     for (const p of options.paths)
       if (!known.has(p)) for (const k of known.keys()) if (k.startsWith(`${p}/`)) requested.add(k);
-    const { files, excluded } = statPaths(root, config, [...requested]);
+    const { files, excluded } = statPaths(root, config, [...requested], warn);
     const gone = excluded.filter((p) => known.has(p));
     return {
       walked: { files, skipped: [] },
@@ -290,6 +297,7 @@ function findFiles(
   const memo = memoFile ? loadFolderMemos(memoFile) : undefined;
   const walked = walk(root, config, {
     ...(memo ? { memo } : {}),
+    onNotice: warn,
     onSkip: (s) => {
       if (s.reason === 'unreadable') warn(`skipped unreadable ${s.path} (${s.detail})`);
     },
@@ -343,16 +351,17 @@ function planTasks(
   known: KnownFiles,
   store: Store,
   missingText: Set<string>,
+  redo = false,
 ): FileTask[] {
   const tasks: FileTask[] = [];
   const wanted = textWanted(store);
   for (const f of files) {
     const k = known.get(f.path);
     const unfinished = k?.method === 'quick' || missingText.has(f.path);
-    if (k && k.size === f.size && k.mtimeMs === f.mtimeMs && !unfinished) continue;
+    if (k && k.size === f.size && k.mtimeMs === f.mtimeMs && !unfinished && !redo) continue;
     const t: FileTask = k ? { ...f, knownHash: k.hash } : { ...f };
     // a killed first pass's file (touched since or not): parsed, or given its text, though its content is the same
-    if (k?.method === 'quick') t.reparse = true;
+    if (k?.method === 'quick' || (k && redo)) t.reparse = true;
     else if (missingText.has(f.path)) t.refillText = true;
     Object.assign(t, wanted);
     // a size of -1 with the hash kept: a migration rebuilt the trigram table; an unchanged file gives its text again

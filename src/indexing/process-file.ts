@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chunkFile } from '../chunk/chunker.ts';
+import { REDACTION_VERSION, redactSecrets } from '../chunk/redact.ts';
 import { codeTokenText, pathTokenText } from '../chunk/tokens.ts';
 import type { QuarryConfig } from '../config/config.ts';
 import { trigramTerms } from '../store/trigram-terms.ts';
@@ -150,6 +151,24 @@ function textOf(task: FileTask, text: string): { text: string } | { trigrams: st
   return task.trigramsOnly ? { trigrams: trigramTerms(text) } : { text };
 }
 
+/** How an index holds secrets found inside files: redacted (the rule set's version), or as written. */
+export function redactionOf(config: Pick<QuarryConfig, 'includeSecrets' | 'context'>): string {
+  return config.includeSecrets || config.context.redactSecrets === false ? 'off' : REDACTION_VERSION;
+}
+
+/**
+ * The text as the index may hold it: secrets inside the file replaced, line for line (chunk/redact.ts), before
+ * anything is chunked, stored or sent to an embedder. `--include-secrets` (or `context.redact_secrets = false`) keeps
+ * the file as written.
+ */
+async function redacted<V extends ReturnType<typeof contentVerdict>>(
+  verdict: V,
+  config: QuarryConfig,
+): Promise<V> {
+  if (verdict.skip !== null || redactionOf(config) === 'off') return verdict;
+  return { ...verdict, text: (await redactSecrets(verdict.text)).text };
+}
+
 /** Reads, classifies, chunks and tokenises one file. Runs in a worker thread or, as a fallback, in the caller's. */
 export async function processFile(root: string, task: FileTask, config: QuarryConfig): Promise<FileOutcome> {
   let buf: Buffer;
@@ -166,7 +185,7 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
   const unchanged = task.knownHash === hash && !task.reparse;
   if (unchanged && !task.refillText)
     return { status: 'unchanged', path: task.path, size, mtimeMs: task.mtimeMs };
-  const verdict = contentVerdict(buf, config);
+  const verdict = await redacted(contentVerdict(buf, config), config);
   if (unchanged) {
     // the index lost only the text: give it back, nothing is chunked
     const refill = verdict.skip ? {} : textOf(task, verdict.text);

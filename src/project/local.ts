@@ -5,7 +5,7 @@ import type { ProjectTrust } from '../config/trust.ts';
 import { type Embedder, openEmbedder } from '../embed/open.ts';
 import { QuarryError } from '../errors.ts';
 import { type IndexOptions, type IndexReport, indexRepository } from '../indexing/indexer.ts';
-import { contentVerdict, decodeText } from '../indexing/process-file.ts';
+import { contentVerdict, decodeText, redactionOf } from '../indexing/process-file.ts';
 import type { LlmProvider } from '../llm/provider.ts';
 import { createHttpReranker, type Reranker } from '../rerank/rerank.ts';
 import { type GrepQuery, type GrepResponse, grep } from '../search/grep.ts';
@@ -105,6 +105,7 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
     );
   const opened = await openStore(config, root, { create: options.create ?? false });
   const store = options.wrapStore ? options.wrapStore(opened) : opened;
+  await rememberedSecrets(store, config, options.overrides);
   const name = 'repo' in target ? target.repo : basename(root);
   // a store-only repository (served, not checked out here) is read from the store alone
   const diskRoot = options.repo ? null : root;
@@ -612,6 +613,7 @@ async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepRes
     },
     q,
     languageIds(),
+    { redact: redactionOf(project.config) !== 'off' },
   );
   // the files under the filter's paths are listed already
   if (!(res.paths ?? res.counts ?? res.matches).length && q.filter)
@@ -685,6 +687,16 @@ export async function indexStatus(project: LocalProject, files?: FileRecord[]): 
     skipped: skipped ? (JSON.parse(skipped) as IndexStatus['skipped']) : null,
     embedding,
   };
+}
+
+/**
+ * `index --include-secrets` is remembered by the index: every later run (a watcher's, a search's catch-up) keeps
+ * those files and their secrets, until `index --no-include-secrets`.
+ */
+async function rememberedSecrets(store: Store, config: QuarryConfig, overrides: UserConfig | undefined) {
+  if (overrides?.includeSecrets === false) await store.setMeta('include_secrets', '0');
+  else if (!config.includeSecrets && (await store.getMeta('include_secrets')) === '1')
+    config.includeSecrets = true;
 }
 
 /** The index's state and what is pending on disk (a walk that stats every file). */

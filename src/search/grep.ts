@@ -1,4 +1,5 @@
 import ignore from 'ignore';
+import { redactSecrets } from '../chunk/redact.ts';
 import { QuarryError } from '../errors.ts';
 import { foldCase } from '../store/trigram-terms.ts';
 import type { SearchFilter } from '../store/types.ts';
@@ -103,6 +104,7 @@ export async function grep(
   source: GrepSource,
   q: GrepQuery,
   known: readonly string[],
+  options: { redact?: boolean } = {},
 ): Promise<GrepResponse> {
   const { pattern, plan } = prepareGrep(q);
   const languages = q.types?.length ? q.types.flatMap((t) => typeLanguages(t, known)) : undefined;
@@ -154,17 +156,18 @@ export async function grep(
     const batch = paths.slice(i, i + BATCH);
     const texts = await source.readLines(batch);
     for (const path of batch) {
-      const lines = texts.get(path);
-      if (!lines) continue;
+      const raw = texts.get(path);
+      if (!raw) continue;
       out.scanned++;
       // a minified file's one long line is cut around the match unless the query says how wide
-      const found = matchLines(
-        path,
-        lines,
-        pattern,
-        minified.has(path) ? { ...perFile, maxColumns: q.maxColumns ?? DEFAULT_MAX_COLUMNS } : perFile,
-        needles,
-      );
+      const fileQ = minified.has(path)
+        ? { ...perFile, maxColumns: q.maxColumns ?? DEFAULT_MAX_COLUMNS }
+        : perFile;
+      let found = matchLines(path, raw, pattern, fileQ, needles);
+      // secrets are matched as shown, redacted (chunk/redact.ts): no pattern can find, confirm or extract one, and
+      // ranges are offsets into the line shown. Only a file that matches as written is redacted and matched again.
+      if (found.length && options.redact)
+        found = matchLines(path, await redactedLines(raw), pattern, fileQ, needles);
       if (!found.length) continue;
       out.files++;
       if (out.counts) {
@@ -185,6 +188,12 @@ export async function grep(
     }
   }
   return out;
+}
+
+/** A file's lines with the secrets inside them redacted, line for line. */
+async function redactedLines(lines: string[]): Promise<string[]> {
+  const { text } = await redactSecrets(lines.join('\n'));
+  return text.split('\n');
 }
 
 /** The matching lines of one file, with their context. */
