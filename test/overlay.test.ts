@@ -326,19 +326,38 @@ describe('an overlay when git fails', () => {
         process.env.PATH = realPath;
         await overlay.close();
       }
-      // opening while git fails: one line saying so, not "this checkout does not have the commit"
+      // opening while git fails: one line saying so, not "this checkout does not have the commit", and never taken
+      // for "no local changes": the overlay opens with the files git named last (kept by the session above), says
+      // so on every answer, and reads git again on the next call
       const again = await openProject({
         root: base,
         userConfig: false,
         overrides: { embed: { provider: 'none' } },
       });
       process.env.PATH = `${fakeBin}:${realPath}`;
-      const none = await openOverlay(again, { root: base, onNotice: (m) => notices.push(m) });
-      process.env.PATH = realPath;
-      assert.equal(none, undefined);
-      assert.match(notices.at(-1)!, /^local changes not applied: git diff --name-only failed: .*; searching/);
-      assert.ok(!notices.some((m) => /does not have/.test(m)));
-      await again.close();
+      const opened = await openOverlay(again, { root: base, onNotice: (m) => notices.push(m) });
+      assert.ok(opened, 'an overlay, not the shared index as it is');
+      try {
+        assert.match(
+          notices.at(-1)!,
+          /^local changes not applied: git diff --name-only failed: .*; searching this working tree over .*, with the 1 file last known to differ/,
+        );
+        assert.ok(!notices.some((m) => /does not have/.test(m)));
+        assert.deepEqual(opened.overlay.changed, ['src/a.ts']);
+        const during = await opened.search('local words');
+        assert.match(
+          during.stale ?? '',
+          /^local changes not read: git diff --name-only failed: .*results may be stale/,
+        );
+        assert.equal(during.results[0]?.path, 'src/a.ts');
+        assert.match((await opened.status()).overlay?.stale ?? '', /^local changes not read/);
+        process.env.PATH = realPath;
+        assert.equal((await opened.search('local words')).stale, undefined, 'read again on the next call');
+        assert.equal((await opened.status()).overlay?.stale, undefined);
+      } finally {
+        process.env.PATH = realPath;
+        await opened.close();
+      }
     } finally {
       process.env.PATH = realPath;
       removeTree(base);

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Embedder } from '../embed/types.ts';
 import { indexRepository } from '../indexing/indexer.ts';
@@ -41,9 +41,10 @@ export interface OverlayOptions {
   refreshSeconds?: number;
   /**
    * Files the base index holds in another version than its commit's (a main worktree's uncommitted edits, which its
-   * index follows): they count as changed here too, so this tree's versions of them are the ones searched.
+   * index follows): they count as changed here too, so this tree's versions of them are the ones searched. An
+   * error (git failed) keeps the last list read, and the answers say so.
    */
-  baseChanged?: () => string[];
+  baseChanged?: () => { changed: string[] } | { error: string };
 }
 
 export interface OverlayInfo {
@@ -53,7 +54,10 @@ export interface OverlayInfo {
   changed: string[];
   /** The last set-up or refresh: the local index's run, in ms, and how many files it re-read. */
   lastSync: { ms: number; files: number; embedded: number };
-  /** Why the last refresh could not read the working tree's changes (git failed), said on every answer until it can. */
+  /**
+   * Why the last refresh could not read the working tree's changes (git failed), said on every answer until it can;
+   * meanwhile the differing files are the last ones git named (in this session, or kept from the last one).
+   */
   error?: string | undefined;
 }
 
@@ -84,30 +88,13 @@ export async function openOverlay(
     return undefined;
   }
   const short = commit.slice(0, 12);
-  const read = changesOf(root, commit);
-  if ('missing' in read) {
-    notice(
-      `${base.name} was indexed at ${short}, which this checkout does not have: \`git fetch\` it to search your changes over the shared index; searching it as it is`,
-    );
-    return undefined;
-  }
-  if ('error' in read) {
-    notice(`local changes not applied: ${read.error}; searching ${base.name} as it is`);
-    return undefined;
-  }
-  const changed = [...new Set([...read.changed, ...(options.baseChanged?.() ?? [])])].sort();
-  if (!changed.length) return undefined;
-  const max = options.maxChanged ?? 20_000;
-  if (changed.length > max) {
-    notice(
-      `${changed.length} files differ from ${base.name}@${short}: that is most of an index, so run \`quarry index\` here; searching the shared index as it is`,
-    );
-    return undefined;
-  }
+  const dir = join(indexPaths(root).dir, 'overlay');
+  const differs = whatDiffers(base.name, commit, dir, options);
+  if (!differs) return undefined;
+  const { known, first, changed } = differs;
   const baseStatus = (await base.status()).embedding;
   const baseEmbedder = baseStatus.embedder;
   const changedSet = new Set(changed);
-  const dir = join(indexPaths(root).dir, 'overlay');
   mkdirSync(dir, { recursive: true });
   const local = await openProject({
     root,
@@ -145,19 +132,17 @@ export async function openOverlay(
   let lastCheck = 0;
   let syncing: Promise<void> | undefined;
   // the first sync uses the differences just read; each later one asks git again
-  let firstRead: GitChanges | undefined = read;
+  let opening = true;
   const runSync = async () => {
-    const now = firstRead ?? changesOf(root, commit);
-    firstRead = undefined;
-    // git failing (or the commit gone) is said on every answer until it reads again, never taken for "no changes"
-    if ('changed' in now) {
-      overlay.error = undefined;
-      changedSet.clear();
-      for (const p of now.changed) changedSet.add(p);
-      for (const p of options.baseChanged?.() ?? []) changedSet.add(p);
-      overlay.changed = [...changedSet].sort();
-    } else
-      overlay.error = `local changes not applied since the last sync: ${'error' in now ? now.error : `this checkout no longer has ${short}`}`;
+    if (!opening) known.take(changesOf(root, commit));
+    else if (!first) known.keep(); // the overlay's folder is there now
+    opening = false;
+    // git failing (or the commit gone) is said on every answer until it reads again, never taken for "no changes":
+    // the differing files are then the last ones git named
+    changedSet.clear();
+    for (const p of known.list()) changedSet.add(p);
+    overlay.changed = [...changedSet].sort();
+    overlay.error = known.staleNote(`${base.name}@${short}`);
     const report = await indexRepository({
       root,
       config: local.config,
@@ -180,10 +165,13 @@ export async function openOverlay(
   };
   await sync();
   notice(
-    `overlay: ${changed.length} file${changed.length === 1 ? '' : 's'} differ from ${base.name}@${short}; this working tree's versions are searched (${overlay.lastSync.ms} ms)`,
+    first
+      ? `local changes not applied: ${first}; searching this working tree over ${base.name}, with the ${changed.length} file${changed.length === 1 ? '' : 's'} last known to differ, until git reads again`
+      : `overlay: ${changed.length} file${changed.length === 1 ? '' : 's'} differ from ${base.name}@${short}; this working tree's versions are searched (${overlay.lastSync.ms} ms)`,
   );
+  // after a failed read, the next call asks git again at once (git recovers on the next call, not the next session)
   const fresh = async () => {
-    if (Date.now() - lastCheck >= (options.refreshSeconds ?? 2) * 1000) await sync();
+    if (overlay.error || Date.now() - lastCheck >= (options.refreshSeconds ?? 2) * 1000) await sync();
   };
   const side = (path: string): 'local' | 'shared' => (changedSet.has(path) ? 'local' : 'shared');
   const project: OverlayProject = Object.assign(Object.create(local) as LocalProject, {
@@ -208,7 +196,12 @@ export async function openOverlay(
     status: async (): Promise<IndexStatus> => ({
       ...(await local.status()),
       repo: base.name,
-      overlay: { base: overlay.base, commit, changed: overlay.changed.length },
+      overlay: {
+        base: overlay.base,
+        commit,
+        changed: overlay.changed.length,
+        ...(overlay.error ? { stale: overlay.error } : {}),
+      },
     }),
     repos: () => base.repos(),
     close: async () => {
@@ -217,6 +210,119 @@ export async function openOverlay(
     },
   });
   return project;
+}
+
+/**
+ * What differs from the base's commit, read now, or undefined (with a notice why) when there is nothing to overlay:
+ * the checkout lacks the commit, nothing differs, or most files do. A failing git is none of these: the overlay
+ * opens all the same with what git named last (`first` says why it could not read).
+ */
+function whatDiffers(
+  name: string,
+  commit: string,
+  dir: string,
+  options: OverlayOptions,
+): { known: KnownChanges; first: string | undefined; changed: string[] } | undefined {
+  const short = commit.slice(0, 12);
+  const read = changesOf(options.root, commit);
+  if ('missing' in read) {
+    options.onNotice?.(
+      `${name} was indexed at ${short}, which this checkout does not have: \`git fetch\` it to search your changes over the shared index; searching it as it is`,
+    );
+    return undefined;
+  }
+  const known = new KnownChanges(dir, commit, options.baseChanged);
+  const first = known.take(read);
+  const changed = known.list();
+  if (!first && !changed.length) return undefined;
+  if (!first && changed.length > (options.maxChanged ?? 20_000)) {
+    options.onNotice?.(
+      `${changed.length} files differ from ${name}@${short}: that is most of an index, so run \`quarry index\` here; searching the shared index as it is`,
+    );
+    return undefined;
+  }
+  return { known, first, changed };
+}
+
+/**
+ * The files that differ, as git last named them: this checkout's changes since the commit and the base's own
+ * (`baseChanged`). A read that fails keeps the last list of that side: this session's, else the one kept in the
+ * overlay's folder by the last session that read it (`changed.json`), else none.
+ */
+class KnownChanges {
+  private own: string[];
+  private base: string[];
+  private readonly file: string;
+  /** Why the last read failed; undefined when git named both sides. */
+  private failure: string | undefined;
+  /** Whether git has named them in this session. */
+  private readOnce = false;
+  constructor(
+    dir: string,
+    private readonly commit: string,
+    private readonly baseChanged: OverlayOptions['baseChanged'],
+  ) {
+    this.file = join(dir, 'changed.json');
+    let kept: { commit?: string; own?: unknown; base?: unknown } = {};
+    try {
+      kept = JSON.parse(readFileSync(this.file, 'utf8')) as typeof kept;
+    } catch {
+      // none kept yet
+    }
+    const strings = (v: unknown) =>
+      Array.isArray(v) ? v.filter((p): p is string => typeof p === 'string') : [];
+    this.own = kept.commit === commit ? strings(kept.own) : [];
+    this.base = kept.commit === commit ? strings(kept.base) : [];
+  }
+
+  /**
+   * Takes a read of this checkout's changes (and asks the base's): why either failed, or undefined when both read
+   * (the lists are then kept for the next session, when the overlay's folder is there).
+   */
+  take(mine: GitChanges): string | undefined {
+    const failed: string[] = [];
+    if ('changed' in mine) this.own = mine.changed;
+    else
+      failed.push('error' in mine ? mine.error : `this checkout no longer has ${this.commit.slice(0, 12)}`);
+    const theirs = this.baseChanged?.();
+    if (theirs && 'changed' in theirs) this.base = theirs.changed;
+    else if (theirs) failed.push(theirs.error);
+    this.failure = failed.length ? failed.join('; ') : undefined;
+    if (!this.failure) {
+      this.readOnce = true;
+      this.keep();
+    }
+    return this.failure;
+  }
+
+  /** The line every answer carries while the last read failed (`base`: what the changes are counted from). */
+  staleNote(base: string): string | undefined {
+    if (!this.failure) return undefined;
+    if (this.readOnce) return `local changes not applied since the last sync: ${this.failure}`;
+    const n = this.list().length;
+    return `local changes not read: ${this.failure}; results may be stale until git reads again (${n} file${n === 1 ? '' : 's'} last known to differ from ${base})`;
+  }
+
+  list(): string[] {
+    return [...new Set([...this.own, ...this.base])].sort();
+  }
+
+  /** Keeps the lists for the next session, in the overlay's folder when it is there (best effort). */
+  keep(): void {
+    const text = JSON.stringify({ commit: this.commit, own: this.own, base: this.base });
+    try {
+      if (readFileSync(this.file, 'utf8') === text) return;
+    } catch {
+      // not there yet
+    }
+    const tmp = `${this.file}.${process.pid}.tmp`;
+    try {
+      writeFileSync(tmp, text);
+      renameSync(tmp, this.file);
+    } catch {
+      rmSync(tmp, { force: true }); // best effort: this session still knows them
+    }
+  }
 }
 
 function changesOf(root: string, commit: string): GitChanges {

@@ -164,8 +164,11 @@ export interface IndexStatus extends StoreStats {
     /** An embedding run under way: its phase, files done of the phase's total, texts per second, time left. */
     progress?: { phase: 1 | 2; done: number; total: number; textsPerSec: number; etaMs?: number; at: string };
   };
-  /** A local overlay on a shared index: what it overlays, the commit that index was built at, the files that differ. */
-  overlay?: { base: string; commit: string; changed: number };
+  /**
+   * A local overlay on a shared index: what it overlays, the commit that index was built at, the files that differ,
+   * and why they may be stale (git could not read this checkout's changes: the last ones it named stand meanwhile).
+   */
+  overlay?: { base: string; commit: string; changed: number; stale?: string };
 }
 
 /** The most hits one nearest-vector query may ask for (HTTP and MCP refuse more). */

@@ -46,10 +46,12 @@ export async function openWorktree(
       git?: { commit?: string | null };
     };
     const commit = built.git?.commit;
-    const baseChanged = () => {
-      if (!commit) return [];
+    // a failing git is no "the main tree has no uncommitted edits": the overlay keeps what it read last, and says so
+    const baseChanged = (): { changed: string[] } | { error: string } => {
+      if (!commit) return { changed: [] };
       const r = gitChangesSince(main, commit);
-      return 'changed' in r ? r.changed : [];
+      if ('error' in r) return { error: `the main tree's changes: ${r.error}` };
+      return { changed: 'changed' in r ? r.changed : [] };
     };
     let said = false;
     const overlay = await openOverlay(base, {

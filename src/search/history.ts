@@ -26,7 +26,8 @@ const cache = new Map<string, Promise<ChangeHistory | undefined>>();
 
 /**
  * The history of the repository at `root` (read once per process and HEAD), or undefined when `root` is no git
- * checkout or git cannot be run: the priors then simply do not apply.
+ * checkout or git cannot be run (tried twice; a failure is asked again on the next call): the priors then simply do
+ * not apply.
  */
 export async function readHistory(root: string): Promise<ChangeHistory | undefined> {
   if (!existsSync(join(root, '.git'))) return undefined;
@@ -35,7 +36,7 @@ export async function readHistory(root: string): Promise<ChangeHistory | undefin
   const key = `${root}\0${head.trim()}`;
   let found = cache.get(key);
   if (!found) {
-    found = git(root, [
+    const read = git(root, [
       'log',
       '--no-merges',
       '--no-renames',
@@ -43,21 +44,32 @@ export async function readHistory(root: string): Promise<ChangeHistory | undefin
       '--format=%x00',
       `-n${COMMITS}`,
       'HEAD',
-    ]).then((out) => (out === undefined ? undefined : parseLog(out)));
-    cache.set(key, found);
+    ]).then((out) => {
+      // a failure is no history: not remembered, the next search asks again
+      if (out === undefined) cache.delete(key);
+      return out === undefined ? undefined : parseLog(out);
+    });
+    found = read;
+    cache.set(key, read);
   }
   return found;
 }
 
-function git(root: string, args: string[]): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    execFile(
-      'git',
-      ['-C', root, ...args],
-      { maxBuffer: 256 * 1024 * 1024, timeout: 20_000, windowsHide: true },
-      (err, stdout) => resolve(err ? undefined : stdout),
-    );
-  });
+/** git's output, or undefined when it fails twice (the second try after a short pause: a lock is usually gone). */
+async function git(root: string, args: string[]): Promise<string | undefined> {
+  for (let i = 0; i < 2; i++) {
+    if (i) await new Promise((r) => setTimeout(r, 150));
+    const out = await new Promise<string | undefined>((resolve) => {
+      execFile(
+        'git',
+        ['-C', root, ...args],
+        { maxBuffer: 256 * 1024 * 1024, timeout: 20_000, windowsHide: true },
+        (err, stdout) => resolve(err ? undefined : stdout),
+      );
+    });
+    if (out !== undefined) return out;
+  }
+  return undefined;
 }
 
 /** Parses `git log --name-only --format=%x00`: one NUL line per commit, then its files. */

@@ -1,6 +1,6 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { gitTwice, runGit } from './git.ts';
 
 export const QUARRY_DIR = '.quarry';
 
@@ -43,10 +43,11 @@ export function ensureIndexDir(root: string): void {
 }
 
 /**
- * The branch and commit a checkout is at, read from `.git` without running git (a worktree's `.git` file, a loose
- * ref or `packed-refs`); null when `root` is no git checkout.
+ * Where a checkout's git data is, read from `.git` without running git: its own git folder (a linked worktree's
+ * `.git` file names it) and the common one that holds the refs, objects and config (the same folder but in a linked
+ * worktree). Null when `root` is no git checkout, or its `.git` file names nothing.
  */
-export function gitHead(root: string): { branch: string | null; commit: string | null } | null {
+export function gitDirs(root: string): { gitDir: string; common: string } | null {
   try {
     let gitDir = join(root, '.git');
     if (!statSync(gitDir).isDirectory()) {
@@ -54,14 +55,29 @@ export function gitHead(root: string): { branch: string | null; commit: string |
       if (!m) return null;
       gitDir = resolve(root, m[1]!.trim());
     }
+    const common = existsSync(join(gitDir, 'commondir'))
+      ? resolve(gitDir, readFileSync(join(gitDir, 'commondir'), 'utf8').trim())
+      : gitDir;
+    return { gitDir, common };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The branch and commit a checkout is at, read from `.git` without running git (a worktree's `.git` file, a loose
+ * ref or `packed-refs`); null when `root` is no git checkout.
+ */
+export function gitHead(root: string): { branch: string | null; commit: string | null } | null {
+  const dirs = gitDirs(root);
+  if (!dirs) return null;
+  const { gitDir, common } = dirs;
+  try {
     const head = readFileSync(join(gitDir, 'HEAD'), 'utf8').trim();
     const ref = /^ref:\s*(.+)$/.exec(head)?.[1];
     if (!ref) return { branch: null, commit: /^[0-9a-f]{40,64}$/.test(head) ? head : null };
     const branch = ref.replace(/^refs\/heads\//, '');
     // a linked worktree keeps its refs in the common dir
-    const common = existsSync(join(gitDir, 'commondir'))
-      ? resolve(gitDir, readFileSync(join(gitDir, 'commondir'), 'utf8').trim())
-      : gitDir;
     for (const dir of [gitDir, common]) {
       try {
         return { branch, commit: readFileSync(join(dir, ref), 'utf8').trim() };
@@ -79,19 +95,38 @@ export function gitHead(root: string): { branch: string | null; commit: string |
 
 /**
  * The checkout's `origin` remote, as a comparable name: `git@github.com:Owner/repo.git` and
- * `https://user@github.com/Owner/repo` are both `github.com/Owner/repo`. Null without git or an origin.
+ * `https://user@github.com/Owner/repo` are both `github.com/Owner/repo`. Null without git or an origin. When git
+ * fails (twice), the repository's config file is read instead: a failure is never taken for "no origin" (the
+ * repository's key in a shared store is made of it).
  */
 export function gitRemote(root: string): string | null {
+  const asked = gitTwice(() =>
+    runGit(root, ['config', '--get', 'remote.origin.url'], { timeoutMs: 5000, missingIsOk: true }),
+  );
+  const url = 'ok' in asked ? asked.ok?.trim() : configOrigin(root);
+  return url ? normalizeRemote(url) : null;
+}
+
+/** `remote.origin.url` from the repository's own config file, without git (its includes are not followed). */
+function configOrigin(root: string): string | undefined {
+  const dirs = gitDirs(root);
+  if (!dirs) return undefined;
+  let text: string;
   try {
-    const url = execFileSync('git', ['-C', root, 'config', '--get', 'remote.origin.url'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-      timeout: 2000,
-    }).trim();
-    return url ? normalizeRemote(url) : null;
+    text = readFileSync(join(dirs.common, 'config'), 'utf8');
   } catch {
-    return null;
+    return undefined;
   }
+  let inOrigin = false;
+  for (const line of text.split('\n')) {
+    const section = /^\s*\[\s*([^\]]+?)\s*\]/.exec(line);
+    if (section) inOrigin = /^remote\s+"origin"$/i.test(section[1]!);
+    else if (inOrigin) {
+      const url = /^\s*url\s*=\s*(.*?)\s*$/i.exec(line);
+      if (url) return url[1]!.replace(/^"(.*)"$/, '$1');
+    }
+  }
+  return undefined;
 }
 
 export function normalizeRemote(url: string): string {
@@ -121,54 +156,20 @@ export type GitChanges =
 
 export function gitChangesSince(root: string, commit: string): GitChanges {
   if (!/^[0-9a-f]{7,64}$/i.test(commit)) return { missing: true };
-  // a failing command throws one line: what ran and what git said
-  const run = (args: string[], missingIsOk = false): string | null => {
-    try {
-      return execFileSync('git', ['-C', root, ...args], {
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'pipe'],
-        maxBuffer: 256 * 1024 * 1024,
-        timeout: 60_000,
-      });
-    } catch (err) {
-      const e = err as { status?: number; stderr?: string };
-      // `rev-parse --verify --quiet` says "no such commit" with exit 1 and nothing on stderr
-      if (missingIsOk && e.status === 1 && !String(e.stderr ?? '').trim()) return null;
-      throw new Error(gitFailure(args, err));
-    }
-  };
   // a failure is tried once more (another git command's lock is usually gone by then), then reported as it is
-  const twice = <T>(f: () => T): { ok: T } | { error: string } => {
-    let last = '';
-    for (let i = 0; i < 2; i++)
-      try {
-        return { ok: f() };
-      } catch (err) {
-        last = (err as Error).message;
-      }
-    return { error: last };
-  };
-  const exists = twice(() => run(['rev-parse', '--verify', '--quiet', `${commit}^{commit}`], true) !== null);
+  const exists = gitTwice(
+    () =>
+      runGit(root, ['rev-parse', '--verify', '--quiet', `${commit}^{commit}`], { missingIsOk: true }) !==
+      null,
+  );
   if ('error' in exists) return exists;
   if (!exists.ok) return { missing: true };
-  const read = twice(() => {
-    const tracked = run(['diff', '--name-only', '--no-renames', '-z', commit, '--']) ?? '';
-    const untracked = run(['ls-files', '--others', '--exclude-standard', '-z']) ?? '';
+  const read = gitTwice(() => {
+    const tracked = runGit(root, ['diff', '--name-only', '--no-renames', '-z', commit, '--']) ?? '';
+    const untracked = runGit(root, ['ls-files', '--others', '--exclude-standard', '-z']) ?? '';
     return [...new Set(`${tracked}${untracked}`.split('\0').filter(Boolean))].sort();
   });
   return 'error' in read ? read : { changed: read.ok };
-}
-
-/** One line for a failed git command: what ran and what it said. */
-function gitFailure(args: string[], err: unknown): string {
-  const e = err as { stderr?: string | Buffer; code?: string; signal?: string; message?: string };
-  const said =
-    String(e.stderr ?? '')
-      .trim()
-      .split('\n')
-      .pop() ||
-    (e.code === 'ETIMEDOUT' ? 'timed out' : e.signal ? `killed by ${e.signal}` : (e.message ?? 'failed'));
-  return `git ${args.slice(0, 2).join(' ')} failed: ${said}`;
 }
 
 /**
@@ -184,15 +185,15 @@ export function indexedMainWorktree(root: string): string | undefined {
   } catch {
     return undefined;
   }
-  let common: string;
-  try {
-    common = execFileSync('git', ['-C', root, 'rev-parse', '--path-format=absolute', '--git-common-dir'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-      timeout: 10_000,
-    }).trim();
-  } catch {
-    return undefined;
+  // read from the `.git` file and the worktree's `commondir`, as git does: no git process, so a failing git (a
+  // held lock, a timeout) never makes a linked worktree look like a project of its own; git when they say nothing
+  let common = gitDirs(root)?.common;
+  if (!common) {
+    const asked = gitTwice(() =>
+      runGit(root, ['rev-parse', '--path-format=absolute', '--git-common-dir'], { timeoutMs: 10_000 }),
+    );
+    if ('error' in asked || !asked.ok) return undefined;
+    common = asked.ok.trim();
   }
   if (basename(common) !== '.git') return undefined; // a bare repository's worktree: no main tree
   const main = dirname(common);

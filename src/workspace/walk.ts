@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { type Dirent, existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,6 +7,7 @@ import { DEFAULT_IGNORES, looksLikeSecretPath, rulesText, VERSION_CONTROL_IGNORE
 import { detectLanguage } from './languages.ts';
 import { underAny } from './scope.ts';
 import type { SkipReason } from './skips.ts';
+import { gitTracked, recallVerdict, rememberVerdict } from './tracked.ts';
 
 export { SKIP_REASONS, type SkipReason } from './skips.ts';
 
@@ -154,64 +154,89 @@ const DEFAULTS_SOURCE = "quarry's defaults";
  */
 const BUILD_FOLDERS = new Set(['build', 'out', 'target', 'obj']);
 
-/** How long what git tracks under a folder is believed (a watcher asks on every save). */
-const TRACKED_TTL_MS = 10_000;
-const trackedCache = new Map<string, { at: number; files: string[] | undefined }>();
-
 /**
  * The files git tracks under a folder of `root` (repository-relative), or undefined outside a git work tree or when
- * git cannot say. Cached for TRACKED_TTL_MS.
+ * git cannot say (tried twice; a failure is not cached: the next call asks again). Cached for a few seconds.
  */
 export function trackedUnder(root: string, dirRel: string): string[] | undefined {
-  const key = `${root}\u0000${dirRel}`;
-  const seen = trackedCache.get(key);
-  if (seen && performance.now() - seen.at < TRACKED_TTL_MS) return seen.files;
-  let files: string[] | undefined;
-  if (existsSync(join(root, '.git'))) {
-    const r = spawnSync('git', ['-C', root, 'ls-files', '-z', '--', dirRel], {
-      encoding: 'utf8',
-      maxBuffer: 256 * 1024 * 1024,
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-    if (r.status === 0) files = r.stdout.split('\0').filter(Boolean);
-  }
-  trackedCache.set(key, { at: performance.now(), files });
-  return files;
+  const t = gitTracked(root, dirRel);
+  return 'files' in t ? t.files : undefined;
 }
 
 /**
  * How many files git tracks in each path quarry's defaults left out (a folder counts the files under it): what the
  * defaults hid that the project keeps in version control, for `status` and `files --ignored` to name. Paths with
- * none are left out; empty outside a git work tree. One `git ls-files` for the whole tree.
+ * none are left out; empty outside a git work tree. One `git ls-files` for the whole tree; when it fails (twice),
+ * the counts of the last time it answered.
  */
 export function trackedByDefaults(root: string, ignored: readonly WalkIgnore[]): Map<string, number> {
   const out = new Map<string, number>();
   const wanted = ignored.filter((i) => i.rule === DEFAULTS_SOURCE && !/^\.(git|quarry)$/.test(i.path));
   if (!wanted.length || !existsSync(join(root, '.git'))) return out;
-  const r = spawnSync('git', ['-C', root, 'ls-files', '-z'], {
-    encoding: 'utf8',
-    maxBuffer: 1024 * 1024 * 1024,
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
-  if (r.status !== 0) return out;
+  const tracked = gitTracked(root, '');
+  if ('none' in tracked) return out;
+  if ('error' in tracked) {
+    const last = recallVerdict(root, 'tracked by defaults');
+    if (last && typeof last === 'object')
+      for (const i of wanted) {
+        const n = (last as Record<string, unknown>)[i.path];
+        if (typeof n === 'number') out.set(i.path, n);
+      }
+    return out;
+  }
   const dirs = new Set(wanted.filter((i) => i.dir).map((i) => i.path));
   const files = new Set(wanted.filter((i) => !i.dir).map((i) => i.path));
-  for (const f of r.stdout.split('\0')) {
-    if (!f) continue;
+  for (const f of tracked.files) {
     if (files.has(f)) out.set(f, 1);
     for (let at = f.indexOf('/'); at > 0; at = f.indexOf('/', at + 1)) {
       const d = f.slice(0, at);
       if (dirs.has(d)) out.set(d, (out.get(d) ?? 0) + 1);
     }
   }
+  rememberVerdict(root, 'tracked by defaults', Object.fromEntries(out));
   return out;
 }
 
-/** A default-ignored build folder that git tracks source files in is searched like any other. */
-function liftedBuildFolder(root: string, m: Matcher | undefined, rel: string): boolean {
+/** Where a walk's notices go when its caller takes none: stderr, once per folder until git answers again. */
+const told = new Set<string>();
+function defaultNotice(key: string): (message: string) => void {
+  return (m) => {
+    if (told.has(key)) return;
+    told.add(key);
+    process.stderr.write(`quarry: warning: ${m}\n`);
+  };
+}
+
+/**
+ * A default-ignored build folder that git tracks source files in is searched like any other. When git cannot say
+ * (tried twice), the last verdict it gave stands, and the notice says so: a failing git never drops a tracked build
+ * folder's source from an index, nor adds an untracked one's.
+ */
+function liftedBuildFolder(
+  root: string,
+  m: Matcher | undefined,
+  rel: string,
+  onNotice?: (message: string) => void,
+): boolean {
   if (!m || m.source !== DEFAULTS_SOURCE) return false;
   if (!BUILD_FOLDERS.has(rel.slice(rel.lastIndexOf('/') + 1))) return false;
-  return (trackedUnder(root, rel) ?? []).some((f) => detectLanguage(f).grammar !== undefined);
+  const name = `lift ${rel}`;
+  const tracked = gitTracked(root, rel);
+  if ('none' in tracked) return false;
+  if ('files' in tracked) {
+    told.delete(`${root}\0${rel}`);
+    const lifted = tracked.files.some((f) => detectLanguage(f).grammar !== undefined);
+    rememberVerdict(root, name, lifted);
+    return lifted;
+  }
+  const last = recallVerdict(root, name);
+  const said = `what git tracks in ${rel}/ could not be read (${tracked.error})`;
+  (onNotice ?? defaultNotice(`${root}\0${rel}`))(
+    typeof last === 'boolean'
+      ? `${said}: ${last ? 'walked' : 'left out'} as last known (git ${last ? 'tracked source in it' : 'tracked no source in it'})`
+      : `${said}, and no earlier answer is known: left out by quarry's defaults until git answers`,
+  );
+  return last === true;
 }
 
 /** The rules every folder starts from: quarry's defaults, the config's `ignore`, git's exclude file. */
@@ -252,6 +277,11 @@ export interface WalkOptions {
    * folder of 100,000 files stats that folder's files, not the tree's.
    */
   under?: readonly string[];
+  /**
+   * Told when a decision could not ask git (what git tracks in a build folder): the last verdict stands, and this
+   * says so. Without it, the notice goes to stderr once per folder until git answers again.
+   */
+  onNotice?: (message: string) => void;
 }
 
 /**
@@ -406,6 +436,7 @@ function decide(
   entries: readonly Dirent[],
   matchers: Matcher[],
   overridden: ReadonlySet<Matcher>,
+  onNotice?: (message: string) => void,
 ): { decisions: Decision[]; volatile: boolean } {
   const out: Decision[] = [];
   let volatile = false;
@@ -417,7 +448,7 @@ function decide(
       const by = ignoredBy(matchers, rel, true, overridden);
       // whether a build folder is walked depends on what git tracks, which no folder's stamp shows
       if (by?.source === DEFAULTS_SOURCE && BUILD_FOLDERS.has(name)) volatile = true;
-      const lifted = liftedBuildFolder(root, by, rel);
+      const lifted = liftedBuildFolder(root, by, rel, onNotice);
       if (by && !lifted) {
         out.push([name, 'i', true, by.source]);
         continue;
@@ -548,7 +579,15 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
     const ignoreFiles = options.noIgnore ? [] : IGNORE_FILES.filter((n) => entries.some((e) => e.name === n));
     const own = withOwnRules(dirRel, dirAbs, ignoreFiles, inherited, rules);
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const { decisions, volatile } = decide(root, config, dirRel, entries, own.matchers, overridden);
+    const { decisions, volatile } = decide(
+      root,
+      config,
+      dirRel,
+      entries,
+      own.matchers,
+      overridden,
+      options.onNotice,
+    );
     if (memo) {
       memo.read++;
       if (stamp && !volatile && stamp.changedMs < (memo.settledBefore ?? started - RACY_MS)) {
@@ -578,6 +617,7 @@ export function statPaths(
   root: string,
   config: QuarryConfig,
   paths: readonly string[],
+  onNotice?: (message: string) => void,
 ): { files: WalkEntry[]; excluded: string[] } {
   const base = baseMatchers(root, config);
   // per folder: the matchers in force inside it, and the overridden set (null: the folder itself is ignored)
@@ -591,7 +631,7 @@ export function statPaths(
       const slash = dirRel.lastIndexOf('/');
       const parent = stateOf(slash < 0 ? '' : dirRel.slice(0, slash));
       const by = parent ? ignoredBy(parent.matchers, dirRel, true, parent.overridden) : undefined;
-      const lifted = liftedBuildFolder(root, by, dirRel);
+      const lifted = liftedBuildFolder(root, by, dirRel, onNotice);
       if (!parent || (by && !lifted)) state = null;
       else {
         let next = parent.overridden;
