@@ -1,4 +1,5 @@
 import ignore from 'ignore';
+import { redactSecrets } from '../chunk/redact.ts';
 import type { Packing } from '../config/config.ts';
 import { QuarryError } from '../errors.ts';
 import type { ChatMessage } from '../llm/types.ts';
@@ -11,7 +12,6 @@ import type {
 import { analyzeQuery } from '../search/query.ts';
 import type { SearchResponse } from '../search/search.ts';
 import { detectLanguage } from '../workspace/languages.ts';
-import { redactSecrets } from '../chunk/redact.ts';
 import { buildRepoMap, questionMentions } from './repomap.ts';
 
 export type { AssembledContext, AssembleOptions, ContextBlock } from '../project/types.ts';

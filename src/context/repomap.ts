@@ -1,8 +1,8 @@
+import { redactSecrets } from '../chunk/redact.ts';
 import { countTokens } from '../llm/tokens.ts';
 import type { MapEntry, RepoMap } from '../project/types.ts';
 import type { CompactGraph, ReferenceGraph, Store } from '../store/types.ts';
 import { type FileRole, fileRole } from '../workspace/roles.ts';
-import { redactSecrets } from '../chunk/redact.ts';
 
 export type { MapEntry, RepoMap } from '../project/types.ts';
 export type { CompactGraph } from '../store/types.ts';
