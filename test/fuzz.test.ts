@@ -34,6 +34,22 @@ const GRAMMAR_NEST: Record<string, (n: number) => string> = {
   '.rb': (n) => `x = ${'['.repeat(n)}${']'.repeat(n)}\n`,
 };
 
+/** Shapes of the secret rules, repeated into one long line: a rule that backtracks takes quadratic time on them. */
+const HOSTILE_UNITS = [
+  'mysql -p',
+  '-p',
+  'password=',
+  '"password": "',
+  'Authorization: Bearer ',
+  'postgres://u:',
+  'machine x login y password ',
+  'pass: ',
+  'api_key = ',
+  '-----BEGIN PRIVATE KEY-----',
+  'AKIA',
+  'a:1:b:c:',
+];
+
 /** File contents that have broken tools before: binary, invalid UTF-8, UTF-16, NULs in source, deep nesting… */
 const content = fc.oneof(
   fc.uint8Array({ maxLength: 4096 }).map((b) => Buffer.from(b)),
@@ -46,6 +62,10 @@ const content = fc.oneof(
     .tuple(fc.constantFrom(...Object.keys(GRAMMAR_NEST)), fc.integer({ min: 100, max: 10_000 }))
     .map(([ext, n]) => Buffer.from(GRAMMAR_NEST[ext]!(n))),
   fc.integer({ min: 10_000, max: 200_000 }).map((n) => Buffer.from(`var a=${'1+'.repeat(n)}1;`)),
+  // one line that stalled redaction (issue 63): a secret rule's shape repeated, tens of thousands of times
+  fc
+    .tuple(fc.constantFrom(...HOSTILE_UNITS), fc.integer({ min: 1_000, max: 50_000 }))
+    .map(([unit, n]) => Buffer.from(unit.repeat(n))),
   fc.constant(Buffer.alloc(0)),
   fc
     .uint8Array({ minLength: 1, maxLength: 64 })
@@ -131,6 +151,37 @@ describe('fuzzing', () => {
     // the issue's bar: at least a thousand bad files per run of the suite
     assert.ok(files >= 1000 * RUNS, `only ${files} files generated`);
     t.diagnostic(`${files} generated files indexed`);
+  });
+
+  it('redacts any text in time linear in its length, keeping its lines', async () => {
+    const { redactSecrets } = await import('../src/chunk/redact.ts');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.oneof(fc.constantFrom(...HOSTILE_UNITS), fc.string({ maxLength: 12 })), {
+          minLength: 1,
+          maxLength: 8,
+        }),
+        fc.integer({ min: 1, max: 20 }),
+        async (units, times) => {
+          const unit = units.join('');
+          const small = unit.repeat(times * 50);
+          const large = unit.repeat(times * 500);
+          const t0 = performance.now();
+          const a = await redactSecrets(small);
+          const t1 = performance.now();
+          const b = await redactSecrets(large);
+          const t2 = performance.now();
+          assert.equal(a.text.split('\n').length, small.split('\n').length);
+          assert.equal(b.text.split('\n').length, large.split('\n').length);
+          // 10x the text: linear takes ~10x; the rule this replaced took ~100x (a floor keeps tiny inputs out)
+          assert.ok(
+            t2 - t1 < Math.max(200, 40 * (t1 - t0)),
+            `${JSON.stringify(unit).slice(0, 60)}: ${(t1 - t0).toFixed(0)} ms, then ${(t2 - t1).toFixed(0)} ms`,
+          );
+        },
+      ),
+      { numRuns: 20 * RUNS },
+    );
   });
 
   it('reads any settings file: either settings, or one line that names the setting', async () => {

@@ -103,6 +103,8 @@ before(async () => {
       'export function retryBudget(attempts: number): number {\n  return Math.min(attempts, 5);\n}\n',
     'src/util.py': 'def parse_config(path):\n    return open(path).read()\n',
     'docs/notes.md': `${INJECTION}\n`,
+    // one hostile line (issue 63): redacting it was quadratic, and it was served whole though indexed without chunks
+    'data/one-line.txt': `mysql ${'-p'.repeat(200_000)}\n`,
   });
   trees.push(root, outside);
   symlinkSync(join(outside, 'secret.txt'), join(root, 'src', 'link-out.txt'));
@@ -244,6 +246,35 @@ describe('hostile input: the HTTP API and the panel', () => {
     for (const s of slow) s.destroy();
   });
 
+  it('serves a one-line file in pages, and answers another request while it reads one', async () => {
+    const status = async () => {
+      const t = performance.now();
+      assert.equal((await fetch(`${base}/api/status`)).status, 200);
+      return performance.now() - t;
+    };
+    await status();
+    const reading = fetch(`${base}/api/file?path=data/one-line.txt`).then((r) => r.json());
+    const [waited, page] = await Promise.all([status(), reading]);
+    const body = page as { lines: string[]; nextColumn?: number; end: number };
+    assert.ok(body.lines[0]!.length <= 200_000, `a page of ${body.lines[0]!.length} characters`);
+    assert.equal(body.nextColumn, 200_001);
+    // page by page to the line's end: every character once
+    let total = body.lines[0]!.length;
+    for (let column = body.nextColumn; column; ) {
+      const next = (await (
+        await fetch(`${base}/api/file?path=data/one-line.txt&column=${column}`)
+      ).json()) as {
+        lines: string[];
+        nextColumn?: number;
+      };
+      total += next.lines[0]!.length;
+      column = next.nextColumn;
+    }
+    assert.equal(total, 'mysql '.length + 400_000);
+    // the old redaction took 90 s on a line like this, and the server answered nothing meanwhile
+    assert.ok(waited < 2000, `/api/status waited ${waited.toFixed(0)} ms behind a file read`);
+  });
+
   it('refuses a wrong Host (DNS rebinding) and cross-origin writes', async () => {
     for (const host of ['evil.example', `evil.example:${port}`, `127.0.0.1.evil.example:${port}`, '']) {
       tries.http++;
@@ -317,6 +348,14 @@ describe('hostile input: every MCP tool', () => {
     // the server is still there and answers
     const ok = await call('search_code', { query: 'retryBudget' });
     assert.match(ok, /src\/app\.ts/);
+  });
+
+  it('reads a one-line file in pages of at most 20,000 characters, and says where to go on', async () => {
+    const first = await call('read_file', { path: 'data/one-line.txt' });
+    assert.ok(first.length < 25_000, `read_file sent ${first.length} characters`);
+    assert.match(first, /column 20001/);
+    const second = await call('read_file', { path: 'data/one-line.txt', column: 20_001 });
+    assert.match(second, /column 40001/);
   });
 
   it('answers wrong types, huge and odd arguments with a message, never a crash', async () => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { pageOf } from '../../host/pages.ts';
 import {
   type Answer,
   defineTool,
@@ -13,6 +14,14 @@ const inputSchema = {
   path: z.string().min(1).describe('From the repository root'),
   start: z.number().int().min(1).default(1),
   end: z.number().int().min(1).optional(),
+  column: z
+    .number()
+    .int()
+    .min(1)
+    .default(1)
+    .describe(
+      'Where in the start line to begin (a long line is read in pieces; the answer says where to go on)',
+    ),
   repo: repoArg,
   root: rootArg,
 };
@@ -22,7 +31,7 @@ const PAGE_CHARS = 20_000;
 
 /** read_file: numbered lines of an indexed file, at most 2,000 (and 20,000 characters) per call, with how to read on. */
 export async function readFile(
-  { path, start, end, repo, root }: z.infer<z.ZodObject<typeof inputSchema>>,
+  { path, start, end, column, repo, root }: z.infer<z.ZodObject<typeof inputSchema>>,
   { projectOf }: ToolContext,
 ): Promise<Answer> {
   const project = await projectOf(repo, root);
@@ -31,18 +40,14 @@ export async function readFile(
     start,
     end: Math.min(end ?? start + 1999, start + 1999),
   });
-  // a page is also at most PAGE_CHARS characters (a minified or generated file's long lines add up fast), always
-  // at least one line
-  let chars = 0;
-  let keep = 0;
-  while (keep < asked.lines.length && (keep === 0 || chars + asked.lines[keep]!.length + 1 <= PAGE_CHARS)) {
-    chars += asked.lines[keep]!.length + 1;
-    keep++;
-  }
-  const slice = { ...asked, lines: asked.lines.slice(0, keep), end: asked.start + keep - 1 };
+  // a page is also at most PAGE_CHARS characters (a minified or generated file's long lines add up fast): a line
+  // longer than that is read in pieces
+  const page = pageOf(asked.start, asked.lines, column, PAGE_CHARS);
+  const slice = { ...asked, lines: page.lines, end: page.end };
   const body = numbered(slice.start, slice.lines);
-  const more =
-    slice.end < slice.total
+  const more = page.nextColumn
+    ? `\n… line ${page.end} goes on: call again with start ${page.end} and column ${page.nextColumn}`
+    : slice.end < slice.total
       ? `\n… lines ${slice.end + 1}-${slice.total} remain: call again with start ${slice.end + 1}`
       : '';
   return {
@@ -53,6 +58,8 @@ export async function readFile(
       end: slice.end,
       total: slice.total,
       lines: slice.lines,
+      ...(column > 1 ? { column } : {}),
+      ...(page.nextColumn ? { nextColumn: page.nextColumn } : {}),
     },
   };
 }
@@ -61,7 +68,7 @@ export const readFileTool = defineTool({
   name: 'read_file',
   title: 'Read an indexed file',
   description:
-    'Numbered lines of an indexed file, start to end (at most 2,000 lines and 20,000 characters per call; the answer says where to read on).',
+    'Numbered lines of an indexed file, start to end (at most 2,000 lines and 20,000 characters per call, a longer line in pieces; the answer says where to read on).',
   inputSchema,
   annotations: READ_ONLY,
   handler: readFile,
