@@ -260,7 +260,7 @@ describe('hostile input: the HTTP API and the panel', () => {
     assert.equal(body.nextColumn, 200_001);
     // page by page to the line's end: every character once
     let total = body.lines[0]!.length;
-    for (let column = body.nextColumn; column; ) {
+    for (let column: number | undefined = body.nextColumn; column; ) {
       const next = (await (
         await fetch(`${base}/api/file?path=data/one-line.txt&column=${column}`)
       ).json()) as {
