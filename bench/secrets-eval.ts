@@ -15,28 +15,14 @@ import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { redactSecrets } from '../src/chunk/redact.ts';
 import { buildCorpus, type Case, PUBLIC_PARTS } from './secrets-corpus.ts';
 
-interface Redacted {
-  text: string;
-  found: Map<string, number>;
-}
-type Redact = (text: string) => Promise<Redacted>;
+type Redact = typeof redactSecrets;
 
-/** The redactor's module has lived in two places; take whichever this checkout has. */
+/** The redactor, loaded as indexing loads it. */
 async function loadRedactor(): Promise<Redact> {
-  const tried: string[] = [];
-  for (const rel of ['../src/chunk/redact.ts', '../src/context/redact.ts']) {
-    const spec: string = new URL(rel, import.meta.url).href;
-    try {
-      const mod = (await import(spec)) as { redactSecrets?: Redact };
-      if (typeof mod.redactSecrets === 'function') return mod.redactSecrets;
-      tried.push(`${rel} (no redactSecrets)`);
-    } catch (e) {
-      tried.push(`${rel} (${(e as Error).message.split('\n')[0]})`);
-    }
-  }
-  throw new Error(`no redactor found: ${tried.join('; ')}`);
+  return redactSecrets;
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

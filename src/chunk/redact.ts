@@ -59,7 +59,7 @@ const ANNOTATION = String.raw`(?:[ \t]*:[ \t]*[A-Za-z_&'\[\]<>.,*? ]+?|[ \t]+(?:
 const OP = String.raw`[ \t]*(?:\?=|\+=|::?=|=>|==?|<-|:)[ \t]*`;
 /** A value: quoted (groups +1..+3) or bare (group +4: up to whitespace; trailing punctuation is cut later). */
 const VALUE =
-  String.raw`(?:(?:[A-Za-z_][\w:.]*\([ \t]*|[bru]|@)?(?:\\?"([^"\\\n]+)\\?"|'([^'\n]+)'|` +
+  String.raw`(?:(?:(?:String::from|String|SecretStr|SecretString|Secret|Some|Buffer\.from|bytes|str|new String|Password|SecureString)\([ \t]*|[bru]|@)?(?:\\?"([^"\\\n]+)\\?"|'([^'\n]+)'|` +
   '`([^`\\n]+)`)' +
   String.raw`|([^\s"'` +
   '`' +
@@ -353,7 +353,7 @@ const PLACEHOLDER =
  * `token_type`, `secret_name`, `api_key_header`, `password_min_length`, `PASSWORD_REGEX`.
  */
 const DESCRIPTOR =
-  /[_.-](?:algorithm|algo|alg|hasher|hashers|hashing|encoder|cipher|digest|policy|regex|regexp|re|pattern|length|len|min|max|minimum|maximum|format|type|kind|field|column|name|label|hint|prompt|placeholder|message|msg|error|errors|rule|rules|validator|validation|strength|complexity|expiry|expires|expiration|ttl|timeout|lifetime|age|url|uri|endpoint|path|file|dir|header|param|parameter|env|var|variable|id|ids|count|size|version|mode|scheme|method|provider|prefix|suffix|chars|charset|required|enabled|reset|changed|updated|confirm|confirmation|input|text|title|description|help|doc|docs|link|ref|arn|location|store|storage|manager|class|handler|service)$/i;
+  /[_.-](?:algorithm|algo|alg|hasher|hashers|hashing|encoder|cipher|digest|policy|regex|regexp|re|pattern|length|len|min|max|minimum|maximum|format|type|kind|field|column|name|label|hint|prompt|placeholder|message|msg|error|errors|rule|rules|validator|validation|strength|complexity|expiry|expires|expiration|ttl|timeout|lifetime|age|url|uri|endpoint|path|file|dir|header|param|parameter|env|var|variable|id|ids|count|size|version|mode|scheme|method|provider|prefix|suffix|alias|aliases|chars|charset|required|enabled|reset|changed|updated|confirm|confirmation|input|text|title|description|help|doc|docs|link|ref|arn|location|store|storage|manager|class|handler|service)$/i;
 
 /** Bits per character: random keys have 4+, words and identifiers 2.5–3.5. */
 function entropy(s: string): number {
@@ -422,10 +422,11 @@ function looksLikeReference(value: string): boolean {
 /** Not a value at all, whatever it is assigned to: placeholders, paths, numbers, versions, regexes, prose. */
 function looksLikeNoValue(value: string): boolean {
   if (PLACEHOLDER.test(value)) return true;
-  if (/^[<{$%]/.test(value)) return true; // a template's place (`<paste your token>`, `{{ .Values.x }}`, `$X`)
+  if (/^[<{$%]/.test(value) || /(?:\.\.\.|…)$/.test(value)) return true; // a template's place (`<paste your token>`, `{{ .Values.x }}`, `$X`)
   if (/example/i.test(value)) return true; // AWS's documented example keys, example.com
-  if (/^(.)\1{5,}$/.test(value) || /(.)\1{7,}/.test(value)) return true; // xxxxxxxx, a run of one character
+  if (/^(.)\1{5,}$/.test(value)) return true; // xxxxxxxx: one character
   if (/^(?:[a-z][a-z0-9+.-]*:\/\/|\/|\.\.?\/|~\/)[\w./%?=&:@-]*$/i.test(value)) return true; // a URL or a path
+  if (/^[a-z0-9_.-]+(?:\/[a-z0-9_.-]+)+\/?$/.test(value)) return true; // a relative path, a secret's name in a vault
   if (/^urn:/i.test(value)) return true; // a URN (`urn:ietf:params:oauth:token-type:jwt`)
   if (/^[A-Za-z][a-z']*(?:[ ,]+[A-Za-z][a-z']*)+[.?!:]?$/.test(value)) return true; // words with spaces (a label)
   if (/^[\d.:,_ -]+$/.test(value)) return true; // a number, a version, a time
@@ -455,7 +456,7 @@ export function looksSecret(value: string, strong = false): boolean {
 const verdicts = new Map<string, boolean>();
 
 function valueLooksSecret(value: string, strong: boolean): boolean {
-  if (value.length < 6 || value.length > 400) return false;
+  if (value.length < 6 || value.length > 8192) return false;
   if (looksLikeNoValue(value) || looksLikeReference(value)) return false;
   const uuid = /^(?:[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12})$/i.test(value);
   if (strong) {
@@ -466,10 +467,11 @@ function valueLooksSecret(value: string, strong: boolean): boolean {
     if (/^[A-Za-z]+(?:[-_.][A-Za-z]+)+$/.test(value) && nameStrength(value)) return false;
     return true;
   }
-  if (uuid || /\s/.test(value)) return false;
+  if (uuid || /\s/.test(value) || value.length < 12) return false;
   if (/^[A-Za-z_.-]+$/.test(value)) return lettersLookRandom(value);
   const classes = [/[a-z]/, /[A-Z]/, /\d/, /[^A-Za-z0-9]/].filter((re) => re.test(value)).length;
-  return entropy(value) >= 2.8 && classes >= 2;
+  // a name that may hold other things (`key`, `auth`) takes a key-like value only: long, and mixed or dense
+  return value.length >= 16 && entropy(value) >= (classes >= 3 ? 3 : 3.4) && classes >= 2;
 }
 
 /** A name's words, lower-cased: `dbPassword` is db, password; `X-Api-Key` is x, api, key. */
@@ -506,8 +508,8 @@ const strengths = new Map<string, 0 | 1 | 2>();
 
 function strengthOf(name: string): 0 | 1 | 2 {
   const bare = name.replace(/^[$@.-]+|["'`]+$/g, '');
-  if (DESCRIPTOR.test(bare)) return 0;
   const parts = nameParts(bare).join('_');
+  if (DESCRIPTOR.test(`_${parts}`)) return 0;
   if (NOT_SECRET_PART.test(parts)) return 0;
   if (/(?:^|_)tokens?_(?:count|usage|limit|budget)/.test(parts)) return 0;
   if (STRONG_NAME.test(parts)) return 2;
@@ -566,7 +568,7 @@ function formatSpans(text: string, out: Span[]): void {
  * rules then read only those lines, so a file of code pays for its few lines that name a secret, not for every line.
  */
 const TRIGGER =
-  /pass|pwd|secret|token|auth|credential|(?:api|access|private|account|signing|encryption|master|session|shared.?access)[_-]?key|apikey|dsn|webhook|:\/\/|basic|bearer|mysql|mariadb|twine|redis-cli|login|curl|smbclient|sqlcmd|ldap|identified|securestring|\bsig=|-----BEGIN|^[^:\s]{1,100}:(?:\d{1,5}|\*):/gim;
+  /pass|pwd|secret|token|auth|credential|key|_pat\b|\bpat_|(?:api|access|private|account|signing|encryption|master|session|shared.?access)[_-]?key|apikey|dsn|webhook|:\/\/|basic|bearer|mysql|mariadb|twine|redis-cli|login|curl|smbclient|sqlcmd|ldap|identified|securestring|\bsig=|-----BEGIN|^[^:\s]{1,100}:(?:\d{1,5}|\*):/gim;
 
 /** Lines after a trigger's line read with it. */
 const FOLLOWING = 4;
@@ -636,8 +638,9 @@ function namedSpans(text: string, out: Span[]): void {
       if (g === undefined) return;
       const raw = groups[g - 1]!;
       const start = at + match.lastIndexOf(raw);
-      const bare = r.name === 'secret' && g === r.groups.at(-1) && r.groups.length === 4;
-      const secret = bare ? trimBare(raw) : raw;
+      // a value in no quotes ends at whitespace; its trailing `;`, `,` or unmatched bracket is no part of it
+      const quoted = /["'`]$/.test(match.slice(0, start - at));
+      const secret = quoted ? raw : trimBare(raw);
       if (!secret || /\[REDACTED/.test(secret)) return;
       const strength = r.check === 'named' ? nameStrength(groups[0]!) : r.name === 'password' ? 2 : 1;
       if (!strength || (r.check && !looksSecret(secret, strength === 2))) return;
@@ -726,6 +729,9 @@ export async function findSecrets(text: string): Promise<Span[]> {
       for (const s of part) spans.push({ start: s.start + at, end: s.end + at, name: s.name });
     }
   ruleSpans(text, spans);
+  // a placeholder in a token's shape (`ghp_xxxx…`, `AKIAXXXX…`) is no secret, whichever rule took it
+  for (let i = spans.length - 1; i >= 0; i--)
+    if (/(.)\1{7,}$/.test(text.slice(spans[i]!.start, spans[i]!.end))) spans.splice(i, 1);
   spans.sort((a, b) => a.start - b.start || b.end - a.end);
   const merged: Span[] = [];
   for (const s of spans) {
