@@ -231,7 +231,7 @@ async function main(): Promise<void> {
   const t0 = performance.now();
   for (const c of cases) {
     const s = performance.now();
-    const out = (await redact(c.text)).text;
+    const out = (await redact(c.text, { path: c.file })).text;
     const ms = performance.now() - s;
     let miss: Result['miss'] = null;
     if (c.kind === 'secret') {

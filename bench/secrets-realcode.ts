@@ -44,7 +44,7 @@ for (const root of roots)
     const text = readFileSync(f, 'utf8');
     bytes += text.length;
     fileCount++;
-    const spans = await findSecrets(text);
+    const spans = await findSecrets(text, { path: f });
     if (!spans.length) continue;
     changedFiles++;
     const lines = new Set<number>();

@@ -31,6 +31,8 @@ interface Rule {
   check?: 'random' | 'named';
   /** Groups that may hold the secret; the first one that matched is taken (0: the whole match). */
   groups: number[];
+  /** Only under a name that can hold nothing but a secret (a directive's bare value). */
+  strongOnly?: boolean;
   /** A word the line must hold for the rule to apply (`.netrc`'s `machine`). */
   context?: RegExp;
 }
@@ -53,17 +55,19 @@ const SECRET_WORD =
   'password|passwd|passphrase|pass|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|auth|credential|account[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|session[_-]?key|webhook[_-]?url|dsn|requirepass|masterauth|key|pat|sig|signature';
 /** A name holding one of them: `DB_PASSWORD`, `spring.datasource.password`, `X-Api-Key`, `$apiToken`. */
 const NAME = `([A-Za-z0-9_.$-]*?(?:${SECRET_WORD})[A-Za-z0-9_.-]*)`;
+/** A setter's name: the secret word ends it (`setPassword`, `.apiKey`, `withToken`; not `token_from`). */
+const CALL_NAME = `([A-Za-z0-9_.$-]*?(?:${SECRET_WORD}))`;
 /** A type between a name and its value: `: string`, `: &'static str`, `: Option<String>`, Go's ` string`. */
-const ANNOTATION = String.raw`(?:[ \t]*:[ \t]*[A-Za-z_&'\[\]<>.,*? ]+?|[ \t]+(?:string|\[\]byte|str|String|&str)|[ \t]*\[[0-9]*\]|[ \t]*\{[ \t]*get;[^}\n]*\})?`;
+const ANNOTATION = String.raw`(?:[ \t]*:[ \t]*&?(?:'[a-z]+[ \t]+)?[A-Za-z_][A-Za-z0-9_\[\]<>.*?]*|[ \t]+(?:string|\[\]byte|str|String|&str)|[ \t]*\[[0-9]*\]|[ \t]*\{[ \t]*get;[^}\n]*\})?`;
 /** Assignment forms: `=`, `:=`, `?=`, `+=`, `::=`, `=>`, `==`, `<-`, `:` (YAML, JSON, headers). */
 const OP = String.raw`[ \t]*(?:\?=|\+=|::?=|=>|==?|<-|:)[ \t]*`;
 /** A value: quoted (groups +1..+3) or bare (group +4: up to whitespace; trailing punctuation is cut later). */
 const VALUE =
   String.raw`(?:(?:(?:String::from|String|SecretStr|SecretString|Secret|Some|Buffer\.from|bytes|str|new String|Password|SecureString)\([ \t]*|[bru]|@)?(?:\\?"([^"\\\n]+)\\?"|'([^'\n]+)'|` +
   '`([^`\\n]+)`)' +
-  String.raw`|([^\s"'` +
+  String.raw`|([^\s"':` +
   '`' +
-  ']+))';
+  '][^\\s"\'`]*))';
 /** Where a name starts: not inside another word. */
 const START = '(?:^|[^A-Za-z0-9_.$-])';
 
@@ -226,7 +230,7 @@ export const RULES: Rule[] = [
   // PGPASSWORD=… psql, MYSQL_PWD=…: covered by names; `.netrc`: machine host login user password secret
   ruleI('password', String.raw`\b(?:password|passwd)[ \t]+([^\s"']{4,})`, [1], {
     check: 'random',
-    context: /\b(?:machine|login|default)\s+\S/,
+    context: /\bmachine[ \t]+\S|^[ \t]*default\b/m,
   }),
   // `.pgpass`: host:port:database:user:password
   rule(
@@ -286,7 +290,7 @@ export const RULES: Rule[] = [
     },
   ),
   // a value handed to a secret-named call or key: setPassword("…"), .apiKey("…"), props.put("db.password", "…")
-  ruleI('secret', String.raw`${NAME}[ \t]*\([ \t]*(?:"([^"\n]{6,})"|'([^'\n]{6,})')[ \t]*\)`, [2, 3], {
+  ruleI('secret', String.raw`${CALL_NAME}[ \t]*\([ \t]*(?:"([^"\n]{6,})"|'([^'\n]{6,})')[ \t]*\)`, [2, 3], {
     check: 'named',
   }),
   ruleI('secret', String.raw`["']${NAME}["'][ \t]*,[ \t]*(?:"([^"\n]{6,})"|'([^'\n]{6,})')`, [2, 3], {
@@ -307,8 +311,9 @@ export const RULES: Rule[] = [
     { check: 'random' },
   ),
   // a directive and a bare value: ENV DB_PASSWORD s3cr3t, requirepass s3cr3t, aws configure set aws_secret_access_key …
-  ruleI('secret', String.raw`^[ \t]*(?:[A-Za-z_-]+[ \t]+)*${NAME}[ \t]+([^\s"'=:]{6,})[ \t]*$`, [2], {
+  ruleI('secret', String.raw`^[ \t]*(?:[A-Za-z_-]+[ \t]+){0,3}${NAME}[ \t]+([^\s"'=:(]{6,})[ \t]*$`, [2], {
     check: 'named',
+    strongOnly: true,
   }),
   // the default of an environment lookup: os.getenv("DB_PASSWORD", "…"), ENV.fetch("SECRET", "…")
   ruleI(
@@ -386,6 +391,29 @@ function lettersLookRandom(value: string): boolean {
   return letters >= 12 && wordy / letters < 0.7 && entropy(value) >= 3.2;
 }
 
+/** A bare value that looks like a key rather than an expression: no brackets or operators, long, mixed or dense. */
+function looksLikeKey(value: string, code: boolean): boolean {
+  if (/[(){}[\]<>,;]|::|->|\$\{|#\{/.test(value)) return false;
+  if (code && /^[A-Za-z_$][\w$]*$/.test(value)) return false; // an identifier
+  return looksSecret(value, false);
+}
+
+/** Letters that read as words: most of them in pieces with vowels and short consonant runs. */
+function wordyLetters(letters: string): boolean {
+  const pieces = letters.split(/(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])/).filter(Boolean);
+  let wordy = 0;
+  for (const p of pieces) if (p.length >= 3 && wordLike(p)) wordy += p.length;
+  return wordy / letters.length >= 0.6;
+}
+
+/** Pronounceable, like a word: vowels in their share, no long consonant runs. */
+function wordLike(value: string): boolean {
+  const lower = value.toLowerCase();
+  const vowels = (lower.match(/[aeiouy]/g) ?? []).length;
+  const run = Math.max(0, ...(lower.match(/[^aeiouy]+/g) ?? []).map((r) => r.length));
+  return vowels / lower.length >= 0.3 && run <= 3;
+}
+
 /** A regular expression (a password policy) rather than a value: lookaheads, classes, quantifiers. */
 function looksLikeRegex(value: string): boolean {
   const marks = [/\(\?[=!<:]/, /\.[*+]/, /\\[dwsS.]/, /\[[^\]]{1,20}\]/, /\{\d+,?\d*\}/, /^\^|\$$/].filter(
@@ -416,13 +444,24 @@ function looksLikeReference(value: string): boolean {
   )
     return true;
   if (/^[A-Z_][A-Z0-9_]*$/.test(value) && !lettersLookRandom(value)) return true; // a constant's name
+  // a member path of names that read as words (`b.CopySourceSSECustomerKeyMD5`, `libhttp.AuthConfig`)
+  if (
+    /^[A-Za-z_$][A-Za-z_$]*\d*(?:\.[A-Za-z_$][A-Za-z_$]*\d*)+$/.test(value) &&
+    wordyLetters(value.replace(/[^A-Za-z]/g, ''))
+  )
+    return true;
   return false;
 }
 
 /** Not a value at all, whatever it is assigned to: placeholders, paths, numbers, versions, regexes, prose. */
 function looksLikeNoValue(value: string): boolean {
   if (PLACEHOLDER.test(value)) return true;
-  if (/^[<{$%]/.test(value) || /(?:\.\.\.|…)$/.test(value)) return true; // a template's place (`<paste your token>`, `{{ .Values.x }}`, `$X`)
+  if (/^[<{$%]/.test(value) || /(?:\.\.\.|…)$/.test(value)) return true;
+  if (/^\(.*\)$/.test(value)) return true; // a remark in parentheses (`(obscured)`)
+  if (/^[^@\s]*@[\w-]+(?:\.[\w-]+)+(?:[/:]\S*)?$/.test(value)) return true; // a mail address, a host after a user
+  if (/\$\{|#\{|\{\{|%\(\w+\)/.test(value)) return true; // an interpolation (`"#{user}:#{token}"`)
+  if (/^(?:classpath|file|env|vault|secret|arn|ssm|projects)[:/]/i.test(value)) return true; // a reference to a secret
+  if (/\/[\w.-]+\.(?:pem|key|crt|cer|p12|pfx|jks|json|ya?ml|txt|env|der|pub)$/i.test(value)) return true; // a file // a template's place (`<paste your token>`, `{{ .Values.x }}`, `$X`)
   if (/example/i.test(value)) return true; // AWS's documented example keys, example.com
   if (/^(.)\1{5,}$/.test(value)) return true; // xxxxxxxx: one character
   if (/^(?:[a-z][a-z0-9+.-]*:\/\/|\/|\.\.?\/|~\/)[\w./%?=&:@-]*$/i.test(value)) return true; // a URL or a path
@@ -442,12 +481,12 @@ function looksLikeNoValue(value: string): boolean {
  * (`password`, `api_token`: `strong`) any value that is no reference and no placeholder counts, a lower-case word or a
  * passphrase too; under a name that may hold other things (`cache_key`, `auth`) only a random-looking one does.
  */
-export function looksSecret(value: string, strong = false): boolean {
-  const key = `${strong ? 1 : 0}${value}`;
+export function looksSecret(value: string, strong = false, code = false): boolean {
+  const key = `${strong ? 1 : 0}${code ? 1 : 0}${value}`;
   let known = verdicts.get(key);
   if (known === undefined) {
     if (verdicts.size > 4096) verdicts.clear();
-    known = valueLooksSecret(value, strong);
+    known = valueLooksSecret(value, strong, code);
     verdicts.set(key, known);
   }
   return known;
@@ -455,20 +494,34 @@ export function looksSecret(value: string, strong = false): boolean {
 /** Verdicts on values and names seen lately: a file (or a hostile line) repeats them. */
 const verdicts = new Map<string, boolean>();
 
-function valueLooksSecret(value: string, strong: boolean): boolean {
+function valueLooksSecret(value: string, strong: boolean, code: boolean): boolean {
   if (value.length < 6 || value.length > 8192) return false;
   if (looksLikeNoValue(value) || looksLikeReference(value)) return false;
   const uuid = /^(?:[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12})$/i.test(value);
   if (strong) {
     if (uuid) return true; // Heroku's, Snyk's and Codecov's keys are UUIDs
     if (/\s/.test(value)) return false;
-    if (/^[a-z]+$/.test(value)) return value.length >= 10 || lettersLookRandom(value);
-    // words joined that name a secret themselves (`session-refresh-token`) are a name, not a passphrase
-    if (/^[A-Za-z]+(?:[-_.][A-Za-z]+)+$/.test(value) && nameStrength(value)) return false;
+    if (/^[A-Za-z]+[.!?:]$/.test(value)) return false; // a word ending a sentence
+    if (/^[a-z]+$/.test(value))
+      return (value.length >= 10 && !wordLike(value)) || value.length >= 16 || lettersLookRandom(value);
+    // words joined: a passphrase in a config file; in code a name, a slug or a test's stand-in (`my-app-id`,
+    // `will-be-overwritten`), and anywhere a name when they name a secret themselves (`session-refresh-token`)
+    if (/^[A-Za-z]+(?:[-_.][A-Za-z]+)+$/.test(value) && (code || nameStrength(value))) return false;
     return true;
   }
   if (uuid || /\s/.test(value) || value.length < 12) return false;
   if (/^[A-Za-z_.-]+$/.test(value)) return lettersLookRandom(value);
+  // an identifier, or a slug of words with a number (`exhaustivity-i12358`, `_mm512_xor_si512`): letters that read
+  // as words and few digits
+  const letters = value.replace(/[^A-Za-z]/g, '');
+  const digits = value.replace(/\D/g, '').length;
+  if (
+    letters.length >= 4 &&
+    !lettersLookRandom(letters) &&
+    wordyLetters(letters) &&
+    digits / value.length < 0.3
+  )
+    return false;
   const classes = [/[a-z]/, /[A-Z]/, /\d/, /[^A-Za-z0-9]/].filter((re) => re.test(value)).length;
   // a name that may hold other things (`key`, `auth`) takes a key-like value only: long, and mixed or dense
   return value.length >= 16 && entropy(value) >= (classes >= 3 ? 3 : 3.4) && classes >= 2;
@@ -618,20 +671,20 @@ function keyBlockSpans(text: string, out: Span[]): void {
   });
 }
 
-export function ruleSpans(whole: string, out: Span[]): void {
+export function ruleSpans(whole: string, out: Span[], code = false): void {
   formatSpans(whole, out);
   if (/PRIVATE KEY|Static key V1|PuTTY-User-Key-File/.test(whole)) keyBlockSpans(whole, out);
   const { sub: text, starts, subStarts } = triggerLines(whole);
   if (!text) return;
   const found: Span[] = [];
-  namedSpans(text, found);
+  namedSpans(text, found, code);
   for (const f of found) {
     const start = toText(f.start, subStarts, starts);
     out.push({ start, end: start + (f.end - f.start), name: f.name });
   }
 }
 
-function namedSpans(text: string, out: Span[]): void {
+function namedSpans(text: string, out: Span[], code: boolean): void {
   for (const r of RULES)
     eachMatch(r.re, text, (match, groups, at) => {
       const g = r.groups.find((i) => groups[i - 1] !== undefined);
@@ -643,12 +696,15 @@ function namedSpans(text: string, out: Span[]): void {
       const secret = quoted ? raw : trimBare(raw);
       if (!secret || /\[REDACTED/.test(secret)) return;
       const strength = r.check === 'named' ? nameStrength(groups[0]!) : r.name === 'password' ? 2 : 1;
-      if (!strength || (r.check && !looksSecret(secret, strength === 2))) return;
+      if (!strength || (r.strongOnly && strength < 2)) return;
+      // in code a value in no quotes is an expression (`token := oauth2.Token{}`, `auth = &authorization{}`): it
+      // counts only when it looks random, whatever its name; in a config file (.env, YAML, properties) it is a value
+      if (!quoted && (code || strength < 2) && !looksLikeKey(secret, code)) return;
+      if (r.check && !looksSecret(secret, strength === 2, code)) return;
       if (r.context) {
-        let lineStart = text.lastIndexOf('\n', start) + 1;
-        for (let n = 0; n < 2 && lineStart > 0; n++) lineStart = text.lastIndexOf('\n', lineStart - 2) + 1;
-        const lineEnd = text.indexOf('\n', start);
-        if (!r.context.test(text.slice(lineStart, lineEnd < 0 ? undefined : lineEnd))) return;
+        // what comes just before (the line and the ones above it: `.netrc` puts `machine` and `login` there) and
+        // just after, a bounded window: a long line is never read whole per match (that made 1,000 matches quadratic)
+        if (!r.context.test(text.slice(Math.max(0, start - 300), start + 100))) return;
       }
       out.push({ start, end: start + secret.length, name: r.name });
     });
@@ -681,7 +737,7 @@ async function secretlintSpans(text: string, out: Span[]): Promise<void> {
     // a template's placeholder where the password would be (`postgresql://app:%(DB_PASSWORD)s@db`) is no secret
     if (/%\(\w+\)s|\$\{?\w+\}?@|\{\{[^}]*\}\}/.test(text.slice(m.range[0], m.range[1]))) continue;
     // a connection string's password must look like one: `scott:tiger` and `<password>` are documentation
-    if (/connection-string/.test(String(m.ruleId))) {
+    if (/connection-string|basicauth/.test(String(m.ruleId))) {
       const password = /:\/\/[^\s:/@]*:([^\s@]+)@/.exec(text.slice(start, end))?.[1];
       if (!password || !looksSecret(password)) continue;
     }
@@ -717,7 +773,16 @@ const WINDOW = 262_144;
 const WINDOW_OVERLAP = 4_096;
 
 /** Every secret's span in the text, sorted, overlapping ones merged (the first finding's name kept). */
-export async function findSecrets(text: string): Promise<Span[]> {
+/** Code (a value in no quotes is an expression there) or not (a config file, a document, text of unknown origin). */
+const CODE_FILE =
+  /\.(?:[cm]?[jt]sx?|py|pyi|go|rs|java|kt|kts|scala|sc|groovy|gradle|c|h|cc|cpp|cxx|hpp|hh|m|mm|cs|fs|vb|rb|php|swift|dart|lua|ex|exs|erl|hs|ml|mli|clj|cljs|jl|r|pl|pm|zig|nim|v|sol|vue|svelte)$/i;
+
+export interface RedactOptions {
+  /** The file the text comes from: in code, a value in no quotes must look random to count. */
+  path?: string;
+}
+
+export async function findSecrets(text: string, options: RedactOptions = {}): Promise<Span[]> {
   const spans: Span[] = [];
   if (!text) return spans;
   // secretlint's own patterns are JavaScript's: given at most WINDOW characters at a time, no input can hold it
@@ -728,7 +793,7 @@ export async function findSecrets(text: string): Promise<Span[]> {
       await secretlintSpans(text.slice(at, at + WINDOW), part);
       for (const s of part) spans.push({ start: s.start + at, end: s.end + at, name: s.name });
     }
-  ruleSpans(text, spans);
+  ruleSpans(text, spans, options.path !== undefined && CODE_FILE.test(options.path));
   // a placeholder in a token's shape (`ghp_xxxx…`, `AKIAXXXX…`) is no secret, whichever rule took it
   for (let i = spans.length - 1; i >= 0; i--)
     if (/(.)\1{7,}$/.test(text.slice(spans[i]!.start, spans[i]!.end))) spans.splice(i, 1);
@@ -749,9 +814,9 @@ export interface Redacted {
 }
 
 /** The text with every secret found replaced by `[REDACTED kind]`, line count kept. */
-export async function redactSecrets(text: string): Promise<Redacted> {
+export async function redactSecrets(text: string, options: RedactOptions = {}): Promise<Redacted> {
   const found = new Map<string, number>();
-  const spans = await findSecrets(text);
+  const spans = await findSecrets(text, options);
   if (!spans.length) return { text, found };
   const parts: string[] = [];
   let at = 0;

@@ -415,7 +415,7 @@ async function finish(
   if (project.config.context.redactSecrets !== false)
     for (const b of s.blocks)
       if (b.reason !== 'target') {
-        const r = await redactSecrets(b.text);
+        const r = await redactSecrets(b.text, { path: b.path });
         if (r.found.size) b.text = r.text;
       }
   const render = () => {

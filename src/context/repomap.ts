@@ -442,6 +442,7 @@ export async function buildRepoMap(store: Store, options: RepoMapOptions): Promi
         ? (
             await redactSecrets(
               renderSignatures(e, per, (n, name) => signatureLine(lines.get(e.path), n, name)),
+              { path: e.path },
             )
           ).text
         : renderEntry(e, per);

@@ -164,9 +164,10 @@ export function redactionOf(config: Pick<QuarryConfig, 'includeSecrets' | 'conte
 async function redacted<V extends ReturnType<typeof contentVerdict>>(
   verdict: V,
   config: QuarryConfig,
+  path: string,
 ): Promise<V> {
   if (verdict.skip !== null || redactionOf(config) === 'off') return verdict;
-  return { ...verdict, text: (await redactSecrets(verdict.text)).text };
+  return { ...verdict, text: (await redactSecrets(verdict.text, { path })).text };
 }
 
 /** Reads, classifies, chunks and tokenises one file. Runs in a worker thread or, as a fallback, in the caller's. */
@@ -185,7 +186,7 @@ export async function processFile(root: string, task: FileTask, config: QuarryCo
   const unchanged = task.knownHash === hash && !task.reparse;
   if (unchanged && !task.refillText)
     return { status: 'unchanged', path: task.path, size, mtimeMs: task.mtimeMs };
-  const verdict = await redacted(contentVerdict(buf, config), config);
+  const verdict = await redacted(contentVerdict(buf, config), config, task.path);
   if (unchanged) {
     // the index lost only the text: give it back, nothing is chunked
     const refill = verdict.skip ? {} : textOf(task, verdict.text);

@@ -167,7 +167,7 @@ export async function grep(
       // secrets are matched as shown, redacted (chunk/redact.ts): no pattern can find, confirm or extract one, and
       // ranges are offsets into the line shown. Only a file that matches as written is redacted and matched again.
       if (found.length && options.redact)
-        found = matchLines(path, await redactedLines(raw), pattern, fileQ, needles);
+        found = matchLines(path, await redactedLines(raw, path), pattern, fileQ, needles);
       if (!found.length) continue;
       out.files++;
       if (out.counts) {
@@ -191,8 +191,8 @@ export async function grep(
 }
 
 /** A file's lines with the secrets inside them redacted, line for line. */
-async function redactedLines(lines: string[]): Promise<string[]> {
-  const { text } = await redactSecrets(lines.join('\n'));
+async function redactedLines(lines: string[], path: string): Promise<string[]> {
+  const { text } = await redactSecrets(lines.join('\n'), { path });
   return text.split('\n');
 }
 
