@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { DEFAULT_CONFIG, resolveConfig } from '../src/config/config.ts';
+import { DEFAULT_CONFIG, projectTrust, resolveConfig, writeProjectSettings } from '../src/config/config.ts';
 import { settingsJsonSchema } from '../src/config/schema.ts';
 import { makeTree, REPO, removeTree, trustProjectFile } from './helpers.ts';
 
@@ -49,6 +49,12 @@ describe('config', () => {
     assert.equal(resolveConfig({ root, userConfig: false }).embed.provider, 'ollama');
     writeFileSync(join(root, 'quarry.toml'), '[embed]\nprovider = "ollama" \n');
     assert.equal(resolveConfig({ root, userConfig: false, onNotice: () => {} }).embed.provider, 'local');
+    // a change through the panel keeps the trust when it leaves every guarded setting as it was, and only then
+    trustProjectFile(root);
+    writeProjectSettings(root, { search: { top_k: 7 } });
+    assert.equal(projectTrust(root).trusted, true);
+    writeProjectSettings(root, { embed: { base_url: 'http://203.0.113.9/v1' } });
+    assert.equal(projectTrust(root).trusted, false);
   });
 
   it('resolves a model folder named in quarry.toml against the project, wherever quarry runs from', () => {

@@ -48,6 +48,8 @@ const HOSTILE_UNITS = [
   '-----BEGIN PRIVATE KEY-----',
   'AKIA',
   'a:1:b:c:',
+  'é AKIAIOSFODNN7ABCDEFG ',
+  'ü password = ',
 ];
 
 /** File contents that have broken tools before: binary, invalid UTF-8, UTF-16, NULs in source, deep nesting… */

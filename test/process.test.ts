@@ -2,7 +2,7 @@
 // `quarry mcp` in the home folder must not index it), start-up errors exit at once and leave nothing running, and a
 // stop signal ends a server while it is still indexing.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -192,6 +192,56 @@ test('a search in a checkout with a running serve asks it, with the same answer;
   assert.doesNotMatch(after.stderr, /asking the running server/);
 });
 
+test('a server note that came with the repository is not followed: a checked-out file, or a server not on this machine (issue 63)', async () => {
+  const dir = makeTree({
+    '.git/HEAD': 'ref: refs/heads/main\n',
+    'src/lock.ts': 'export function takeWriterLock(path: string) {\n  return path;\n}\n',
+  });
+  trees.push(dir);
+  assert.equal((await runCliAsync(['index'], { cwd: dir })).code, 0);
+  const asked: string[] = [];
+  const server = createHttpServer((req, res) => {
+    asked.push(`${req.url} ${req.headers.authorization ?? ''}`);
+    res.writeHead(500);
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const note = (u: string) =>
+    writeFiles(dir, {
+      '.quarry/server.json': JSON.stringify({
+        pid: process.pid,
+        url: u,
+        kind: 'serve',
+        repo: 'x',
+        startedAt: '',
+      }),
+    });
+  try {
+    // as a clone leaves it: 0644
+    note(url);
+    chmodSync(join(dir, '.quarry', 'server.json'), 0o644);
+    const r1 = await runCliAsync(['--verbose', 'search', '--json', 'writer lock'], {
+      cwd: dir,
+      env: { QUARRY_TOKEN: 'tok' },
+    });
+    assert.equal(r1.code, 0, r1.stderr);
+    assert.doesNotMatch(r1.stderr, /asking the running server/);
+    // the owner's file, but a server elsewhere
+    note('http://203.0.113.9:7411');
+    chmodSync(join(dir, '.quarry', 'server.json'), 0o600);
+    const r2 = await runCliAsync(['--verbose', 'search', '--json', 'writer lock'], {
+      cwd: dir,
+      env: { QUARRY_TOKEN: 'tok' },
+    });
+    assert.equal(r2.code, 0, r2.stderr);
+    assert.doesNotMatch(r2.stderr, /asking the running server/);
+    assert.deepEqual(asked, []);
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+});
+
 test('a search whose announced server does not answer runs here, with the same answer', async () => {
   const dir = makeTree({
     '.git/HEAD': 'ref: refs/heads/main\n',
@@ -219,6 +269,7 @@ test('a search whose announced server does not answer runs here, with the same a
       startedAt: new Date().toISOString(),
     }),
   });
+  chmodSync(join(dir, '.quarry', 'server.json'), 0o600); // as a server writes it
   const r = await runCliAsync(['--verbose', 'search', '--json', 'writer lock'], { cwd: dir });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stderr, /asking the running server/);
@@ -276,6 +327,7 @@ test('an answer from another quarry is redacted here, unless the answer says it 
       startedAt: new Date().toISOString(),
     }),
   });
+  chmodSync(join(dir, '.quarry', 'server.json'), 0o600); // as a server writes it
   try {
     const older = await runCliAsync(['search', '--json', 'aws key'], { cwd: dir });
     assert.equal(older.code, 0, older.stderr);

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { redactSecrets } from '../src/chunk/redact.ts';
+import { REDACTION_VERSION, redactSecrets } from '../src/chunk/redact.ts';
 import { makeTree, removeTree, runCli, runCliAsync, writeFiles } from './helpers.ts';
 
 /** A real HTTP server on 127.0.0.1 speaking OpenAI's embeddings and chat protocols, that records every request. */
@@ -138,7 +138,10 @@ describe('secrets never enter the index (issue 63)', () => {
         for (const s of [PASSWORD, HF, 'wJalrXUtnFEMI'])
           assert.ok(!text.includes(s), `${table} holds a secret (${s.slice(0, 6)}…)`);
       }
-      assert.equal(db.prepare("select value from meta where key = 'redaction'").pluck().get(), '2');
+      assert.equal(
+        db.prepare("select value from meta where key = 'redaction'").pluck().get(),
+        REDACTION_VERSION,
+      );
     } finally {
       db.close();
     }
@@ -187,6 +190,27 @@ describe('secrets never enter the index (issue 63)', () => {
     assert.equal(runCli(['index', '--no-include-secrets'], { cwd: root }).code, 0);
     assert.equal(runCli(['grep', '-F', 'Tq9Lm2Xv8Rb4Wc7Nz1Kp'], { cwd: root }).code, 1);
     assert.equal(runCli(['grep', '-F', PASSWORD], { cwd: root }).code, 1);
+  });
+
+  it("an index that came with the repository cannot turn --include-secrets on (its source is another checkout's)", () => {
+    const db = new Database(join(root, '.quarry', 'index.db'));
+    try {
+      db.prepare("update meta set value = '1' where key = 'include_secrets'").run();
+      const source = JSON.parse(
+        db.prepare("select value from meta where key = 'source'").pluck().get() as string,
+      );
+      db.prepare("update meta set value = ? where key = 'source'").run(
+        JSON.stringify({ ...source, root: '/home/someone/else', host: 'elsewhere' }),
+      );
+    } finally {
+      db.close();
+    }
+    for (const run of [1, 2]) {
+      writeFiles(root, { [`later${run}.py`]: 'z = 3\n' });
+      assert.equal(runCli(['index'], { cwd: root }).code, 0);
+      const grep = runCli(['grep', '-F', PASSWORD], { cwd: root });
+      assert.equal(grep.code, 1, `run ${run}: a shipped index turned redaction off`);
+    }
   });
 });
 

@@ -11,7 +11,7 @@ import {
   rmSync,
   statSync,
 } from 'node:fs';
-import { join, relative, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { assembleContext, toMessages } from '../context/assemble.ts';
 import { QuarryError } from '../errors.ts';
@@ -39,6 +39,22 @@ export interface ProposedEdit {
   diff: string;
   /** Whether the model changed anything. */
   changed: boolean;
+}
+
+/** A path inside the root that may not exist yet (a file undo brings back): no `..` out, no link out on its way. */
+function insideRoot(root: string, path: string): string {
+  const abs = resolve(root, path);
+  const rel = relative(root, abs);
+  let at = abs;
+  while (!existsSync(at) && at !== root) at = dirname(at);
+  if (
+    !rel ||
+    rel.startsWith('..') ||
+    isAbsolute(rel) ||
+    !`${realpathSync(at)}${sep}`.startsWith(realpathSync(root) + sep)
+  )
+    throw new QuarryError('IO', `the history names ${path}, outside the project: restore it by hand`);
+  return abs;
 }
 
 /** A file inside the root, by its repository-relative path; never through a symlink that leaves the root. */
@@ -344,7 +360,14 @@ export function undoEdit(project: Project, file?: string, options: { force?: boo
       'BAD_INPUT',
       `nothing to undo${rel ? ` for ${rel}` : ''}: \`quarry history\` lists the edits`,
     );
-  const abs = join(project.root, snap.path);
+  // the log is a file in the checkout: a path or an id it names is checked as a user's would be (a committed log
+  // must not make undo write outside the project)
+  if (!/^[\w-]+$/.test(String(snap.id)))
+    throw new QuarryError(
+      'IO',
+      `the history names a snapshot "${String(snap.id).slice(0, 40)}" that is no snapshot id`,
+    );
+  const abs = insideRoot(project.root, snap.path);
   const saved = readFileSync(join(historyDir(project.root), 'files', snap.id));
   if (sha(saved) !== snap.before)
     throw new QuarryError('IO', `the snapshot of ${snap.path} (${snap.id}) is damaged: restore it from git`);

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { lintSource } from '@secretlint/core';
 import { creator as recommended } from '@secretlint/secretlint-rule-preset-recommend';
 import RE2 from 're2';
@@ -20,9 +22,6 @@ import RE2 from 're2';
  *   (`password_hash_algorithm`, `token_type`).
  * The figures on a corpus of secrets and look-alikes are in docs/reliability.md (bench/secrets-eval.ts).
  */
-
-/** Changes with any rule: an index made with another version is redacted again (indexing/indexer.ts). */
-export const REDACTION_VERSION = '2';
 
 interface Rule {
   name: string;
@@ -603,12 +602,29 @@ function eachMatch(
   fn: (match: string, groups: Array<string | undefined>, at: number) => void,
 ) {
   re.lastIndex = 0;
-  text.replace(re as unknown as RegExp, (match: string, ...rest: unknown[]) => {
-    const at = rest.findIndex((v) => typeof v === 'number');
-    fn(match, rest.slice(0, at) as Array<string | undefined>, rest[at] as number);
-    return '';
-  });
+  if (!NON_ASCII.test(text)) {
+    text.replace(re as unknown as RegExp, (match: string, ...rest: unknown[]) => {
+      const at = rest.findIndex((v) => typeof v === 'number');
+      fn(match, rest.slice(0, at) as Array<string | undefined>, rest[at] as number);
+      return '';
+    });
+    return;
+  }
+  // past ASCII, RE2's binding finds each match's offset in a string by counting from its start (quadratic in the
+  // matches): the text is matched as UTF-8 bytes once, and byte offsets become string offsets in one forward pass
+  const buf = Buffer.from(text, 'utf8');
+  let byte = 0;
+  let char = 0;
+  for (let m = re.exec(buf as unknown as string); m; m = re.exec(buf as unknown as string)) {
+    const bytes = m as unknown as Buffer[] & { index: number };
+    char += buf.toString('utf8', byte, bytes.index).length;
+    byte = bytes.index;
+    const groups = bytes.slice(1).map((g) => (g === undefined ? undefined : g.toString('utf8')));
+    fn(bytes[0]!.toString('utf8'), groups, char);
+    if (bytes[0]!.length === 0) re.lastIndex++;
+  }
 }
+const NON_ASCII = /[^\x00-\x7f]/;
 
 function formatSpans(text: string, out: Span[]): void {
   eachMatch(FORMAT_RE, text, (match, groups, at) => {
@@ -639,19 +655,35 @@ function triggerLines(text: string): { sub: string; starts: number[]; subStarts:
   const subStarts: number[] = [];
   let subAt = 0;
   TRIGGER.lastIndex = 0;
-  for (let m = TRIGGER.exec(text); m; m = TRIGGER.exec(text)) {
-    const start = text.lastIndexOf('\n', m.index) + 1;
-    // the line and the few after it: a name and its value can sit on two lines (`name:` / `value:`)
-    let end = m.index;
-    for (let n = 0; n < FOLLOWING + 1 && end >= 0; n++) end = text.indexOf('\n', end + (n ? 1 : 0));
-    if (end < 0) end = text.length;
+  let start = -1;
+  let end = -1;
+  const close = () => {
     parts.push(text.slice(start, end));
     starts.push(start);
     subStarts.push(subAt);
     subAt += end - start + 1;
-    TRIGGER.lastIndex = end + 1;
-    if (end >= text.length) break;
+  };
+  for (let m = TRIGGER.exec(text); m; m = TRIGGER.exec(text)) {
+    const lineStart = text.lastIndexOf('\n', m.index) + 1;
+    let lineEnd = text.indexOf('\n', m.index);
+    if (lineEnd < 0) lineEnd = text.length;
+    // the line and the few after it: a name and its value can sit on two lines (`name:` / `value:`); a trigger
+    // inside the window stretches it, so the line after a window's last trigger is read too
+    let to = lineEnd;
+    for (let n = 0; n < FOLLOWING && to < text.length; n++) {
+      const next = text.indexOf('\n', to + 1);
+      to = next < 0 ? text.length : next;
+    }
+    if (start >= 0 && lineStart <= end) end = Math.max(end, to);
+    else {
+      if (start >= 0) close();
+      start = lineStart;
+      end = to;
+    }
+    TRIGGER.lastIndex = lineEnd + 1;
+    if (lineEnd >= text.length) break;
   }
+  if (start >= 0) close();
   return { sub: parts.join('\n'), starts, subStarts };
 }
 
@@ -803,11 +835,10 @@ export async function findSecrets(text: string, options: RedactOptions = {}): Pr
     }
   ruleSpans(text, spans, options.path !== undefined && CODE_FILE.test(options.path));
   // a placeholder in a token's shape (`ghp_xxxx…`, `AKIAXXXX…`) is no secret, whichever rule took it
-  for (let i = spans.length - 1; i >= 0; i--)
-    if (/(.)\1{7,}$/.test(text.slice(spans[i]!.start, spans[i]!.end))) spans.splice(i, 1);
-  spans.sort((a, b) => a.start - b.start || b.end - a.end);
+  const kept = spans.filter((s) => !/(.)\1{7,}$/.test(text.slice(s.start, s.end)));
+  kept.sort((a, b) => a.start - b.start || b.end - a.end);
   const merged: Span[] = [];
-  for (const s of spans) {
+  for (const s of kept) {
     const last = merged.at(-1);
     if (last && s.start < last.end) last.end = Math.max(last.end, s.end);
     else merged.push({ ...s });
@@ -839,3 +870,36 @@ export async function redactSecrets(text: string, options: RedactOptions = {}): 
   parts.push(text.slice(at));
   return { text: parts.join(''), found };
 }
+
+function presetVersion(): string {
+  try {
+    return (
+      createRequire(import.meta.url)('@secretlint/secretlint-rule-preset-recommend/package.json') as {
+        version: string;
+      }
+    ).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Raised by hand when a rule's judgement (not its pattern) changes: `looksSecret`, `nameStrength` and the like. */
+const JUDGEMENT_REVISION = 3;
+
+/**
+ * The rule set's version: the judgement's revision, and a hash of every pattern and of secretlint's preset version.
+ * An index made with another version is redacted again (indexing/indexer.ts).
+ */
+export const REDACTION_VERSION = `${JUDGEMENT_REVISION}-${createHash('sha256')
+  .update(
+    JSON.stringify([
+      FORMATS,
+      RULES.map((r) => [r.name, r.re.source, r.re.flags, r.groups, r.check, r.strongOnly, String(r.context)]),
+      PRIVATE_KEY_BLOCK.source,
+      TRIGGER.source,
+      [PLACEHOLDER, DESCRIPTOR, STRONG_NAME, WEAK_NAME, NOT_SECRET_PART, CODE_FILE].map(String),
+      presetVersion(),
+    ]),
+  )
+  .digest('hex')
+  .slice(0, 12)}`;

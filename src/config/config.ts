@@ -325,9 +325,17 @@ export function writeProjectSettings(
     throw new QuarryError('BAD_CONFIG', 'settings must be an object of sections: {"search": {"top_k": 20}}');
   apply(next, changes, '');
   settingsModule().settingsToConfig(next, 'quarry.toml'); // throws a one-line BAD_CONFIG naming the setting
-  // a file the user trusted stays trusted through the user's own change (the panel's settings form)
-  const wasTrusted = projectTrust(root).trusted;
+  // a file the user trusted stays trusted through a change (the panel's settings form) that leaves every guarded
+  // setting as it was: a change to one of them needs `quarry trust` again
+  const guardedOf = (raw: Record<string, unknown>) =>
+    JSON.stringify(
+      guardedSettings(raw).map((name) => [
+        name,
+        name.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown>)?.[k], raw),
+      ]),
+    );
+  const keepTrust = projectTrust(root).trusted && guardedOf(readProjectSettings(root)) === guardedOf(next);
   writeAtomic(join(root, 'quarry.toml'), `${stringifyToml(next)}\n`);
-  if (wasTrusted) setTrust(join(root, 'quarry.toml'), false);
+  if (keepTrust) setTrust(join(root, 'quarry.toml'), false);
   return next;
 }

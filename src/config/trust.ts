@@ -20,6 +20,8 @@ const GUARDED: ReadonlyArray<readonly [string, ((value: unknown) => boolean)?]> 
   ['embed.base_url'],
   ['embed.api_key_env'],
   ['embed.model_dir'], // a model file the repository chose, loaded and run
+  ['embed.static_table', (v) => String(v) !== 'code-v1'], // a table file, read whole
+  ['embed.download', (v) => v === true], // the user may have said no
   ['llm.model'], // a provider (and its key) or a model file
   ['llm.base_url'],
   ['llm.api_key_env'],

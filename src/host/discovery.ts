@@ -1,4 +1,4 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { alive } from '../store/lock.ts';
 import { writeAtomic } from '../workspace/atomic.ts';
@@ -37,14 +37,32 @@ export function announceServer(root: string, note: Omit<ServerNote, 'pid' | 'sta
   };
 }
 
-/** The server announced for this checkout, if its process still runs. */
+/**
+ * The server announced for this checkout, if its process still runs. A note that a server of this user wrote: the
+ * user's own file, readable by its owner only (a server writes 0600; a file that came with a clone, a tarball or a
+ * copy is not), naming a server on this machine (a loopback address). So a repository that ships a
+ * `.quarry/server.json` cannot send a search, or the token sent with it, anywhere.
+ */
 export function findServer(root: string, o: { alive?: boolean } = {}): ServerNote | undefined {
   try {
+    const st = statSync(file(root));
+    if ((st.mode & 0o077) !== 0 || (process.getuid && st.uid !== process.getuid())) return undefined;
     const note = JSON.parse(readFileSync(file(root), 'utf8')) as ServerNote;
-    if (typeof note.pid !== 'number' || typeof note.url !== 'string') return undefined;
+    if (typeof note.pid !== 'number' || typeof note.url !== 'string' || note.pid <= 1) return undefined;
+    if (!onLoopback(note.url)) return undefined;
     if (o.alive !== false && (note.pid === process.pid || !alive(note.pid))) return undefined;
     return note;
   } catch {
     return undefined;
+  }
+}
+
+/** A URL of this machine: 127.0.0.0/8, ::1 or localhost. */
+function onLoopback(url: string): boolean {
+  try {
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+    return host === 'localhost' || host === '::1' || /^127(?:\.\d{1,3}){3}$/.test(host);
+  } catch {
+    return false;
   }
 }

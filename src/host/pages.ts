@@ -16,8 +16,8 @@ export function pageOf(start: number, lines: readonly string[], column: number, 
   const out: string[] = [];
   let chars = 0;
   for (let i = 0; i < lines.length; i++) {
-    const from = i === 0 ? Math.max(0, column - 1) : 0;
     const line = lines[i]!;
+    const from = i === 0 ? Math.min(line.length, Math.max(0, column - 1)) : 0;
     const rest = line.length - from;
     if (out.length && chars + rest + 1 > maxChars) break;
     if (rest > maxChars - chars) {

@@ -215,7 +215,6 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
     const redo = ignored !== undefined && known.size > 0 && (await store.getMeta('redaction')) !== redaction;
     if (!known.size) await store.setMeta('redaction', redaction); // an empty index: every file is written so
     const tasks = planTasks(walked.files, known, store, new Set(await store.exact?.missingText?.()), redo);
-    if (options.config.includeSecrets) await store.setMeta('include_secrets', '1');
     const upToDate = report.files - tasks.length;
     await store.setMeta('run', JSON.stringify({ startedAt: Date.now(), pending: tasks.length }));
     // where this index comes from: `quarry repos` shows it, and a team server knows whether it has the checkout

@@ -1,5 +1,7 @@
 import { lstatSync, readFileSync, realpathSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { basename, join, resolve, sep } from 'node:path';
+import { redactSecrets } from '../chunk/redact.ts';
 import { projectTrust, type QuarryConfig, resolveConfig, type UserConfig } from '../config/config.ts';
 import type { ProjectTrust } from '../config/trust.ts';
 import { type Embedder, openEmbedder } from '../embed/open.ts';
@@ -105,7 +107,7 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
     );
   const opened = await openStore(config, root, { create: options.create ?? false });
   const store = options.wrapStore ? options.wrapStore(opened) : opened;
-  await rememberedSecrets(store, config, options.overrides);
+  await rememberedSecrets(store, config, options.overrides, root);
   const name = 'repo' in target ? target.repo : basename(root);
   // a store-only repository (served, not checked out here) is read from the store alone
   const diskRoot = options.repo ? null : root;
@@ -129,15 +131,7 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
       embedder ??= openEmbedder({ ...config, embed: { ...config.embed, download: false } }, { threads: 1 });
       return embedder;
     },
-    async readLines(paths) {
-      const out = new Map<string, string[]>();
-      const stored = store.content ? await store.content.read(paths) : new Map<string, string>();
-      for (const p of paths) {
-        const text = stored.get(p) ?? (diskRoot ? readInside(diskRoot, p) : undefined);
-        if (typeof text === 'string') out.set(p, splitLines(text));
-      }
-      return out;
-    },
+    readLines: (paths) => readProjectLines(store, config, diskRoot, paths),
     search: async (query, o) => {
       const res = await searchProject(project, query, o);
       for (const f of res.files.slice(0, WANTED_PER_SEARCH)) want(f.path);
@@ -254,6 +248,29 @@ export function indexedPath(raw: string): string {
   if (rel.split('/').some((p) => p === '' || p === '.' || p === '..'))
     throw new QuarryError('BAD_INPUT', `${raw} is not a path from the project root (for example src/api.ts)`);
   return rel;
+}
+
+/**
+ * Files' lines: the text the store keeps, else the file on disk, redacted whole as the index holds it (with its path:
+ * code or config) before any slice of it is taken, so a rule that needs the lines around a value (a key block,
+ * `name:` / `value:`) holds for every slice.
+ */
+async function readProjectLines(
+  store: Store,
+  config: QuarryConfig,
+  diskRoot: string | null,
+  paths: string[],
+): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  const stored = store.content ? await store.content.read(paths) : new Map<string, string>();
+  const redact = redactionOf(config) !== 'off';
+  for (const p of paths) {
+    let text = stored.get(p) ?? (diskRoot ? readInside(diskRoot, p) : undefined);
+    if (typeof text !== 'string') continue;
+    if (redact && !stored.has(p)) text = (await redactSecrets(text, { path: p })).text;
+    out.set(p, splitLines(text));
+  }
+  return out;
 }
 
 /**
@@ -690,13 +707,29 @@ export async function indexStatus(project: LocalProject, files?: FileRecord[]): 
 }
 
 /**
- * `index --include-secrets` is remembered by the index: every later run (a watcher's, a search's catch-up) keeps
- * those files and their secrets, until `index --no-include-secrets`.
+ * `index --include-secrets` (the flag, given here) is remembered by the index: every later run (a watcher's, a
+ * search's catch-up) keeps those files and their secrets, until `index --no-include-secrets`. Only for the index this
+ * checkout built on this machine: an index that came with the repository (`.quarry/` committed) turns nothing off.
  */
-async function rememberedSecrets(store: Store, config: QuarryConfig, overrides: UserConfig | undefined) {
-  if (overrides?.includeSecrets === false) await store.setMeta('include_secrets', '0');
-  else if (!config.includeSecrets && (await store.getMeta('include_secrets')) === '1')
-    config.includeSecrets = true;
+async function rememberedSecrets(
+  store: Store,
+  config: QuarryConfig,
+  overrides: UserConfig | undefined,
+  root: string,
+): Promise<void> {
+  if (overrides?.includeSecrets !== undefined) {
+    await store.setMeta('include_secrets', overrides.includeSecrets ? '1' : '0');
+    return;
+  }
+  if (config.includeSecrets || (await store.getMeta('include_secrets')) !== '1') return;
+  try {
+    const source = JSON.parse((await store.getMeta('source')) ?? '{}') as { root?: string; host?: string };
+    if (source.root === root && source.host === hostname()) config.includeSecrets = true;
+    // another checkout's, or another machine's: forgotten, so that this one's next run does not take it as its own
+    else await store.setMeta('include_secrets', '0');
+  } catch {
+    // a damaged record remembers nothing
+  }
 }
 
 /** The index's state and what is pending on disk (a walk that stats every file). */

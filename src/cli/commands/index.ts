@@ -76,7 +76,8 @@ export async function runIndex(cli: CliContext, dir: string | undefined, opts: I
   if (opts.maxFileSize) overrides.maxFileBytes = opts.maxFileSize;
   if (opts.includeSecrets !== undefined) overrides.includeSecrets = opts.includeSecrets;
   const root = resolve(dir ?? projectRootFor(g.root) ?? process.cwd());
-  const main = opts.own || opts.maxFileSize || opts.includeSecrets ? undefined : mainWorktreeOf(root);
+  const main =
+    opts.own || opts.maxFileSize || opts.includeSecrets !== undefined ? undefined : mainWorktreeOf(root);
   if (main) return indexWorktree(cli, root, main, opts);
   const project = await openProject({ root: dir ?? g.root, create: true, overrides });
   const progress = await Progress.open(io.stderr, err, !opts.quiet && !opts.json);
