@@ -116,3 +116,37 @@ describe('the shipped code table (embed.static_table = "code-v1")', () => {
     );
   });
 });
+
+describe('a table with its own vocabulary (a code vocabulary, train/train_static_v2.py)', () => {
+  it('spells words with the table’s vocabulary, not MiniLM’s, and refuses a vocabulary that does not fit', async () => {
+    // four pieces, two dimensions: "parse" and "config" point one way, "draw" the other
+    const vocab = ['[UNK]', 'parse', 'config', 'draw'];
+    const table: StaticTable = {
+      vectors: new Float32Array([0, 0, 1, 0, 1, 0.1, 0, 1]),
+      dims: 2,
+      vocabSize: vocab.length,
+      sourceSha256: 'code-vocab-test',
+      vocab,
+    };
+    const dir = makeTree({});
+    dirs.push(dir);
+    const file = join(dir, 'table.bin');
+    writeStaticTable(file, table);
+    const read = readStaticTable(file);
+    assert.deepEqual(read.vocab, vocab);
+    const e = createStaticEmbedder(read, 'static:test');
+    // MiniLM's vocabulary would spell these with its own ids (thousands), far past this table's four rows
+    assert.equal(e.countTokens('parseConfig draw'), 3);
+    const [a, b, c] = await e.embed(['parse the config', 'parseConfig', 'draw'], 'document');
+    const cos = (x: Float32Array, y: Float32Array) => x.reduce((s, v, i) => s + v * y[i]!, 0);
+    assert.ok(cos(a!, b!) > 0.99 && cos(a!, c!) < 0.2, `${cos(a!, b!)} ${cos(a!, c!)}`);
+    writeFileSync(
+      file,
+      Buffer.concat([
+        Buffer.from(`QSTATIC1${JSON.stringify({ dims: 2, vocabSize: 4, source: 'x', vocab: ['a', 'b'] })}\n`),
+        Buffer.alloc(4 * 2 * 4),
+      ]),
+    );
+    assert.throws(() => readStaticTable(file), /vocabulary that does not fit/);
+  });
+});

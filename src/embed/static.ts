@@ -30,6 +30,11 @@ export interface StaticTable {
   vocabSize: number;
   /** The transformer weights it was distilled from. */
   sourceSha256: string;
+  /**
+   * The table's own vocabulary, piece by id (a table trained with a vocabulary learned from code:
+   * train/train_static_v2.py). Absent: the rows are all-MiniLM-L6-v2's WordPiece ids.
+   */
+  vocab?: string[];
 }
 
 /** Where the table for these weights lives: the model cache, named by the weights' hash. */
@@ -116,7 +121,7 @@ const MAGIC = 'QSTATIC1';
 export function writeStaticTable(path: string, table: StaticTable): void {
   mkdirSync(join(path, '..'), { recursive: true });
   const header = Buffer.from(
-    `${MAGIC}${JSON.stringify({ dims: table.dims, vocabSize: table.vocabSize, source: table.sourceSha256 })}\n`,
+    `${MAGIC}${JSON.stringify({ dims: table.dims, vocabSize: table.vocabSize, source: table.sourceSha256, ...(table.vocab ? { vocab: table.vocab } : {}) })}\n`,
   );
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(
@@ -140,7 +145,18 @@ export function readStaticTable(path: string): StaticTable {
     source: string;
     /** float32 (what quarry writes; the default) or float16 (a trained table, train/train_static.py). */
     dtype?: 'float32' | 'float16';
+    /** The table's own vocabulary, one piece per row. */
+    vocab?: unknown;
   };
+  const vocab = meta.vocab;
+  if (
+    vocab !== undefined &&
+    (!Array.isArray(vocab) ||
+      vocab.length !== meta.vocabSize ||
+      !vocab.every((t) => typeof t === 'string') ||
+      !vocab.includes('[UNK]'))
+  )
+    throw new QuarryError('IO', `${path} has a vocabulary that does not fit its rows: rebuild the table`);
   const half = meta.dtype === 'float16';
   const body = buf.subarray(nl + 1);
   if (body.byteLength !== meta.dims * meta.vocabSize * (half ? 2 : 4))
@@ -148,7 +164,13 @@ export function readStaticTable(path: string): StaticTable {
   const vectors = new Float32Array(meta.dims * meta.vocabSize);
   if (!half) new Uint8Array(vectors.buffer).set(body);
   else for (let i = 0; i < vectors.length; i++) vectors[i] = halfToFloat(body.readUInt16LE(2 * i));
-  return { vectors, dims: meta.dims, vocabSize: meta.vocabSize, sourceSha256: meta.source };
+  return {
+    vectors,
+    dims: meta.dims,
+    vocabSize: meta.vocabSize,
+    sourceSha256: meta.source,
+    ...(vocab ? { vocab: vocab as string[] } : {}),
+  };
 }
 
 /** An IEEE 754 half-precision value as a number (Node 20 has no Float16Array). */
@@ -225,7 +247,8 @@ export function wordPieces(vocab: Map<string, number>): (text: string) => number
 
 /** An embedder over a static table: a text's vector is the mean of its tokens' rows, L2-normalised. */
 export function createStaticEmbedder(table: StaticTable, name?: string): Embedder {
-  const vocab = loadVocab();
+  // a table trained with its own vocabulary spells words with it; otherwise the rows are MiniLM's WordPiece ids
+  const vocab = table.vocab ? new Map(table.vocab.map((t, i) => [t, i])) : loadVocab();
   const { dims, vectors, vocabSize } = table;
   const MAX_CHARS = 64_000;
   const pieces = wordPieces(vocab);
