@@ -129,6 +129,14 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
       await client.callTool({ name: 'list_symbols', arguments: { path: 'lib.rs' }, _meta: STRUCTURED }),
     );
     assert.ok(list.symbols.some((s: { name: string }) => s.name === 'checksum'));
+    // a top-level variable the definitions already hold is listed once (issue 65: it was also an "expression")
+    for (const v of list.variables as Array<{ name: string; line: number }>)
+      assert.ok(
+        !list.symbols.some(
+          (s: { name: string; startLine: number }) => s.name === v.name && s.startLine === v.line,
+        ),
+        `${v.name} listed twice`,
+      );
     const missing = (await client.callTool({ name: 'list_symbols', arguments: { path: 'nope.rs' } })) as Text;
     assert.equal(missing.isError, true);
     assert.match(textOf(missing), /nope\.rs is not in the index/);
@@ -158,6 +166,13 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
       await client.callTool({ name: 'read_file', arguments: { path: 'lib.rs', start: 2, end: 4 } }),
     );
     assert.match(read, /^lib\.rs:2-4 of \d+\n2 {2}/);
+    // past the end: an error that says how long the file is, not an empty page (issue 65)
+    const past = (await client.callTool({
+      name: 'read_file',
+      arguments: { path: 'lib.rs', start: 5000 },
+    })) as Text;
+    assert.equal(past.isError, true);
+    assert.match(textOf(past), /lib\.rs has \d+ lines: start at a line from 1 to \d+/);
     // every repository the server holds (here one), each result labelled with its repository
     const every = dataOf(
       await client.callTool({

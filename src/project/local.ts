@@ -152,11 +152,11 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
           `${rel} is not in the index: give the path from the project root (see \`quarry search --files\`)`,
         );
       const { fileVariables } = await import('../answer/router.ts');
-      return {
-        path: rel,
-        symbols: (await store.listSymbols([rel])).get(rel) ?? [],
-        variables: await fileVariables(project, rel),
-      };
+      const symbols = (await store.listSymbols([rel])).get(rel) ?? [];
+      // a top-level variable the symbols already hold (`TIMEOUT = 30`, a Go `var`) is listed once, as a symbol
+      const listed = new Set(symbols.map((s) => `${s.name}:${s.startLine}`));
+      const variables = (await fileVariables(project, rel)).filter((v) => !listed.has(`${v.name}:${v.line}`));
+      return { path: rel, symbols, variables };
     },
     async readFile(path, range = {}) {
       const rel = indexedPath(path);
@@ -174,6 +174,11 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
         throw new QuarryError('NOT_FOUND', `${rel} is gone from disk: re-index`);
       }
       const start = Math.max(1, Math.floor(range.start ?? 1) || 1);
+      if (start > Math.max(1, lines.length))
+        throw new QuarryError(
+          'BAD_INPUT',
+          `${rel} has ${lines.length} line${lines.length === 1 ? '' : 's'}: start at a line from 1 to ${lines.length}`,
+        );
       const end = Math.min(lines.length, Math.floor(range.end ?? lines.length) || lines.length);
       return { path: rel, start, end, total: lines.length, lines: lines.slice(start - 1, end) };
     },
