@@ -493,17 +493,7 @@ def mine_lua_ex_docs(gd, tree, src, k):
         if docs:
             per_file[p] = docs
             st["raw_docs"] += len(docs)
-    owners = {}
-    for p, docs in per_file.items():
-        for _, t in docs:
-            owners.setdefault(t.lower(), set()).add(p)
-    for p in list(per_file):
-        keep = [(l, t) for l, t in per_file[p] if len(owners[t.lower()]) == 1]
-        st["dropped_ambiguous_text"] += len(per_file[p]) - len(keep)
-        if keep:
-            per_file[p] = keep
-        else:
-            del per_file[p]
+    m.drop_ambiguous(per_file, st)
     st["candidates"] = sum(len(v) for v in per_file.values())
     return round_robin(per_file, k), st
 

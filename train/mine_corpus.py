@@ -350,6 +350,21 @@ def file_docs(path, text):
     return out
 
 
+def drop_ambiguous(per_file, st):
+    """A text that appears in several files has no single gold file: drop it (in place; counted in st)."""
+    owners = {}
+    for p, docs in per_file.items():
+        for _, t in docs:
+            owners.setdefault(t.lower(), set()).add(p)
+    for p in list(per_file):
+        keep = [(l, t) for l, t in per_file[p] if len(owners[t.lower()]) == 1]
+        st["dropped_ambiguous_text"] += len(per_file[p]) - len(keep)
+        if keep:
+            per_file[p] = keep
+        else:
+            del per_file[p]
+
+
 def mine_docstrings(gd, snap, src_paths, k):
     """-> (picked [(path, line, text)], stats)"""
     ls = run_git(gd, ["ls-tree", "-r", "-z", snap]).split(b"\0")
@@ -392,18 +407,7 @@ def mine_docstrings(gd, snap, src_paths, k):
             if docs:
                 per_file[p] = docs
                 st["raw_docs"] += len(docs)
-    # a text that appears in several files has no single gold file: drop it
-    owners = {}
-    for p, docs in per_file.items():
-        for _, t in docs:
-            owners.setdefault(t.lower(), set()).add(p)
-    for p in list(per_file):
-        keep = [(l, t) for l, t in per_file[p] if len(owners[t.lower()]) == 1]
-        st["dropped_ambiguous_text"] += len(per_file[p]) - len(keep)
-        if keep:
-            per_file[p] = keep
-        else:
-            del per_file[p]
+    drop_ambiguous(per_file, st)
     st["files_with_docs"] = len(per_file)
     st["candidates"] = sum(len(v) for v in per_file.values())
     # spread evenly over files: round r takes the r-th item (in a fixed hashed order) of every

@@ -382,13 +382,10 @@ function entropy(s: string): number {
  * consonant runs, split at case changes and separators; random letters change case mid-piece and run consonants.
  */
 function lettersLookRandom(value: string): boolean {
-  const pieces = value.split(/[-_.]+|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])/).filter(Boolean);
+  const pieces = humps(value);
   let wordy = 0;
   for (const p of pieces) {
-    const lower = p.toLowerCase();
-    const vowels = (lower.match(/[aeiouy]/g) ?? []).length;
-    const run = Math.max(0, ...(lower.match(/[^aeiouy]+/g) ?? []).map((r) => r.length));
-    if (p.length >= 3 && vowels / p.length >= 0.25 && run <= 4) wordy += p.length;
+    if (p.length >= 3 && wordLike(p, 0.25, 4)) wordy += p.length;
     else if (p.length <= 2 && /^[A-Z]?[a-z]*$/.test(p) && pieces.length <= 3) wordy += p.length;
   }
   const letters = value.replace(/[-_.]/g, '').length;
@@ -405,18 +402,22 @@ function looksLikeKey(value: string, code: boolean): boolean {
 
 /** Letters that read as words: most of them in pieces with vowels and short consonant runs. */
 function wordyLetters(letters: string): boolean {
-  const pieces = letters.split(/(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])/).filter(Boolean);
   let wordy = 0;
-  for (const p of pieces) if (p.length >= 3 && wordLike(p)) wordy += p.length;
+  for (const p of humps(letters)) if (p.length >= 3 && wordLike(p)) wordy += p.length;
   return wordy / letters.length >= 0.6;
 }
 
-/** Pronounceable, like a word: vowels in their share, no long consonant runs. */
-function wordLike(value: string): boolean {
+/** A name's humps: split at separators and case changes (`getHTTPServer_v` is get, HTTP, Server, v). */
+function humps(value: string): string[] {
+  return value.split(/[-_.]+|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])/).filter(Boolean);
+}
+
+/** Pronounceable, like a word: vowels at least `vowelShare` of it, no consonant run over `maxRun`. */
+function wordLike(value: string, vowelShare = 0.3, maxRun = 3): boolean {
   const lower = value.toLowerCase();
   const vowels = (lower.match(/[aeiouy]/g) ?? []).length;
   const run = Math.max(0, ...(lower.match(/[^aeiouy]+/g) ?? []).map((r) => r.length));
-  return vowels / lower.length >= 0.3 && run <= 3;
+  return vowels / lower.length >= vowelShare && run <= maxRun;
 }
 
 /** A regular expression (a password policy) rather than a value: lookaheads, classes, quantifiers. */

@@ -9,6 +9,7 @@ import { defaultConfig, settingsModule } from './settings.ts';
 import {
   contentHash,
   guardedSettings,
+  guardedValues,
   isTrusted,
   type ProjectTrust,
   refusedNotice,
@@ -304,7 +305,8 @@ export function writeProjectSettings(
   root: string,
   changes: Record<string, unknown>,
 ): Record<string, unknown> {
-  const next = structuredClone(readProjectSettings(root));
+  const before = readProjectSettings(root);
+  const next = structuredClone(before);
   const apply = (target: Record<string, unknown>, patch: Record<string, unknown>, at: string) => {
     for (const [k, v] of Object.entries(patch)) {
       // `__proto__` from JSON is an own key: merged, it would reach Object.prototype (every object, every request)
@@ -327,14 +329,8 @@ export function writeProjectSettings(
   settingsModule().settingsToConfig(next, 'quarry.toml'); // throws a one-line BAD_CONFIG naming the setting
   // a file the user trusted stays trusted through a change (the panel's settings form) that leaves every guarded
   // setting as it was: a change to one of them needs `quarry trust` again
-  const guardedOf = (raw: Record<string, unknown>) =>
-    JSON.stringify(
-      guardedSettings(raw).map((name) => [
-        name,
-        name.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown>)?.[k], raw),
-      ]),
-    );
-  const keepTrust = projectTrust(root).trusted && guardedOf(readProjectSettings(root)) === guardedOf(next);
+  const guardedOf = (raw: Record<string, unknown>) => JSON.stringify(guardedValues(raw));
+  const keepTrust = projectTrust(root).trusted && guardedOf(before) === guardedOf(next);
   writeAtomic(join(root, 'quarry.toml'), `${stringifyToml(next)}\n`);
   if (keepTrust) setTrust(join(root, 'quarry.toml'), false);
   return next;

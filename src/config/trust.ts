@@ -55,14 +55,19 @@ function lookup(
   return Object.hasOwn(at, key) ? { parent: at as Record<string, unknown>, key } : undefined;
 }
 
-/** The guarded settings a parsed project file sets, by name (`embed.base_url`). */
-export function guardedSettings(raw: Record<string, unknown>): string[] {
-  const out: string[] = [];
+/** The guarded settings a parsed project file sets, by name (`embed.base_url`), with their values. */
+export function guardedValues(raw: Record<string, unknown>): Array<[string, unknown]> {
+  const out: Array<[string, unknown]> = [];
   for (const [name, reaches] of GUARDED) {
     const hit = lookup(raw, name);
-    if (hit && (!reaches || reaches(hit.parent[hit.key]))) out.push(name);
+    if (hit && (!reaches || reaches(hit.parent[hit.key]))) out.push([name, hit.parent[hit.key]]);
   }
   return out;
+}
+
+/** The guarded settings a parsed project file sets, by name. */
+export function guardedSettings(raw: Record<string, unknown>): string[] {
+  return guardedValues(raw).map(([name]) => name);
 }
 
 /** `raw` without the guarded settings it sets (a copy); the names taken out. */

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { alive } from '../store/lock.ts';
 import { writeAtomic } from '../workspace/atomic.ts';
 import { indexPaths } from '../workspace/root.ts';
+import { isLoopback } from './guard.ts';
 
 /**
  * A running `quarry serve` or `quarry mcp --http` for a checkout says where it listens in `.quarry/server.json`, so
@@ -57,11 +58,11 @@ export function findServer(root: string, o: { alive?: boolean } = {}): ServerNot
   }
 }
 
-/** A URL of this machine: 127.0.0.0/8, ::1 or localhost. */
+/** A URL of this machine: a loopback name the server's guard knows, or any address of 127.0.0.0/8. */
 function onLoopback(url: string): boolean {
   try {
-    const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-    return host === 'localhost' || host === '::1' || /^127(?:\.\d{1,3}){3}$/.test(host);
+    const host = new URL(url).hostname;
+    return isLoopback(host) || /^127(?:\.\d{1,3}){3}$/.test(host);
   } catch {
     return false;
   }

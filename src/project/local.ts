@@ -180,7 +180,9 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
           `${rel} has ${lines.length} line${lines.length === 1 ? '' : 's'}: start at a line from 1 to ${lines.length}`,
         );
       const end = Math.min(lines.length, Math.floor(range.end ?? lines.length) || lines.length);
-      return { path: rel, start, end, total: lines.length, lines: lines.slice(start - 1, end) };
+      const slice = { path: rel, start, end, total: lines.length, lines: lines.slice(start - 1, end) };
+      // read from disk and redacted whole (readProjectLines): a face need not redact the slice again
+      return redactionOf(config) !== 'off' && !store.content ? { ...slice, redacted: true } : slice;
     },
     async repoMap({ question, ...o }) {
       const m = await import('../context/repomap.ts');
