@@ -1,12 +1,21 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { openEmbedder } from '../src/embed/open.ts';
 import { embedPending } from '../src/indexing/embedding.ts';
 import { indexProject, indexStatus, openProject } from '../src/project/local.ts';
-import { git, makeTree, removeTree, runCli, testConfig, waitForOutput } from './helpers.ts';
+import {
+  git,
+  indexLexically,
+  makeTree,
+  openLexical,
+  removeTree,
+  runCli,
+  testConfig,
+  waitForOutput,
+} from './helpers.ts';
 
 const trees: string[] = [];
 after(() => trees.forEach(removeTree));
@@ -216,5 +225,51 @@ describe('freshness an agent can see', () => {
       await embedder.close();
       await project.close();
     }
+  });
+  it('def, refs, symbols and map answer from the working tree after a rename and a deletion, as search does', async () => {
+    const root = makeTree({
+      'pkg/query.py':
+        'def _merge_queryparams(a, b):\n    return {**a, **b}\n\n\ndef build(a):\n    return _merge_queryparams(a, {})\n',
+      'pkg/multipart.py': 'class MultipartStream:\n    def read(self):\n        return b""\n',
+      'pkg/client.py':
+        'from pkg.multipart import MultipartStream\n\n\ndef send():\n    return MultipartStream().read()\n',
+    });
+    trees.push(root);
+    await indexLexically(root);
+    writeFileSync(
+      join(root, 'pkg/query.py'),
+      'def _combine_query_params(a, b):\n    return {**a, **b}\n\n\ndef build(a):\n    return _combine_query_params(a, {})\n',
+    );
+    rmSync(join(root, 'pkg/multipart.py'));
+    const project = await openLexical(root);
+    try {
+      assert.deepEqual(
+        (await project.definitions('_combine_query_params')).map((d) => `${d.path}:${d.startLine}`),
+        ['pkg/query.py:1'],
+      );
+      assert.deepEqual(await project.definitions('_merge_queryparams'), []);
+      assert.deepEqual(await project.definitions('MultipartStream'), []);
+      assert.deepEqual(
+        (await project.references('_combine_query_params')).map((r) => r.path),
+        ['pkg/query.py'],
+      );
+      const outline = await project.outline('pkg/query.py');
+      assert.deepEqual(
+        outline.symbols.map((s) => s.name),
+        ['_combine_query_params', 'build'],
+      );
+      const map = await project.repoMap({ budget: 2000 });
+      assert.ok(
+        !map.entries.some((f) => f.path === 'pkg/multipart.py'),
+        'the deleted file is not in the map',
+      );
+    } finally {
+      await project.close();
+    }
+    // a one-shot command too: the rename back is seen by `quarry def` without an index run
+    writeFileSync(join(root, 'pkg/query.py'), 'def _merge_queryparams(a, b):\n    return {**a, **b}\n');
+    const def = runCli(['def', '_merge_queryparams', '--json'], { cwd: root, env: { QUARRY_EMBED: 'none' } });
+    assert.equal(def.code, 0, def.stderr);
+    assert.match(def.stdout, /pkg\/query\.py/);
   });
 });

@@ -142,9 +142,18 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
       (await import('../context/assemble.ts')).assembleContext(project, question, o),
     route: async (question) => (await import('../answer/router.ts')).routeQuestion(project, question),
     grep: (q) => grepProject(project, q),
-    definitions: async (n, o) => (await import('../answer/router.ts')).findDefinitions(project, n, o),
-    references: async (n, o) => (await import('../answer/router.ts')).findReferences(project, n, o),
+    // every symbol answer catches up with the working tree first, as a search does: an edit, a rename or a
+    // deletion is never answered from the old index
+    definitions: async (n, o) => {
+      await catchUp(project);
+      return (await import('../answer/router.ts')).findDefinitions(project, n, o);
+    },
+    references: async (n, o) => {
+      await catchUp(project);
+      return (await import('../answer/router.ts')).findReferences(project, n, o);
+    },
     async outline(path) {
+      await catchUp(project);
       const rel = indexedPath(path);
       if (!(await store.getFile(rel)))
         throw new QuarryError(
@@ -185,6 +194,7 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
       return redactionOf(config) !== 'off' && !store.content ? { ...slice, redacted: true } : slice;
     },
     async repoMap({ question, ...o }) {
+      await catchUp(project);
       const m = await import('../context/repomap.ts');
       return m.buildRepoMap(store, { ...o, ...(question ? { mentions: m.questionMentions(question) } : {}) });
     },
