@@ -38,7 +38,7 @@ const EXPECTED: Record<string, string[]> = {
     'method:files@18-20<ConfigStore',
     'method:load@22-23<ConfigStore',
   ],
-  'server.go': ['type:Server@8-11', 'method:HandleHealth@13-16', 'function:NewServer@18-20'],
+  'server.go': ['type:Server@8-11', 'method:HandleHealth@13-16<Server', 'function:NewServer@18-20'],
   'lib.rs': [
     'struct:Registry@3-5',
     'impl:Registry@7-17',
@@ -193,6 +193,43 @@ describe('tree-sitter chunking', () => {
     assert.equal(total.kind, 'function');
     assert.equal(total.startLine, 15);
     assert.equal(total.endLine, 17);
+  });
+
+  it('labels a Go method with its receiver type, and functions bound to names (Go var, Python lambda) as definitions', async () => {
+    const go = [
+      'package gin',
+      '',
+      'type RouterGroup struct{ basePath string }',
+      '',
+      'func (group *RouterGroup) Group(relativePath string) *RouterGroup {',
+      '\treturn &RouterGroup{basePath: relativePath}',
+      '}',
+      '',
+      'func (l List[T]) Len() int { return 0 }',
+      '',
+      'var defaultLogFormatter = func(param LogFormatterParams) string {',
+      '\treturn param.Path',
+      '}',
+      '',
+    ].join('\n');
+    const g = await chunkFile(go, 'go', { ...testConfig().chunk, targetChars: 1 });
+    const sym = (name: string) => g.symbols.find((s) => s.name === name);
+    assert.equal(sym('Group')?.container, 'RouterGroup');
+    assert.equal(sym('Group')?.kind, 'method');
+    assert.equal(sym('Len')?.container, 'List', 'a generic receiver');
+    assert.equal(sym('defaultLogFormatter')?.kind, 'function');
+    const chunk = (name: string) => g.chunks.find((c) => c.symbol === name);
+    assert.equal(chunk('Group')?.container, 'RouterGroup');
+    assert.equal(chunk('defaultLogFormatter')?.startLine, 11);
+    const py = await chunkFile(
+      'class Sizes:\n    half = lambda self, x: x / 2\n\n\ndouble = lambda x: x * 2\n',
+      'python',
+      testConfig().chunk,
+    );
+    assert.deepEqual(
+      py.symbols.map((s) => `${s.container ?? ''}.${s.name} ${s.kind}`),
+      ['.Sizes class', 'Sizes.half method', '.double function'],
+    );
   });
 
   it('class fields holding functions are methods; top-level constants and variables are symbols, not chunk boundaries', async () => {

@@ -94,7 +94,7 @@ describe('quarry CLI', () => {
   it('shows path:lines, the symbol and a snippet in plain text when not on a terminal', () => {
     const r = runCli(['search', 'HandleHealth'], { cwd: root });
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^1\. server\.go:1-20 HandleHealth \(method\) /);
+    assert.match(r.stdout, /^1\. server\.go:1-20 Server\.HandleHealth \(method\) /);
     assert.match(r.stdout, /│ func \(s \*Server\) HandleHealth/);
     assert.doesNotMatch(r.stdout, /\x1b\[/);
   });

@@ -6,6 +6,7 @@ import {
   type LocalProject as Project,
   searchProject,
 } from '../src/project/local.ts';
+import { resultJson, resultLabel } from '../src/search/modes.ts';
 import { analyzeQuery, frameFunctions } from '../src/search/query.ts';
 import { fileRole, testedBasename } from '../src/workspace/roles.ts';
 import { makeTree, openLexical, removeTree, runCli, searchLexically } from './helpers.ts';
@@ -103,6 +104,53 @@ describe('search', () => {
     assert.equal(res.results[0]?.path, 'src/config.ts');
     assert.equal(res.results[0]?.symbol, 'parseConfigFile');
     assert.ok(res.results[0]!.signals.symbolHint > 0);
+  });
+
+  it('labels a shown chunk by its outermost definition with its container, never by one nested in it', async () => {
+    const helpers = Array.from({ length: 6 }, (_, i) => [
+      `    def helper_${i}(self, value):`,
+      ...Array.from(
+        { length: 8 },
+        (_, j) => `        value = value + ${j}  # step ${j} of the helper computation number ${i}`,
+      ),
+      '        return value',
+      '',
+    ]).flat();
+    const py = [
+      'class DigestAuth:',
+      '    """Digest access authentication."""',
+      ...helpers,
+      '    def _build_auth_header(self, request, challenge):',
+      '        def digest(data):',
+      '            return hash_func(data).hexdigest().encode()',
+      '',
+      ...Array.from({ length: 6 }, (_, j) => `        part_${j} = digest(b"auth header part ${j}")`),
+      '        return b"Digest " + part_0',
+      '',
+    ].join('\n');
+    const netrc = [
+      'class NetRCAuth:',
+      '    def __init__(self, file):',
+      '        self.file = file',
+      '',
+      '    def _build_auth_header(self, username, password):',
+      '        return "Basic " + username + password',
+      '',
+    ].join('\n');
+    const root = makeTree({ 'auth.py': py, 'netrc.py': netrc });
+    after(() => removeTree(root));
+    const res = await searchLexically(root, 'digest auth header');
+    const labels = res.results.map((r) => `${r.startLine} ${resultLabel(r)} ${r.kind}`);
+    const build = res.results.find((r) => r.symbol === '_build_auth_header' && r.container === 'DigestAuth');
+    assert.ok(build, labels.join('; '));
+    assert.ok(
+      !res.results.some((r) => r.symbol === 'digest'),
+      `the nested digest() names no chunk: ${labels.join('; ')}`,
+    );
+    // the whole class in one chunk: the class, not the method the query names
+    const whole = res.results.find((r) => r.path === 'netrc.py');
+    assert.equal(whole && resultLabel(whole), 'NetRCAuth', labels.join('; '));
+    assert.equal(resultJson(build).label, 'DigestAuth._build_auth_header');
   });
 
   it('ranks implementation above docs and tests that say the same words', async () => {

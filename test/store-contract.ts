@@ -374,11 +374,11 @@ export function storeContract(open: () => Promise<Store>): void {
         [
           ids[1],
           [
-            { name: 'first', kind: 'class', startLine: 11 },
-            { name: 'second', kind: 'method', startLine: 13 },
+            { name: 'first', kind: 'class', startLine: 11, endLine: 15, container: null },
+            { name: 'second', kind: 'method', startLine: 13, endLine: 14, container: 'Box' },
           ],
         ],
-        [ids[2], [{ name: 'last', kind: 'function', startLine: 25 }]],
+        [ids[2], [{ name: 'last', kind: 'function', startLine: 25, endLine: 30, container: null }]],
       ],
       'the head holds none, `between` starts between chunks, an unknown chunk is absent',
     );

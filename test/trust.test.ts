@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { REDACTION_VERSION, redactSecrets } from '../src/chunk/redact.ts';
+import { CHUNKING_REVISION } from '../src/indexing/process-file.ts';
 import { makeTree, removeTree, runCli, runCliAsync, writeFiles } from './helpers.ts';
 
 /** A real HTTP server on 127.0.0.1 speaking OpenAI's embeddings and chat protocols, that records every request. */
@@ -140,7 +141,7 @@ describe('secrets never enter the index (issue 63)', () => {
       }
       assert.equal(
         db.prepare("select value from meta where key = 'redaction'").pluck().get(),
-        REDACTION_VERSION,
+        `${CHUNKING_REVISION}/${REDACTION_VERSION}`,
       );
     } finally {
       db.close();

@@ -73,6 +73,8 @@ interface Def {
   name: string;
   kind: SymbolKind;
   children: Def[];
+  /** The type a method is declared on outside any body (a Go receiver): its container instead of the nesting. */
+  owner?: string;
 }
 
 interface Unit {
@@ -303,8 +305,28 @@ function declaratorName(node: Node): string | undefined {
   return inner?.text;
 }
 
+/** A Go method's receiver type: `RouterGroup` of `func (group *RouterGroup) Group(…)`, `List` of `func (l *List[T])`. */
+function receiverType(node: Node): string | undefined {
+  if (node.type !== 'method_declaration') return undefined;
+  const param = node
+    .childForFieldName('receiver')
+    ?.namedChildren.find((c) => c?.type === 'parameter_declaration');
+  let type = param?.childForFieldName('type') ?? null;
+  for (let i = 0; type && i < 4 && type.type !== 'type_identifier'; i++)
+    type =
+      type.type === 'generic_type'
+        ? type.childForFieldName('type')
+        : (type.namedChildren.find((c) => c && /type/.test(c.type)) ?? null);
+  return type?.type === 'type_identifier' ? type.text : undefined;
+}
+
 function defName(node: Node): string | undefined {
   switch (node.type) {
+    case 'var_declaration': {
+      // Go: `var defaultLogFormatter = func(…) string {…}`
+      const spec = node.namedChildren.find((c) => c?.type === 'var_spec');
+      return spec?.childForFieldName('name')?.text;
+    }
     case 'lexical_declaration':
     case 'variable_declaration': {
       const d = node.namedChildren.find((c) => c?.type === 'variable_declarator');
@@ -313,8 +335,10 @@ function defName(node: Node): string | undefined {
     case 'field_definition': // a JavaScript class field: `fetch = (request) => …`
       return (node.childForFieldName('property') ?? node.childForFieldName('name'))?.text;
     case 'expression_statement': {
-      // `Reply.prototype.send = function …`: the method's name (its class is in the text: `Reply.prototype`)
+      // `Reply.prototype.send = function …`: the method's name (its class is in the text: `Reply.prototype`);
+      // Python's `double = lambda x: x * 2`: the name
       const left = node.firstNamedChild?.childForFieldName('left');
+      if (left?.type === 'identifier') return left.text;
       return left?.type === 'member_expression' ? left.childForFieldName('property')?.text : undefined;
     }
     case 'method_definition': {
@@ -414,8 +438,14 @@ function buildDefs(captures: QueryCapture[], kinds: Map<string, SymbolKind>): De
     const name = defName(node)?.replace(/\s+/g, ' ').slice(0, 120);
     if (!name) continue;
     const [start, end] = attachedRange(node);
-    const kind = node.type === 'expression_statement' ? 'method' : (kinds.get(node.type) ?? 'function');
-    flat.push({ start, end, name, kind, children: [] });
+    const kind =
+      node.type === 'expression_statement'
+        ? node.firstNamedChild?.childForFieldName('left')?.type === 'member_expression'
+          ? 'method'
+          : 'function'
+        : (kinds.get(node.type) ?? 'function');
+    const owner = receiverType(node);
+    flat.push({ start, end, name, kind, children: [], ...(owner ? { owner } : {}) });
   }
   flat.sort((a, b) => a.start - b.start || b.end - a.end);
   const top: Def[] = [];
@@ -492,7 +522,14 @@ function unitsFor(
   o: ChunkOptions,
 ) {
   const units: Unit[] = [];
-  const plain = (s: number, e: number, symbol: string | null, kind: SymbolKind | null, names: string[]) => {
+  const plain = (
+    s: number,
+    e: number,
+    symbol: string | null,
+    kind: SymbolKind | null,
+    names: string[],
+    owner: string | null = container,
+  ) => {
     const t = trimBlank(lt, s, e);
     if (!t) return;
     for (const [ws, we] of windows(lt, t[0], t[1], o.maxChars, Number.MAX_SAFE_INTEGER, 0))
@@ -502,7 +539,7 @@ function unitsFor(
         chars: lt.chars(ws, we),
         symbol,
         kind,
-        container,
+        container: owner,
         names: ws === t[0] ? names : [],
       });
   };
@@ -513,10 +550,11 @@ function unitsFor(
     if (s > e) continue;
     if (s > cursor) plain(cursor, s - 1, null, null, []);
     const firstChild = d.children.find((c) => c.start > s);
+    const own = d.owner ?? container;
     if (lt.chars(s, e) <= o.maxChars || !firstChild) {
-      plain(s, e, d.name, d.kind, [d.name]);
+      plain(s, e, d.name, d.kind, [d.name], own);
     } else {
-      plain(s, firstChild.start - 1, d.name, d.kind, [d.name]);
+      plain(s, firstChild.start - 1, d.name, d.kind, [d.name], own);
       units.push(...unitsFor(lt, d.children, firstChild.start, e, d.name, o));
     }
     cursor = e + 1;
@@ -559,7 +597,13 @@ function mergeUnits(lt: LineText, units: Unit[], o: ChunkOptions): Chunk[] {
 
 function collectSymbols(defs: Def[], container: string | null, out: SymbolDef[]): void {
   for (const d of defs) {
-    out.push({ name: d.name, kind: d.kind, startLine: d.start + 1, endLine: d.end + 1, container });
+    out.push({
+      name: d.name,
+      kind: d.kind,
+      startLine: d.start + 1,
+      endLine: d.end + 1,
+      container: d.owner ?? container,
+    });
     collectSymbols(d.children, d.name, out);
   }
 }

@@ -63,10 +63,14 @@ export const GRAMMAR_SPECS: Record<string, GrammarSpec> = {
   javascript: { defs: JS_DEFS, extraPatterns: JS_EXTRA },
   python: {
     defs: { function_definition: 'function', class_definition: 'class' },
+    // functions bound to names: `double = lambda x: x * 2`
+    extraPatterns: ['(expression_statement (assignment left: (identifier) right: (lambda))) @def'],
     methodContainers: ['class_definition'],
   },
   go: {
     defs: { function_declaration: 'function', method_declaration: 'method', type_declaration: 'type' },
+    // functions bound to names: `var defaultLogFormatter = func(param LogFormatterParams) string {…}`
+    extraPatterns: ['(var_declaration (var_spec value: (expression_list (func_literal)))) @def'],
   },
   rust: {
     defs: {

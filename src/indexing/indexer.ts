@@ -19,7 +19,7 @@ import {
 import { folderMemoFile, loadFolderMemos, saveFolderMemos } from '../workspace/walk-cache.ts';
 import { type EmbedReport, embedPending } from './embedding.ts';
 import { createFilePool, GIVE_UP_AFTER } from './pool.ts';
-import { type FileTask, redactionOf } from './process-file.ts';
+import { CHUNKING_REVISION, type FileTask, redactionOf } from './process-file.ts';
 
 export interface IndexProgress {
   /**
@@ -209,9 +209,10 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
       report.deleted += gone.length;
     }
 
-    // the index holds files as redacted by one rule set: another (or redaction turned on or off) re-chunks every
-    // file, on a run that walks the whole tree
-    const redaction = redactionOf(options.config);
+    // the index holds files as redacted by one rule set and cut by one revision of the chunker: another (or
+    // redaction turned on or off, or chunks labelled by a new rule) re-chunks every file, on a run that walks the
+    // whole tree
+    const redaction = `${CHUNKING_REVISION}/${redactionOf(options.config)}`;
     const redo = ignored !== undefined && known.size > 0 && (await store.getMeta('redaction')) !== redaction;
     if (!known.size) await store.setMeta('redaction', redaction); // an empty index: every file is written so
     const tasks = planTasks(walked.files, known, store, new Set(await store.exact?.missingText?.()), redo);

@@ -152,6 +152,12 @@ function textOf(task: FileTask, text: string): { text: string } | { trigrams: st
 }
 
 /** How an index holds secrets found inside files: redacted (the rule set's version), or as written. */
+/**
+ * The chunker's revision: raised when the same text would be cut or labelled differently (2: Go methods carry their
+ * receiver type, functions bound to names are definitions), so that an index made before re-chunks every file once.
+ */
+export const CHUNKING_REVISION = 2;
+
 export function redactionOf(config: Pick<QuarryConfig, 'includeSecrets' | 'context'>): string {
   return config.includeSecrets || config.context.redactSecrets === false ? 'off' : REDACTION_VERSION;
 }

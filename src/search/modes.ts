@@ -18,7 +18,21 @@ export function searchMode(raw: string): SearchMode {
 
 /** A result as the JSON contract prints it (`quarry search --json`, the HTTP API, MCP `search_code`). */
 export function resultJson(r: SearchResult) {
-  const { repo, side, path, startLine, endLine, symbol, kind, score, snippet, snippetLine, line, column } = r;
+  const {
+    repo,
+    side,
+    path,
+    startLine,
+    endLine,
+    symbol,
+    container,
+    kind,
+    score,
+    snippet,
+    snippetLine,
+    line,
+    column,
+  } = r;
   return {
     ...(repo ? { repo } : {}),
     ...(side ? { side } : {}),
@@ -26,6 +40,8 @@ export function resultJson(r: SearchResult) {
     startLine,
     endLine,
     symbol,
+    ...(container ? { container } : {}),
+    ...(symbol ? { label: resultLabel(r) } : {}),
     kind,
     score,
     snippet,
@@ -42,6 +58,8 @@ export interface SearchResult {
   endLine: number;
   symbol: string | null;
   kind: string | null;
+  /** The definition that holds the labelled one (`DigestAuth` of `_build_auth_header`), when there is one. */
+  container?: string;
   score: number;
   snippet: string;
   /** The file line the snippet starts at. */
@@ -68,4 +86,14 @@ export interface SearchResult {
    * built at (read from this working tree), `shared` for one as the shared index holds it.
    */
   side?: 'local' | 'shared';
+}
+
+/**
+ * A result's label as every face prints it: its definition with the container that holds it
+ * (`DigestAuth._build_auth_header`, `RouterGroup.Group`); a container that is not a plain name (a Rust `impl Trait for
+ * Type`) is left out.
+ */
+export function resultLabel(r: Pick<SearchResult, 'symbol' | 'container'>): string | null {
+  if (!r.symbol) return null;
+  return r.container && /^[\p{L}\p{N}_$]+$/u.test(r.container) ? `${r.container}.${r.symbol}` : r.symbol;
 }

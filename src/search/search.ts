@@ -1295,7 +1295,11 @@ async function presentResults(store: Store, top: Candidate[], terms: string[]): 
       startLine,
       endLine: stored?.endLine ?? c.hit.endLine,
       ...matchedSymbol(
-        { symbol: stored?.symbol ?? c.hit.symbol, kind: stored?.kind ?? c.hit.kind },
+        {
+          symbol: stored?.symbol ?? c.hit.symbol,
+          kind: stored?.kind ?? c.hit.kind,
+          container: stored?.container ?? null,
+        },
         symbols.get(c.hit.chunkId) ?? [],
         termSet,
       ),
@@ -1318,26 +1322,42 @@ async function presentResults(store: Store, top: Candidate[], terms: string[]): 
 }
 
 /**
- * The label of a shown chunk: the definition in it that the query's words name, where the chunk holds several (small
- * definitions merged into one chunk are labelled by their first; `acquireWriter` asked for is named, not the
- * `schemaVersion` above it), else the chunk's own.
+ * The label of a shown chunk: the definition in it that the query's words name, where the chunk holds several
+ * definitions side by side (small definitions merged into one chunk are labelled by their largest; `acquireWriter`
+ * asked for is named, not the `schemaVersion` above it), else the chunk's own; with its container (`DigestAuth` of
+ * `_build_auth_header`). Only an outermost definition of the chunk can name it: a function nested in the method the
+ * chunk is (`digest` in `_build_auth_header`), or a method of the class the chunk holds whole, is part of it.
  */
 function matchedSymbol(
-  own: { symbol: string | null; kind: string | null },
+  own: { symbol: string | null; kind: string | null; container: string | null },
   symbols: ChunkSymbol[],
   terms: ReadonlySet<string>,
-): { symbol: string | null; kind: string | null } {
+): { symbol: string | null; kind: string | null; container?: string } {
   let best: ChunkSymbol | undefined;
   // the chunk's own label wins a tie: it is the definition the chunk was cut for
   let bestScore = own.symbol ? nameScore(own.symbol, terms) : 0;
+  const inside = (s: ChunkSymbol) =>
+    symbols.some(
+      (t) =>
+        t !== s &&
+        t.startLine <= s.startLine &&
+        t.endLine >= s.endLine &&
+        (t.startLine < s.startLine || t.endLine > s.endLine),
+    );
   for (const s of symbols) {
+    if (inside(s)) continue;
     const score = nameScore(s.name, terms);
     if (score > bestScore) {
       best = s;
       bestScore = score;
     }
   }
-  return best ? { symbol: best.name, kind: best.kind } : own;
+  const label = best ? { symbol: best.name, kind: best.kind, container: best.container } : own;
+  return {
+    symbol: label.symbol,
+    kind: label.kind,
+    ...(label.symbol && label.container ? { container: label.container } : {}),
+  };
 }
 
 /** How well a name matches the query's words: 2 for the whole name, 1 for each of its words (camelCase, snake_case). */

@@ -181,7 +181,7 @@ async function runSearch() {
     $('search-msg').textContent = r.results.length + ' results, ' + r.mode + ', ' + Math.round(r.tookMs) + ' ms';
     $('results').innerHTML = r.results.map((x) =>
       '<div class="result"><a href="#" data-repo="' + esc(x.repo || one()) + '" data-path="' + esc(x.path) + '" data-start="' + x.startLine + '" data-end="' + x.endLine + '">' + (x.repo ? esc(x.repo) + ': ' : '') + esc(x.path) + ':' + x.startLine + '-' + x.endLine + '</a>' +
-      (x.symbol ? '<span class="sym">' + esc(x.symbol) + '</span>' : '') + '<span class="score">' + x.score.toFixed(3) + '</span>' +
+      (x.label ? '<span class="sym">' + esc(x.label) + '</span>' : '') + '<span class="score">' + x.score.toFixed(3) + '</span>' +
       '<pre>' + highlight(x.snippet, terms) + '</pre></div>').join('') || '<div class="msg">no matches</div>';
   } catch (e) { $('search-msg').className = 'msg bad'; $('search-msg').textContent = e.message; }
 }

@@ -1373,7 +1373,7 @@ export class PostgresStore implements Store {
     if (!ids.length) return new Map();
     // quarry_symbols_file (file_id, start_line) finds each chunk's definitions by its lines
     const rows = await this.q(
-      `SELECT c.id AS chunk_id, s.name, s.kind, s.start_line FROM quarry_chunks c
+      `SELECT c.id AS chunk_id, s.name, s.kind, s.start_line, s.end_line, s.container FROM quarry_chunks c
        JOIN quarry_symbols s ON s.file_id = c.file_id AND s.start_line BETWEEN c.start_line AND c.end_line
        WHERE c.id = ANY($1::bigint[]) AND c.repo = $2 ORDER BY c.id, s.start_line, s.name COLLATE "C"`,
       [ids, this.repoId],

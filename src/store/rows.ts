@@ -9,12 +9,18 @@ export function fileNameParts(path: string): { basename: string; stem: string } 
   return { basename, stem: dot > 0 ? basename.slice(0, dot) : basename };
 }
 
-/** Rows of `chunk_id, name, kind, start_line`, in order, as Store.chunkSymbols gives them: by chunk. */
+/** Rows of `chunk_id, name, kind, start_line, end_line, container`, in order, as Store.chunkSymbols gives them: by chunk. */
 export function groupChunkSymbols(rows: Iterable<Record<string, unknown>>): Map<number, ChunkSymbol[]> {
   const out = new Map<number, ChunkSymbol[]>();
   for (const r of rows) {
     const chunk = Number(r.chunk_id);
-    const symbol = { name: r.name as string, kind: r.kind as SymbolKind, startLine: Number(r.start_line) };
+    const symbol = {
+      name: r.name as string,
+      kind: r.kind as SymbolKind,
+      startLine: Number(r.start_line),
+      endLine: Number(r.end_line),
+      container: (r.container as string | null) ?? null,
+    };
     const list = out.get(chunk);
     if (list) list.push(symbol);
     else out.set(chunk, [symbol]);

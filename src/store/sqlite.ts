@@ -793,7 +793,7 @@ export class SqliteStore implements Store {
       ),
       // each chunk's definitions: its file's symbols (symbols_file) tested against its lines, in SQLite
       chunkSymbols: db.prepare(
-        `SELECT c.id AS chunk_id, s.name, s.kind, s.start_line FROM chunks c
+        `SELECT c.id AS chunk_id, s.name, s.kind, s.start_line, s.end_line, s.container FROM chunks c
          JOIN symbols s ON s.file_id = c.file_id AND s.start_line BETWEEN c.start_line AND c.end_line
          WHERE c.id IN (SELECT value FROM json_each(?)) ORDER BY c.id, s.start_line, s.name`,
       ),

@@ -199,7 +199,7 @@ export interface SymbolHit {
 }
 
 /** A definition within a chunk (Store.chunkSymbols). */
-export type ChunkSymbol = Pick<SymbolHit, 'name' | 'kind' | 'startLine'>;
+export type ChunkSymbol = Pick<SymbolHit, 'name' | 'kind' | 'startLine' | 'endLine' | 'container'>;
 
 export interface FileNameQuery {
   /** Lower-case basenames with extension (`registry.py`). */

@@ -1,7 +1,13 @@
 import { type Command, Option } from 'commander';
 import { isQuarryError } from '../../errors.ts';
 import { openedSet, type ProjectSet, searchFilter } from '../../host/set.ts';
-import { analyzeQuery, resultJson, SEARCH_MODES, type SearchMode } from '../../host/vocabulary.ts';
+import {
+  analyzeQuery,
+  resultJson,
+  resultLabel,
+  SEARCH_MODES,
+  type SearchMode,
+} from '../../host/vocabulary.ts';
 import type { Project } from '../../project/local.ts';
 import type { CliContext } from '../context.ts';
 import { highlightTerms, safePath, visible } from '../format.ts';
@@ -208,7 +214,8 @@ async function printResults(cli: CliContext, set: ProjectSet, res: SearchRespons
   const terms = analyzeQuery(res.query).terms;
   const mark = (line: string) => highlightTerms(line, terms, (m) => c.bold(c.red(m)));
   for (const [i, r] of res.results.entries()) {
-    const sym = r.symbol ? ` ${c.green(visible(r.symbol))}${r.kind ? c.dim(` (${r.kind})`) : ''}` : '';
+    const label = resultLabel(r);
+    const sym = label ? ` ${c.green(visible(label))}${r.kind ? c.dim(` (${r.kind})`) : ''}` : '';
     const path = safePath(r.repo ? r.path : shownPath(await set.get(undefined), r.path));
     io.stdout.write(
       `${c.dim(`${i + 1}.`)} ${r.repo ? c.magenta(`${visible(r.repo)}:`) : ''}${c.cyan(path)}${c.dim(':')}${c.yellow(`${r.startLine}-${r.endLine}`)}${sym} ${c.dim(r.score.toFixed(3))}${localMark(r, c)}\n`,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { searchFilter } from '../../host/set.ts';
-import { resultJson } from '../../host/vocabulary.ts';
+import { resultJson, resultLabel } from '../../host/vocabulary.ts';
 import { type Answer, defineTool, numbered, READ_ONLY, rootArg, type ToolContext } from '../common.ts';
 
 const inputSchema = {
@@ -34,7 +34,8 @@ export async function searchCode(
   // results that may be stale say so first, in one line an agent can act on
   if (res.stale) lines.unshift(`note: ${res.stale}`);
   for (const r of results) {
-    const sym = r.symbol ? ` ${r.kind ?? 'symbol'} ${r.symbol}` : '';
+    const label = resultLabel(r);
+    const sym = label ? ` ${r.kind ?? 'symbol'} ${label}` : '';
     lines.push(
       `\n${r.repo ? `${r.repo}:` : ''}${r.path}:${r.startLine}-${r.endLine}${sym} (score ${r.score})`,
       numbered(r.snippetLine, r.snippet.split('\n')),
