@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DEFAULT_CONFIG } from '../src/config/config.ts';
-import { fuse, type Gathered } from '../src/search/search.ts';
+import { definitionsFirst, fuse, type Gathered, leadWithDefinitions } from '../src/search/search.ts';
 import type { ChunkHit } from '../src/store/types.ts';
 
 /** Fusion is pure: these lists stand for what the retrievers gathered, no store involved. */
@@ -28,6 +28,7 @@ function gathered(over: Partial<Gathered> = {}): Gathered {
     symbolHints: new Map(),
     exactHits: new Map(),
     definitions: new Map(),
+    definitionChunks: new Set(),
     hinted: [],
     denseChunks: [],
     denseFiles: [],
@@ -90,5 +91,47 @@ describe('fusion without a store', () => {
     assert.equal(hinted.symbolHint, 1);
     assert.ok(hinted.final > 0);
     assert.ok(files.some((f) => f.path === 'docs/guide.md'));
+  });
+});
+
+describe('a symbol query: the definition first, whatever the dense list says', () => {
+  it("leads the definition's file with the definition's chunk, its neighbours in their order", () => {
+    // hybrid, httpx: the module's import header and a member were nearer "AsyncHTTPTransport" than the class
+    const ordered = [
+      hit(1, 'default.py', 0),
+      hit(5, 'default.py', 0),
+      hit(2, 'default.py', 0),
+      hit(9, 'other.py', 0),
+    ].map((h) => ({ hit: h })) as unknown as Parameters<typeof leadWithDefinitions>[0];
+    const relevance = new Map(ordered.map((c, i) => [c, 1 - i / 10]));
+    leadWithDefinitions(ordered, relevance, new Set([5]));
+    const inFile = ordered
+      .filter((c) => c.hit.path === 'default.py')
+      .sort((a, b) => (relevance.get(b) ?? 0) - (relevance.get(a) ?? 0));
+    assert.deepEqual(
+      inFile.map((c) => c.hit.chunkId),
+      [5, 1, 2],
+    );
+    assert.equal(relevance.get(ordered[3]!), 0.7, 'another file keeps its relevance');
+  });
+
+  it('moves the few files defining the name to the front, a type before a function, scores still falling', () => {
+    const files = [
+      { path: 'client.py', score: 0.9 },
+      { path: 'funcs.py', score: 0.5 },
+      { path: 'transport.py', score: 0.4 },
+    ];
+    const defs = new Map([
+      ['transport.py', { type: true }],
+      ['funcs.py', { type: false }],
+    ]);
+    const moved = definitionsFirst(files, defs);
+    assert.deepEqual(
+      moved.map((f) => f.path),
+      ['transport.py', 'funcs.py', 'client.py'],
+    );
+    assert.ok(moved.every((f, i) => i === 0 || f.score <= moved[i - 1]!.score));
+    const many = new Map(Array.from({ length: 6 }, (_, i) => [`d${i}.py`, { type: false }] as const));
+    assert.equal(definitionsFirst(files, many), files, 'a name defined in many files: the ranking decides');
   });
 });

@@ -153,6 +153,55 @@ describe('search', () => {
     assert.equal(resultJson(build).label, 'DigestAuth._build_auth_header');
   });
 
+  it('puts the definition a bare name asks for first in every mode, above its own short members', async () => {
+    const doc = Array.from(
+      { length: 60 },
+      (_, i) => `    pooling of connections, retries number ${i}, proxies, certificates and limits`,
+    );
+    const py = [
+      '"""Transports for the async client: AsyncHTTPTransport."""',
+      ...Array.from({ length: 40 }, (_, i) => `from ._pool import Pool${i}`),
+      '__all__ = ["AsyncHTTPTransport"]',
+      '',
+      '',
+      'class AsyncHTTPTransport:',
+      '    """',
+      ...doc,
+      '    """',
+      '',
+      '    async def aclose(self):',
+      '        await self._pool.aclose()',
+      '',
+      ...Array.from({ length: 5 }, (_, i) => [
+        `    def handle_${i}(self, request):`,
+        ...Array.from({ length: 20 }, (_, j) => `        request = self._pool.step_${j}(request, ${i})`),
+        '        return request',
+        '',
+      ]).flat(),
+    ].join('\n');
+    const root = makeTree({
+      'quarry.toml': '[embed]\nprovider = "static"\n',
+      'transport.py': py,
+      'client.py': 'from transport import AsyncHTTPTransport\n\nclient = AsyncHTTPTransport()\n',
+    });
+    after(() => removeTree(root));
+    const p = await openProject({ root, create: true, userConfig: false });
+    try {
+      await indexProject(p);
+      for (const mode of ['lexical', 'hybrid', 'dense'] as const) {
+        const res = await searchProject(p, 'AsyncHTTPTransport', { mode });
+        const first = res.results[0];
+        assert.equal(
+          first && `${first.path}:${resultLabel(first)}`,
+          'transport.py:AsyncHTTPTransport',
+          `${mode}: ${res.results.map((r) => `${r.path}:${r.startLine} ${resultLabel(r)}`).join('; ')}`,
+        );
+      }
+    } finally {
+      await p.close();
+    }
+  });
+
   it('ranks implementation above docs and tests that say the same words', async () => {
     const res = await searchProject(project, 'parse config file');
     const paths = res.files.map((f) => f.path);

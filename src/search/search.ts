@@ -447,6 +447,8 @@ export interface Gathered {
   exactHits: Map<number, number>;
   /** Files defining the name a symbol query spells (`type`: as a class, struct, interface, trait or enum). */
   definitions: Map<string, { type: boolean }>;
+  /** The chunks where those definitions start. */
+  definitionChunks: Set<number>;
   /** Chunks only hints reached (a hinted file's first chunk, a hinted definition's chunk). */
   hinted: Array<Omit<ChunkHit, 'score'>>;
   /** Dense hits: chunks by their vectors, files by their coarse vector. */
@@ -602,6 +604,7 @@ export async function gather(
     symbolHints: sHints,
     exactHits: exact.strength,
     definitions: defs.files,
+    definitionChunks: new Set(defs.chunks),
     hinted: hintedChunks,
     denseChunks,
     denseFiles,
@@ -1115,6 +1118,7 @@ export async function search(
   const relevance = reranked.size
     ? new Map(ordered.map((c, i) => [c, 1 - i / ordered.length]))
     : new Map(ordered.map((c) => [c, c.final / (ordered[0]?.final || 1)]));
+  leadWithDefinitions(ordered, relevance, gathered.definitionChunks);
   if (config.search.graphHop > 0 && !reranked.size)
     files = await hopToCallees(store, files, config.search.graphHop);
   const { gitRecency, gitCochange } = config.search;
@@ -1122,6 +1126,7 @@ export async function search(
     const history = await options.history();
     if (history) files = applyHistory(files, history, gitRecency, gitCochange);
   }
+  files = definitionsFirst(files, gathered.definitions);
   // one ranking: the chunks follow the files' order, each file led by its best chunk, so that `--files`, the chunk
   // list and the context agree on what comes first
   const led = await followFiles(store, ordered, files, relevance, q.terms, topK);
@@ -1131,6 +1136,45 @@ export async function search(
   // present: the text of the chunks shown, one round trip
   const results = await presentResults(store, shown.slice(0, topK), q.terms);
   return { query, mode, results, files, tookMs: performance.now() - started };
+}
+
+/** A name defined in more files than this points nowhere in particular: the ranking decides among them. */
+const DEFINING_FILES_FIRST = 5;
+
+/**
+ * The files that define the name a symbol query spells come first, in their order (a type's before a function's of
+ * the same name), in every mode: the dense list puts a small file that only uses the name nearest to it, and the
+ * learned order almost always agrees already (its training gold for a name is the defining file). The moved files
+ * take the first score, so that scores still fall down the list.
+ */
+export function definitionsFirst(files: FileResult[], defs: Map<string, { type: boolean }>): FileResult[] {
+  if (!defs.size || defs.size > DEFINING_FILES_FIRST || !files.length) return files;
+  const defining = files.filter((f) => defs.has(f.path));
+  if (!defining.length || defining.every((f, i) => files[i] === f)) return files;
+  const types = defining.filter((f) => defs.get(f.path)?.type);
+  const first = [...types, ...defining.filter((f) => !defs.get(f.path)?.type)];
+  const top = files[0]!.score;
+  return [
+    ...first.map((f) => ({ ...f, score: Math.max(f.score, top) })),
+    ...files.filter((f) => !defs.has(f.path)),
+  ];
+}
+
+/**
+ * A symbol query's definition leads its file, whatever the dense list says: a member's two-line `aclose` is nearer
+ * "AsyncHTTPTransport" to a model, and matches the class's name in its container field, but the class is what the
+ * name asks for. Each defining chunk gets its file's best relevance, a hair above (its neighbours keep their order).
+ */
+export function leadWithDefinitions(
+  ordered: Candidate[],
+  relevance: Map<Candidate, number>,
+  defs: Set<number>,
+): void {
+  if (!defs.size) return;
+  const best = new Map<string, number>();
+  for (const c of ordered) best.set(c.hit.path, Math.max(best.get(c.hit.path) ?? 0, relevance.get(c) ?? 0));
+  for (const c of ordered)
+    if (defs.has(c.hit.chunkId)) relevance.set(c, (best.get(c.hit.path) ?? 0) * (1 + 1e-6) || 1e-6);
 }
 
 /**
