@@ -70,6 +70,7 @@ describe('quarry CLI', () => {
       'column',
       'endLine',
       'kind',
+      'label',
       'line',
       'path',
       'score',
@@ -390,6 +391,12 @@ describe('quarry CLI: each command loads its own module', () => {
     const typo = await inProcess(['serch', 'x']);
     assert.equal(typo.code, 2);
     assert.match(typo.err, /unknown command 'serch'[\s\S]*Did you mean search\?/);
+    // an unknown option points to the command's help, on its one line (issue 65)
+    const option = await inProcess(['search', '--foo', 'x']);
+    assert.equal(option.code, 2);
+    assert.match(option.err, /^quarry: unknown option '--foo': see `quarry search --help`$/m);
+    const sub = await inProcess(['model', 'status', '--foo']);
+    assert.match(sub.err, /^quarry: unknown option '--foo': see `quarry model status --help`$/m);
     const listed = await inProcess(['-h', 'search']);
     assert.equal(listed.code, 0);
     for (const name of names) assert.match(listed.out, new RegExp(`^ {2}${name}\\b`, 'm'));

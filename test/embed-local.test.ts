@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { resolveConfig } from '../src/config/config.ts';
 import { createLocalEmbedder, cudaProvider } from '../src/embed/local.ts';
@@ -121,5 +123,47 @@ describe('embed.device', () => {
       resolveConfig({ root: REPO, userConfig: false, env: { QUARRY_EMBED_DEVICE: 'cuda' } }).embed.device,
       'cuda',
     );
+  });
+});
+
+describe('onnxruntime in a quarry process', () => {
+  it('leaves no empty /tmp/mat-debug-<pid>.log behind (issue 65: its telemetry SDK wrote one per process)', () => {
+    // a process of its own for each way quarry embeds: on this thread (a search), and on the worker pool (an index
+    // run: the workers' runtime reads the environment the main thread set); the log is named by the process's id
+    const local = new URL('../src/embed/local.ts', import.meta.url).href;
+    const pool = new URL('../src/embed/worker-pool.ts', import.meta.url).href;
+    const scripts = {
+      thread: `
+        const { createLocalEmbedder } = await import(${JSON.stringify(local)});
+        const e = await createLocalEmbedder({ weights: ${JSON.stringify(weights)}, threads: 1 });
+        await e.embed(['open the writer lock'], 'document');
+        await e.close();`,
+      workers: `
+        const { createWorkerEmbedder } = await import(${JSON.stringify(pool)});
+        const stub = { id: 'stub', dimension: 384, maxTokens: 256, countTokens: (t) => t.length, embed: async () => [], close: async () => {} };
+        const e = createWorkerEmbedder({ local: stub, weights: ${JSON.stringify(weights)}, workers: 1, threads: 1 });
+        await e.embed(['open the writer lock'], 'document');
+        await e.close();`,
+    };
+    const env = { ...process.env };
+    delete env.ORT_DISABLE_TELEMETRY;
+    for (const [way, script] of Object.entries(scripts)) {
+      const pid = execFileSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          '--input-type=module',
+          '-e',
+          `${script}\nprocess.stdout.write(String(process.pid));`,
+        ],
+        { cwd: REPO, env, encoding: 'utf8' },
+      ).trim();
+      assert.match(pid, /^\d+$/);
+      const log = `/tmp/mat-debug-${pid}.log`;
+      const left = existsSync(log);
+      rmSync(log, { force: true });
+      assert.equal(left, false, `embedding on the ${way} left ${log} behind`);
+    }
   });
 });

@@ -51,6 +51,14 @@ describe('search filters hold, hints included', () => {
     const none = runCli(['search', 'router', '--path', 'src/nothing', '--mode', 'lexical'], { cwd: root });
     assert.equal(none.code, 2);
     assert.match(none.stderr, /no indexed file matches the filter \(path src\/nothing\)/);
+    // a language quarry does not know is named as grep names it, with the known ones (issue 65: search said "no
+    // indexed file matches", as if the language existed and the index lacked it)
+    const klingon = runCli(['search', 'router', '--lang', 'klingon', '--mode', 'lexical'], { cwd: root });
+    const grep = runCli(['grep', 'router', '-t', 'klingon'], { cwd: root });
+    assert.equal(klingon.code, 2);
+    assert.equal(grep.code, 2);
+    assert.match(klingon.stderr, /unknown file type "klingon": use a language \(bash, c, .*\) or py, ts/);
+    assert.equal(klingon.stderr, grep.stderr);
   });
 
   it('over HTTP and MCP the same', async () => {
@@ -61,6 +69,9 @@ describe('search filters hold, hints included', () => {
       assert.ok(!(body.files ?? []).some((f) => f.path === 'Router.php'), JSON.stringify(body));
       const bad = await fetch(new URL('/api/search?q=router&path=src/nothing&mode=lexical', served.url));
       assert.equal(bad.status, 400);
+      const klingon = await fetch(new URL('/api/search?q=router&lang=klingon&mode=lexical', served.url));
+      assert.equal(klingon.status, 400);
+      assert.match(await klingon.text(), /unknown file type \\"klingon\\"/);
     } finally {
       await served.close();
     }
@@ -75,6 +86,12 @@ describe('search filters hold, hints included', () => {
         arguments: { query: 'router', language: ['python'], mode: 'lexical' },
       })) as { content: Array<{ text: string }> };
       assert.ok(!r.content[0]!.text.includes('Router.php'), r.content[0]!.text);
+      const klingon = (await client.callTool({
+        name: 'search_code',
+        arguments: { query: 'router', language: ['klingon'], mode: 'lexical' },
+      })) as { content: Array<{ text: string }>; isError?: boolean };
+      assert.equal(klingon.isError, true);
+      assert.match(klingon.content[0]!.text, /unknown file type "klingon"/);
     } finally {
       await client.close();
     }

@@ -442,6 +442,89 @@ describe('embedding into the cache as it goes (regression: a crash mid-batch re-
   });
 });
 
+describe('a progress ETA (issue 65: the first ones were about twice the real time)', () => {
+  it('comes from the work’s own pace, not from a slow first batch (a model loading)', async () => {
+    const { embedPending } = await import('../src/indexing/embedding.ts');
+    const files = Object.fromEntries(
+      Array.from({ length: 20 }, (_, f) => [`m${f}.py`, `def f${f}(x):\n    return x + ${f}\n`]),
+    );
+    const root = makeTree(files);
+    try {
+      const store = openSqliteStore(join(root, 'index.db'));
+      await indexRepository({ root, config: testConfig(), store, workers: 0 });
+      let calls = 0;
+      const embedder = {
+        id: 'test:slow-start',
+        dimension: 4,
+        maxTokens: 256,
+        countTokens: (t: string) => Math.min(256, t.length),
+        async close() {},
+        async embed(batch: string[]) {
+          // the first call loads the model (a second), every other takes 40 ms
+          await new Promise((r) => setTimeout(r, ++calls === 1 ? 1000 : 40));
+          return batch.map(() => Float32Array.from([1, 0, 0, 0]));
+        },
+      };
+      const etas: Array<{ at: number; eta: number }> = [];
+      let coarseEnd = 0;
+      await embedPending(store, embedder, {
+        batchFiles: 2,
+        onProgress: (p) => {
+          if (p.phase !== 1) return;
+          if (p.etaMs !== undefined && p.done < p.total) etas.push({ at: performance.now(), eta: p.etaMs });
+          if (p.done === p.total) coarseEnd ||= performance.now();
+        },
+      });
+      await store.close();
+      assert.ok(etas.length >= 5, `${etas.length} ETAs`);
+      for (const { at, eta } of etas) {
+        const real = coarseEnd - at;
+        assert.ok(eta < real * 2 + 250, `ETA ${Math.round(eta)} ms where ${Math.round(real)} ms were left`);
+      }
+    } finally {
+      removeTree(root);
+    }
+  });
+});
+
+describe('the time an index was last brought up to date', () => {
+  it('is recorded once the files are, though its vectors were interrupted (issue 65: status said "updated never")', async () => {
+    const root = makeTree({ 'a.py': 'def a(x):\n    return x\n', 'b.py': 'def b(y):\n    return y\n' });
+    try {
+      const store = openSqliteStore(join(root, 'index.db'));
+      const stop = new AbortController();
+      const embedder = {
+        id: 'test:stopped',
+        dimension: 4,
+        maxTokens: 256,
+        countTokens: (t: string) => Math.min(256, t.length),
+        async close() {},
+        async embed(batch: string[]) {
+          return batch.map(() => Float32Array.from([1, 0, 0, 0]));
+        },
+      };
+      // the vectors are stopped as they begin (Ctrl-C in a long embedding run)
+      const report = await indexRepository({
+        root,
+        config: testConfig(),
+        store,
+        workers: 0,
+        embedder,
+        signal: stop.signal,
+        onProgress: (p) => {
+          if (p.phase === 'coarse') stop.abort();
+        },
+      });
+      assert.ok(report.interrupted);
+      const at = Number(await store.getMeta('last_indexed_at'));
+      assert.ok(at > Date.now() - 60_000, `last_indexed_at ${at}`);
+      await store.close();
+    } finally {
+      removeTree(root);
+    }
+  });
+});
+
 describe('a parse that passes its deadline', () => {
   it('costs that file its definitions and its worker, never the run (regression: a 100,581-file index died)', () => {
     const files: Record<string, string> = {};

@@ -124,6 +124,21 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
     })) as Text;
     assert.doesNotMatch(textOf(past), /nothing named HashMap/);
     assert.match(textOf(past), /references: 1 file|references: \d+ files/);
+    // a page of a name used in several files says how many files and lines there are in all, not "of more" (issue 65)
+    const page = await client.callTool({ name: 'find_symbol', arguments: { name: 'name', limit: 2 } });
+    const all = dataOf(
+      await client.callTool({ name: 'find_symbol', arguments: { name: 'name' }, _meta: STRUCTURED }),
+    );
+    assert.ok(all.referenceFiles > 2, JSON.stringify(all));
+    const uses = all.references.reduce((n: number, r: { lines: number[] }) => n + r.lines.length, 0);
+    assert.match(
+      textOf(page),
+      new RegExp(
+        `^references: ${all.referenceFiles} files, ${uses} lines in all \\(files 1-2 shown\\)$`,
+        'm',
+      ),
+    );
+    assert.doesNotMatch(textOf(page), /of more/);
 
     const list = dataOf(
       await client.callTool({ name: 'list_symbols', arguments: { path: 'lib.rs' }, _meta: STRUCTURED }),
@@ -140,6 +155,9 @@ describe('quarry mcp over stdio, driven by the SDK’s own client', () => {
     const missing = (await client.callTool({ name: 'list_symbols', arguments: { path: 'nope.rs' } })) as Text;
     assert.equal(missing.isError, true);
     assert.match(textOf(missing), /nope\.rs is not in the index/);
+    // the hint is a command that works without a query (`search --files` needs one)
+    assert.match(textOf(missing), /`quarry files` lists them/);
+    assert.doesNotMatch(textOf(missing), /search --files/);
   });
 
   it('answers agents in compact text with numbered lines; instructions, annotations and repo_map', async () => {

@@ -42,6 +42,8 @@ describe('the web panel in a real browser', () => {
     root = makeTree({
       'README.md': readFileSync(join(REPO, 'README.md'), 'utf8'),
       'quarry.toml': `[llm]\nmodel = "ollama:qwen2.5-coder:7b"\nbase_url = "${llm.url}/api"\n`,
+      // Go's indentation is tabs; one line is longer than any box
+      'probe/tabs.go': `package probe\n\nfunc TabsProbe(name string) string {\n\tif name == "" {\n\t\treturn "${'tabsProbe wraps a long line '.repeat(8)}"\n\t}\n\treturn name\n}\n`,
     });
     trustProjectFile(root);
     cpSync(join(REPO, 'src'), join(root, 'src'), { recursive: true });
@@ -179,6 +181,51 @@ describe('the web panel in a real browser', () => {
     await cite.click();
     await waitText(page, '#file-title', /\(\d+ lines\)/);
     assert.match(page.url(), /#.+:\d+(-\d+)?$/, 'the open file is in the URL');
+  });
+
+  it('shows a file as it is (tabs, long lines), an empty file box as such, and has a favicon (issue 65)', async () => {
+    const fresh = await browser.newPage({ viewport: { width: 1000, height: 800 } });
+    try {
+      await fresh.goto(served.url);
+      assert.equal(
+        await fresh.evaluate(`getComputedStyle(document.getElementById('file'), '::before').content`),
+        '"no file open"',
+        'the empty file box says so, rather than showing a bare bar',
+      );
+      assert.match(
+        (await fresh.getAttribute('link[rel="icon"]', 'href')) ?? '',
+        /^data:image\/svg\+xml,<svg /,
+      );
+      await fresh.fill('#q', 'tabsProbe wraps a long line');
+      await fresh.click('#search-form button');
+      await fresh.locator('#results .result a', { hasText: 'probe/tabs.go' }).first().click();
+      await waitText(fresh, '#file-title', /probe\/tabs\.go \(8 lines\)/);
+      // where each line's code starts (its first character that is not a tab), the line number left out
+      const starts = (await fresh.evaluate(`[3, 4, 5].map((n) => {
+        const w = document.createTreeWalker(document.getElementById('L' + n), NodeFilter.SHOW_TEXT);
+        for (let t; (t = w.nextNode()); ) {
+          if (t.parentElement.closest('.ln')) continue;
+          const i = t.textContent.search(/\\S/);
+          if (i < 0) continue;
+          const r = document.createRange(); r.setStart(t, i); r.setEnd(t, i + 1);
+          return { left: r.getBoundingClientRect().left, width: r.getBoundingClientRect().width };
+        }
+      })`)) as Array<{ left: number; width: number }>;
+      const [func, one, two] = starts as [(typeof starts)[0], (typeof starts)[0], (typeof starts)[0]];
+      // each tab one stop of several columns: the first one too (it was eaten, the code's stops counted from the number)
+      assert.ok(one.left - func.left > 2 * func.width, `one tab: ${one.left - func.left}px`);
+      assert.ok(Math.abs(two.left - one.left - (one.left - func.left)) < 1, JSON.stringify(starts));
+      // the long line wraps, in the file view and in the snippet: nothing is cut at the right edge
+      for (const box of ['#file', '#results .result pre'])
+        assert.ok(
+          await fresh.evaluate(
+            `(() => { const e = document.querySelector(${JSON.stringify(box)}); return e.scrollWidth <= e.clientWidth; })()`,
+          ),
+          `${box} is cut at its right edge`,
+        );
+    } finally {
+      await fresh.close();
+    }
   });
 
   it('keeps its state in the URL, goes to a definition from the file view, and works at 400 px', async () => {

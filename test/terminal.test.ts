@@ -4,11 +4,12 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import pc from 'picocolors';
 import stringWidth from 'string-width';
 import { BEGIN, END } from '../src/answer/edit.ts';
 import { safePath, visible } from '../src/cli/format.ts';
 import { rowsOf, StreamingMarkdown } from '../src/cli/markdown.ts';
-import { fitWidth, loadStringWidth } from '../src/cli/progress.ts';
+import { fitWidth, loadStringWidth, Progress } from '../src/cli/progress.ts';
 import { CLI, makeTree, REPO, removeTree, runCli, runCliAsync } from './helpers.ts';
 import { type LlmServer, startLlmServer } from './llm-server.ts';
 
@@ -27,6 +28,22 @@ describe('terminal widths', () => {
     const cut = fitWidth('索引'.repeat(20), 11);
     assert.ok(stringWidth(cut) <= 11, cut);
     assert.ok(cut.endsWith('…'));
+  });
+
+  it('draws the progress line in one row of 80 columns: the label and the rate give way, never the bar', async () => {
+    let line = '';
+    const write = (s: string) => {
+      line = s;
+      return true;
+    };
+    const stream = { isTTY: true, columns: 80, write };
+    const progress = await Progress.open(stream as never, pc.createColors(false));
+    const drawn = () => line.replace('\r\x1b[2K', '');
+    progress.update('vectors 2/2 (chunks)', 1234567, 2345678, 12345, 74_040_000, 'texts/s');
+    assert.ok(stringWidth(drawn()) < 80, drawn());
+    assert.match(drawn(), /^vectors [^█░]+… █{13}░{11} 1234567\/2345678 files · ETA 1234m00s$/);
+    progress.update('indexing', 12, 100, 5, 9000);
+    assert.match(drawn(), /^indexing █{3}░{21} 12\/100 files · 5 files\/s · ETA 9\.0s$/);
   });
 
   it('redraws a streamed CJK paragraph over exactly the rows it took', () => {

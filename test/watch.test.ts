@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { indexProject, type LocalProject as Project } from '../src/project/local.ts';
@@ -50,6 +50,29 @@ describe('auto-sync: the watcher keeps the index fresh', () => {
     stop();
     assert.equal(existsSync(join(scratch, 'watchers', String(process.pid))), false);
   });
+
+  it(
+    'leaves no child process behind (issue 65: `quarry serve` kept a zombie sh, the watcher asking for watchman)',
+    {
+      skip: process.platform !== 'linux' && 'reads /proc',
+    },
+    () => {
+      const zombies = readdirSync('/proc')
+        .filter((d) => /^\d+$/.test(d))
+        .map((d) => {
+          try {
+            return readFileSync(`/proc/${d}/stat`, 'utf8');
+          } catch {
+            return ''; // gone meanwhile
+          }
+        })
+        // "pid (comm) state ppid …"
+        .map((stat) => /^\d+ \((.*)\) (\S) (\d+) /.exec(stat))
+        .filter((m) => m && m[2] === 'Z' && Number(m[3]) === process.pid)
+        .map((m) => m![1]);
+      assert.deepEqual(zombies, []);
+    },
+  );
 
   it('indexes a created file, a modified one, and drops a deleted one', async () => {
     writeFileSync(join(root, 'src/new_feature.py'), 'def brand_new_feature():\n    return 3\n');

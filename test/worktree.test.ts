@@ -86,6 +86,23 @@ describe('a git worktree of an indexed repository', () => {
     const viaOverlay = queries.map((q) =>
       ask(q).results.map((x: { path: string; startLine: number }) => `${x.path}:${x.startLine}`),
     );
+    // its status says which chunks it counts and where each chunk vector comes from (issue 65: "chunks 814" stood
+    // beside "1617 chunk vectors", the shared index's and this checkout's summed without a word)
+    const status = runCli(['status'], { cwd: wt, env });
+    assert.equal(status.code, 0, status.stderr);
+    const json = JSON.parse(runCli(['status', '--json'], { cwd: wt, env }).stdout);
+    const mainVectors = JSON.parse(runCli(['status', '--json'], { cwd: main, env }).stdout).embedding
+      .chunkVectors;
+    assert.equal(json.overlay.sharedChunkVectors, mainVectors);
+    const here = json.embedding.chunkVectors - mainVectors;
+    assert.match(status.stdout, /^chunks +\d+ \(this working tree\)$/m);
+    assert.match(
+      status.stdout,
+      new RegExp(
+        ` ${json.embedding.chunkVectors} chunk vectors \\(${mainVectors} from the shared index, its versions of the 4 differing files included, and ${here} made here for them\\)`,
+      ),
+    );
+    assert.doesNotMatch(status.stdout, /^updated +never/m);
     // the same answers as a full index of this worktree
     assert.equal(runCli(['index', '--own', '--quiet'], { cwd: wt, env }).code, 0);
     assert.ok(existsSync(join(wt, '.quarry', 'index.db')));

@@ -113,9 +113,7 @@ function buildProgram(io: Io): Command {
     .configureOutput({
       writeOut: (s) => io.stdout.write(s),
       writeErr: (s) => io.stderr.write(s),
-      // one prefix for every error, commander's own (unknown option, missing argument) included; the argument it
-      // echoes is shown terminal-safe
-      outputError: (s, write) => write(visible(s.replace(/^error: /, 'quarry: '), { lines: true })),
+      outputError: usageError('quarry'),
     })
     .exitOverride()
     .showSuggestionAfterError()
@@ -131,6 +129,25 @@ function buildProgram(io: Io): Command {
       for (const name of repo ?? []) checkRepoName(name); // one rule, before anything opens (`--all-repos` is "every")
       if (repo?.length === 1) process.env.QUARRY_REPO = repo[0];
     });
+}
+
+/**
+ * Commander's own errors (an unknown option, a missing argument) with quarry's one prefix, the argument they echo shown
+ * terminal-safe, and, on the same line, where the command's usage is (issue 65: an unknown option named no help).
+ */
+function usageError(command: string): (message: string, write: (s: string) => void) => void {
+  return (s, write) =>
+    write(
+      visible(s.replace(/^error: (.*?)\.?(\n|$)/, `quarry: $1: see \`${command} --help\`$2`), {
+        lines: true,
+      }),
+    );
+}
+
+/** Each command's usage errors point to its own help (`quarry search --help`), a subcommand's to its own. */
+function pointToHelp(command: Command, path: string): void {
+  command.configureOutput({ outputError: usageError(path) });
+  for (const sub of command.commands) pointToHelp(sub, `${path} ${sub.name()}`);
 }
 
 /**
@@ -179,6 +196,7 @@ export async function main(
   try {
     const modules = await Promise.all(entriesFor(argv, valuedOptions(program)).map(([, load]) => load()));
     for (const register of modules) register(program, cli);
+    pointToHelp(program, 'quarry');
     await program.parseAsync(argv, { from: 'user' });
     return exitCode;
   } catch (err) {

@@ -12,6 +12,9 @@ export async function loadStringWidth(): Promise<void> {
   stringWidth ??= (await import('string-width')).default;
 }
 
+/** The columns a progress label keeps (its first word, which phase this is) before the rate and ETA give way. */
+const LABEL_MIN = 10;
+
 /**
  * A one-line progress display on a terminal (redrawn in place), or plain lines every few seconds otherwise, so that
  * logs stay readable.
@@ -49,16 +52,22 @@ export class Progress {
     const pct = total > 0 ? done / total : 1;
     const unit = rateUnit ? ' files' : '';
     const rateText = rateUnit ? ` · ${rate.toFixed(0)} ${rateUnit}` : '';
-    const stats = `${done}/${total}${unit}${rateText}${etaMs !== undefined ? ` · ETA ${formatDuration(etaMs)}` : ''}`;
-    if (this.tty && stringWidth) {
-      // a terminal: string-width was loaded when this opened
+    const etaText = etaMs !== undefined ? ` · ETA ${formatDuration(etaMs)}` : '';
+    const stats = `${done}/${total}${unit}${rateText}${etaText}`;
+    const measure = stringWidth; // loaded when this opened on a terminal
+    if (this.tty && measure) {
       const width = 24;
       const filled = Math.round(pct * width);
       const bar = this.c.cyan('█'.repeat(filled)) + this.c.dim('░'.repeat(width - filled));
-      // one row, or the next redraw clears only the last of them: the label gives way first
+      // one row, or the next redraw clears only the last of them: the label gives way first, down to a few
+      // columns (which phase this is), then the rate, then the time left; the bar keeps its width (issue 65)
       const columns = (this.stream as { columns?: number }).columns || 80;
-      const room = columns - 1 - stringWidth(` ${bar} ${stats}`);
-      this.stream.write(`\r\x1b[2K${fitWidth(label, room)} ${bar} ${stats}`);
+      const room = (s: string) => columns - 1 - measure(` ${bar} ${s}`);
+      const keep = Math.min(LABEL_MIN, measure(label));
+      const shown =
+        [stats, `${done}/${total}${unit}${etaText}`].find((s) => room(s) >= keep) ??
+        `${done}/${total}${unit}`;
+      this.stream.write(`\r\x1b[2K${fitWidth(label, room(shown))} ${bar} ${shown}`);
       this.drawn = true;
     } else {
       const now = Date.now();

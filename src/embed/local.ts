@@ -121,9 +121,20 @@ export interface LocalEmbedder extends Embedder {
   readonly weightsSha256: string;
 }
 
+/**
+ * onnxruntime's telemetry, off before its first session: on Linux its telemetry SDK left an empty
+ * /tmp/mat-debug-<pid>.log behind every process that opened a session (issue 65), and a local tool sends nothing.
+ * The runtime reads ORT_DISABLE_TELEMETRY from the process's environment, which only the main thread sets (a worker's
+ * `process.env` is its own copy): the worker pool calls this before its workers start.
+ */
+export function quietOnnxRuntime(): void {
+  process.env.ORT_DISABLE_TELEMETRY ??= '1';
+}
+
 export async function createLocalEmbedder(options: LocalEmbedderOptions): Promise<LocalEmbedder> {
   const custom = options.custom;
   const info = await checkedWeights(options);
+  quietOnnxRuntime();
   const ort = await import('onnxruntime-node');
   const dir = custom?.dir ?? bundledModelDir();
   // loaded here, not with the module: a lexical command that imports this one never pays for it

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import { QuarryError } from '../errors.ts';
 import { startWorker } from '../workers.ts';
+import { quietOnnxRuntime } from './local.ts';
 import type { Embedder, EmbedKind } from './types.ts';
 
 export interface WorkerEmbedderOptions {
@@ -26,6 +27,7 @@ export function createWorkerEmbedder(options: WorkerEmbedderOptions): Embedder {
   const threads = Math.max(1, options.threads || Math.floor(cores / count));
   type Pending = { resolve: (v: Float32Array[]) => void; reject: (e: Error) => void };
   const pending = new Map<number, Pending>();
+  quietOnnxRuntime(); // in this thread's environment, which the workers' runtime reads
   const workers = Array.from({ length: count }, () => {
     const w = startWorker('embed/worker', {
       weights: options.weights,

@@ -6,7 +6,7 @@ import type { GrepLine, GrepQuery } from '../search/grep.ts';
 import type { SearchResponse, SearchResult } from '../search/search.ts';
 import type { RepoInfo, SearchFilter } from '../store/types.ts';
 import type { LiveProject } from '../watch/live.ts';
-import { languageAliases } from '../workspace/languages.ts';
+import { languageIds, typeLanguages } from '../workspace/languages.ts';
 import type { Grant } from './tokens.ts';
 
 /**
@@ -48,9 +48,11 @@ export function searchFilter(options: {
   const filter: SearchFilter = {};
   for (const key of ['paths', 'pathPrefixes', 'languages', 'excludePaths'] as const) {
     const values = options[key]?.filter((v) => typeof v === 'string');
-    // a language may be named as grep's -t names it (`ts`, `py`, `rs`): one vocabulary on every face
+    // a language may be named as grep's -t names it (`ts`, `py`, `rs`): one vocabulary on every face, and a name
+    // that is neither is BAD_INPUT as grep says it, with the names it knows (not an empty answer)
     if (values?.length)
-      filter[key] = key === 'languages' ? [...new Set(values.flatMap(languageAliases))] : values;
+      filter[key] =
+        key === 'languages' ? [...new Set(values.flatMap((v) => typeLanguages(v, languageIds())))] : values;
   }
   return Object.keys(filter).length ? filter : undefined;
 }

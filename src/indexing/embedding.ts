@@ -5,6 +5,7 @@ import { readHistory } from '../search/history.ts';
 import type { EmbeddingCache, PendingFile, Store, StoredChunk, VectorIndex } from '../store/types.ts';
 import { chunkGetsVector } from '../workspace/roles.ts';
 import { byPriority, centralityOf, type PriorityInputs } from './priority.ts';
+import { rateMeter } from './rate.ts';
 
 export interface EmbedProgress {
   phase: 1 | 2;
@@ -166,16 +167,19 @@ export async function embedPending(
     let done = phase === 1 ? status.coarse : status.refined;
     const phaseStart = performance.now();
     let embeddedAtStart = report.embedded;
+    // the rates from the first batch on: its time holds the model's load and the order's reading (issue 65)
+    const filesPace = rateMeter(done);
+    const textsPace = rateMeter(report.embedded);
     const progress = () => {
       const secs = (performance.now() - phaseStart) / 1000;
-      const rate = secs > 0 ? (report.embedded - embeddedAtStart) / secs : 0;
-      const filesRate = secs > 0 ? (done - (phase === 1 ? status.coarse : status.refined)) / secs : 0;
+      const rate = textsPace(report.embedded) ?? (secs > 0 ? (report.embedded - embeddedAtStart) / secs : 0);
+      const filesRate = filesPace(done);
       const p: EmbedProgress = {
         phase,
         done,
         total,
         textsPerSec: rate,
-        ...(filesRate > 0 ? { etaMs: ((total - done) / filesRate) * 1000 } : {}),
+        ...(filesRate ? { etaMs: ((total - done) / filesRate) * 1000 } : {}),
       };
       options.onProgress?.(p);
       recordProgress(p);

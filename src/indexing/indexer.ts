@@ -20,6 +20,7 @@ import { folderMemoFile, loadFolderMemos, saveFolderMemos } from '../workspace/w
 import { type EmbedReport, embedPending } from './embedding.ts';
 import { createFilePool, GIVE_UP_AFTER } from './pool.ts';
 import { CHUNKING_REVISION, type FileTask, redactionOf } from './process-file.ts';
+import { rateMeter } from './rate.ts';
 
 export interface IndexProgress {
   /**
@@ -227,14 +228,15 @@ export async function indexRepository(options: IndexOptions): Promise<IndexRepor
     // run killed before this point leaves it to the next run, whatever that run changes)
     if (!report.interrupted) await store.settle?.();
     if (!report.interrupted && redo) await store.setMeta('redaction', redaction);
+    // the files are up to date and searched as they are: `status` says so from now, not once the vectors (minutes
+    // to hours more, or a run interrupted in them) are done too (issue 65: "updated never" while search answered)
+    if (!report.interrupted) await store.setMeta('last_indexed_at', String(Date.now()));
     if (!report.interrupted && options.embedder && store.vectors) {
       report.embedding = await embedVectors(options, options.embedder);
       report.interrupted = report.embedding.interrupted;
     }
-    if (!report.interrupted) {
-      await store.setMeta('last_indexed_at', String(Date.now()));
+    if (!report.interrupted)
       await store.setMeta('run', JSON.stringify({ finishedAt: Date.now(), pending: 0 }));
-    }
     options.onProgress?.({ phase: 'done', total: 0, done: 0, upToDate, filesPerSec: 0 });
     report.durationMs = performance.now() - started;
     if (waitedMs >= 1000) report.waitedMs = waitedMs;
@@ -391,19 +393,21 @@ function lexicalProgress(
   upToDate: number,
 ): LexicalProgress {
   const lexicalStart = performance.now();
+  const pace = rateMeter();
   const progress: LexicalProgress = {
     done: 0,
     emit(phase) {
       const done = progress.done;
       const secs = (performance.now() - lexicalStart) / 1000;
-      const rate = secs > 0 ? done / secs : 0;
+      // the ETA from the files' own pace, not from the pool's start-up (pace); the rate shown until there is one
+      const rate = pace(done);
       onProgress?.({
         phase,
         total,
         done,
         upToDate,
-        filesPerSec: rate,
-        etaMs: rate > 0 ? ((total - done) / rate) * 1000 : undefined,
+        filesPerSec: rate ?? (secs > 0 ? done / secs : 0),
+        etaMs: rate ? ((total - done) / rate) * 1000 : undefined,
       });
     },
   };

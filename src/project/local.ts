@@ -29,7 +29,14 @@ import {
   type SearchFilter,
   type Store,
 } from '../store/types.ts';
-import type { IndexStatus, LocalProject, NearestHit, NearestQuery, NearestResponse } from './types.ts';
+import type {
+  IndexStatus,
+  LocalProject,
+  NearestHit,
+  NearestQuery,
+  NearestResponse,
+  Outline,
+} from './types.ts';
 
 export type { IndexStatus, LocalProject, Project } from './types.ts';
 
@@ -154,18 +161,7 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
     },
     async outline(path) {
       await catchUp(project);
-      const rel = indexedPath(path);
-      if (!(await store.getFile(rel)))
-        throw new QuarryError(
-          'BAD_INPUT',
-          `${rel} is not in the index: give the path from the project root (see \`quarry search --files\`)`,
-        );
-      const { fileVariables } = await import('../answer/router.ts');
-      const symbols = (await store.listSymbols([rel])).get(rel) ?? [];
-      // a top-level variable the symbols already hold (`TIMEOUT = 30`, a Go `var`) is listed once, as a symbol
-      const listed = new Set(symbols.map((s) => `${s.name}:${s.startLine}`));
-      const variables = (await fileVariables(project, rel)).filter((v) => !listed.has(`${v.name}:${v.line}`));
-      return { path: rel, symbols, variables };
+      return outlineOf(project, path);
     },
     async readFile(path, range = {}) {
       const rel = indexedPath(path);
@@ -231,6 +227,23 @@ export async function openProject(options: OpenProjectOptions = {}): Promise<Loc
     },
   };
   return project;
+}
+
+/** A file's definitions and top-level variables, each listed once (`outline`). */
+async function outlineOf(project: LocalProject, path: string): Promise<Outline> {
+  const { store } = project;
+  const rel = indexedPath(path);
+  if (!(await store.getFile(rel)))
+    throw new QuarryError(
+      'BAD_INPUT',
+      `${rel} is not in the index: give the path from the project root (\`quarry files\` lists them)`,
+    );
+  const { fileVariables } = await import('../answer/router.ts');
+  const symbols = (await store.listSymbols([rel])).get(rel) ?? [];
+  // a top-level variable the symbols already hold (`TIMEOUT = 30`, a Go `var`) is listed once, as a symbol
+  const listed = new Set(symbols.map((s) => `${s.name}:${s.startLine}`));
+  const variables = (await fileVariables(project, rel)).filter((v) => !listed.has(`${v.name}:${v.line}`));
+  return { path: rel, symbols, variables };
 }
 
 /** The stored vectors nearest a query vector of the index's own embedder (none for another). */

@@ -59,6 +59,11 @@ export interface OverlayInfo {
    * meanwhile the differing files are the last ones git named (in this session, or kept from the last one).
    */
   error?: string | undefined;
+  /**
+   * The shared index's chunk vectors, counted when the overlay opened: its version of every file, the differing
+   * ones' included (their vectors here are counted besides them). Undefined when it has none.
+   */
+  sharedChunkVectors?: number;
 }
 
 export interface OverlayProject extends LocalProject {
@@ -128,6 +133,7 @@ export async function openOverlay(
     commit,
     changed,
     lastSync: { ms: 0, files: 0, embedded: 0 },
+    ...(baseEmbedder ? { sharedChunkVectors: baseStatus.chunkVectors } : {}),
   };
   let lastCheck = 0;
   let syncing: Promise<void> | undefined;
@@ -201,6 +207,9 @@ export async function openOverlay(
         commit,
         changed: overlay.changed.length,
         ...(overlay.error ? { stale: overlay.error } : {}),
+        ...(overlay.sharedChunkVectors !== undefined
+          ? { sharedChunkVectors: overlay.sharedChunkVectors }
+          : {}),
       },
     }),
     repos: () => base.repos(),

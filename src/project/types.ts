@@ -93,6 +93,11 @@ export interface MapEntry {
   path: string;
   rank: number;
   defs: Array<{ name: string; kind: string; line: number; container: string | null; rank: number }>;
+  /**
+   * Build-tag and platform twins folded into this entry (`codec/json/go_json.go` beside `codec/json/json.go`): files
+   * of its folder that define the same names, shown once as "also in …".
+   */
+  twins?: string[];
 }
 
 export interface RepoMap {
@@ -168,7 +173,14 @@ export interface IndexStatus extends StoreStats {
    * A local overlay on a shared index: what it overlays, the commit that index was built at, the files that differ,
    * and why they may be stale (git could not read this checkout's changes: the last ones it named stand meanwhile).
    */
-  overlay?: { base: string; commit: string; changed: number; stale?: string };
+  overlay?: {
+    base: string;
+    commit: string;
+    changed: number;
+    stale?: string;
+    /** The shared index's chunk vectors (of its version of every file), part of `embedding.chunkVectors`. */
+    sharedChunkVectors?: number;
+  };
 }
 
 /** The most hits one nearest-vector query may ask for (HTTP and MCP refuse more). */

@@ -9,6 +9,7 @@ export const PANEL_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>quarry</title>
+<link rel="icon" href="data:image/svg+xml,<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'><rect width='32' height='32' rx='7' fill='%23171a21'/><circle cx='14' cy='14' r='7.5' fill='none' stroke='%236cb6ff' stroke-width='3.5'/><path d='M19.5 19.5l6.5 6.5' stroke='%236cb6ff' stroke-width='4' stroke-linecap='round'/></svg>">
 <link rel="stylesheet" href="/assets/highlight.css">
 <style>
   :root { --bg:#0f1115; --panel:#171a21; --line:#262b36; --text:#e6e6e6; --dim:#8b93a7; --acc:#6cb6ff; --ok:#7ee787; --warn:#f2cc60; --bad:#ff7b72; }
@@ -30,11 +31,16 @@ export const PANEL_HTML = `<!doctype html>
   .result a { color:var(--acc); text-decoration:none; font-family:ui-monospace, monospace; }
   .result .sym { color:var(--ok); margin-left:6px; }
   .result .score { color:var(--dim); float:right; font-size:12px; }
-  pre { margin:6px 0 0; padding:8px; background:#0c0e12; border-radius:6px; overflow:auto; font:12px/1.4 ui-monospace, monospace; }
+  pre { margin:6px 0 0; padding:8px; background:#0c0e12; border-radius:6px; overflow:auto; font:12px/1.4 ui-monospace, monospace; tab-size:4; }
+  .result pre { white-space:pre-wrap; overflow-wrap:anywhere; }
   mark { background:#5a4a00; color:#fff; border-radius:2px; }
   #file { max-height:60vh; overflow:auto; }
-  #file .ln { color:var(--dim); user-select:none; display:inline-block; width:4em; text-align:right; padding-right:8px; }
-  #file > span { display:block; min-height:1.4em; }
+  #file .ln { color:var(--dim); user-select:none; flex:none; width:4em; text-align:right; padding-right:8px; }
+  /* the code in a box of its own: a tab's stops count from where the code starts, not from the line number (a Go
+     file's first tab of indentation was eaten), and a long line wraps beside its number instead of being cut */
+  #file > span { display:flex; min-height:1.4em; }
+  #file .code { flex:1; min-width:0; white-space:pre-wrap; overflow-wrap:anywhere; }
+  #file:empty::before { content:'no file open'; color:var(--dim); }
   #file .hl { background:#1d2b45; }
   #answer { min-height:2em; overflow-wrap:anywhere; }
   #answer p { margin:.4em 0; } #answer pre code { background:none; padding:0; }
@@ -209,7 +215,7 @@ async function openFile(path, start, end, inRepo) {
     openPath = { path, repo: inRepo || one() };
     $('file-title').textContent = path + ' (' + f.total + ' lines)';
     const lang = langOf(path);
-    $('file').innerHTML = f.lines.map((l, i) => { const n = f.start + i; const cls = n >= start && n <= end ? ' class="hl"' : ''; return '<span' + cls + ' id="L' + n + '"><span class="ln">' + n + '</span>' + codeLine(l, lang) + '</span>'; }).join('');
+    $('file').innerHTML = f.lines.map((l, i) => { const n = f.start + i; const cls = n >= start && n <= end ? ' class="hl"' : ''; return '<span' + cls + ' id="L' + n + '"><span class="ln">' + n + '</span><span class="code">' + codeLine(l, lang) + '</span></span>'; }).join('');
     setUrl(undefined, path + ':' + start + (end && end !== start ? '-' + end : ''));
     const t = document.getElementById('L' + start); if (t) t.scrollIntoView({ block: 'center' });
   } catch (e) { $('file-title').textContent = e.message; $('file').textContent = ''; }

@@ -57,6 +57,21 @@ export interface AutoSync {
 const WATCH_IGNORES = ['.git', '.quarry', 'node_modules', '.hg', '.svn'];
 
 /**
+ * The system's own watcher, named: left to choose, @parcel/watcher first asks for watchman through a shell (`popen`),
+ * and where watchman is not installed it never reaps that shell (issue 65: `quarry serve` kept a zombie `sh`). Watchman
+ * is used where its socket is named (WATCHMAN_SOCK, which the watcher reads without a shell).
+ */
+function watchBackend(): watcher.BackendType | undefined {
+  if (process.env.WATCHMAN_SOCK) return 'watchman';
+  const native: Partial<Record<NodeJS.Platform, watcher.BackendType>> = {
+    linux: 'inotify',
+    darwin: 'fs-events',
+    win32: 'windows',
+  };
+  return native[process.platform];
+}
+
+/**
  * Keeps the index fresh: a native watcher (@parcel/watcher) collects changed paths; after a short quiet time they
  * are indexed (lexically, without walking the tree; a mass change walks it once); then the background embedding
  * catches up, in slices that yield to the next save. A periodic stat sweep catches what the watcher missed. One
@@ -66,8 +81,10 @@ export async function startAutoSync(project: Project, options: AutoSyncOptions =
   const sync = new AutoSyncRun(project, options, (await project.store.stats()).files);
   let subscription: watcher.AsyncSubscription | undefined;
   try {
+    const backend = watchBackend();
     subscription = await watcher.subscribe(project.root, (err, events) => sync.onEvents(err, events), {
       ignore: WATCH_IGNORES,
+      ...(backend ? { backend } : {}),
     });
     sync.st.watching = true;
     // searches and greps in this process trust the index while the watcher has nothing pending

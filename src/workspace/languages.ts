@@ -145,12 +145,6 @@ const TYPE_ALIASES: Record<string, string[]> = {
   ml: ['ocaml'],
 };
 
-/** The languages a ripgrep type name or a language names (`ts` → typescript and tsx), or the name itself. */
-export function languageAliases(type: string): string[] {
-  const t = type.toLowerCase();
-  return TYPE_ALIASES[t] ?? [t];
-}
-
 /** The languages grep's `-t` names: a ripgrep type name or one of `known`; anything else is BAD_INPUT. */
 export function typeLanguages(type: string, known: readonly string[]): string[] {
   const t = type.toLowerCase();

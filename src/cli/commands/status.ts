@@ -29,7 +29,14 @@ export async function runStatus(cli: CliContext, opts: { json?: boolean }): Prom
     if (overlay)
       Object.assign(s, {
         repo: project.name,
-        overlay: { base: overlay.base, commit: overlay.commit, changed: overlay.changed.length },
+        overlay: {
+          base: overlay.base,
+          commit: overlay.commit,
+          changed: overlay.changed.length,
+          ...(overlay.sharedChunkVectors !== undefined
+            ? { sharedChunkVectors: overlay.sharedChunkVectors }
+            : {}),
+        },
       });
     if (opts.json) {
       io.stdout.write(`${JSON.stringify(s, null, 2)}\n`);
@@ -52,7 +59,7 @@ function statusLines(s: StatusReport, c: Colors): string[] {
     `${c.bold('root')}       ${s.root}`,
     `${c.bold('index')}      ${s.index}${s.bytes !== undefined ? ` (${formatBytes(s.bytes)})` : ''}`,
     `${c.bold('files')}      ${s.files} (${s.skippedFiles} without chunks)`,
-    `${c.bold('chunks')}     ${s.chunks}${
+    `${c.bold('chunks')}     ${s.chunks}${s.overlay ? ' (this working tree)' : ''}${
       s.unparsedFiles
         ? ` ${c.yellow(`(${s.unparsedFiles} files still by line windows: ${s.run.state === 'running' ? 'being parsed now' : 'run `quarry index` to parse them'})`)}`
         : ''
@@ -64,11 +71,7 @@ function statusLines(s: StatusReport, c: Colors): string[] {
     `${c.bold('vectors')}    ${
       s.embedding.embedder
         ? `${s.embedding.coarse}/${s.embedding.files} files (phase 1), ${s.embedding.refined}/${s.embedding.files} refined (phase 2), ` +
-          `${s.embedding.chunkVectors} chunk vectors${
-            s.embedding.refined === s.embedding.files && s.embedding.chunkVectors < s.chunks
-              ? ` (data files: their first ${DATA_CHUNK_VECTORS} chunks)`
-              : ''
-          } · ${s.embedding.embedder.id}${s.embedding.complete ? ` · ${c.green('complete')}` : ''}${
+          `${s.embedding.chunkVectors} chunk vectors${chunkVectorsNote(s)} · ${s.embedding.embedder.id}${s.embedding.complete ? ` · ${c.green('complete')}` : ''}${
             s.embedding.progress ? `\n           ${c.yellow(embedding(s.embedding.progress))}` : ''
           }`
         : 'none (lexical only)'
@@ -103,6 +106,22 @@ function statusLines(s: StatusReport, c: Colors): string[] {
           : 'idle'
     }`,
   ];
+}
+
+/**
+ * Why the chunk vectors are not the chunks (issue 65: a worktree's status said "chunks 814" beside "1617 chunk
+ * vectors"): a data file has vectors for its first chunks only, and an overlay counts the shared index's vectors
+ * (its version of every file, the differing ones' included) besides those made here for the files that differ.
+ */
+function chunkVectorsNote(s: StatusReport): string {
+  const shared = s.overlay?.sharedChunkVectors;
+  if (s.overlay && shared !== undefined) {
+    const n = s.overlay.changed;
+    return ` (${shared} from the shared index, its versions of the ${n} differing file${n === 1 ? '' : 's'} included, and ${s.embedding.chunkVectors - shared} made here for ${n === 1 ? 'it' : 'them'})`;
+  }
+  return s.embedding.refined === s.embedding.files && s.embedding.chunkVectors < s.chunks
+    ? ` (data files: their first ${DATA_CHUNK_VECTORS} chunks)`
+    : '';
 }
 
 /** What the index does not hold, and why: the walk's reasons, ignore rules, files without chunks. */

@@ -21,6 +21,8 @@ type Definition = {
 
 /** How many definitions one answer lists (a common name like `main` has thousands in a large repository). */
 const DEFINITIONS_SHOWN = 200;
+/** How many files using a name are counted for a page's total (past it, the total says "over"). */
+const REFERENCE_FILES_COUNTED = 10_000;
 
 /** find_symbol: a name's definitions, and (paginated) the files that use it. Every list says when it was cut. */
 export async function findSymbol(
@@ -44,15 +46,18 @@ export async function findSymbol(
   if (found.length > definitions.length)
     out.moreDefinitions = `only the first ${DEFINITIONS_SHOWN} definitions (in path order): name the class (Class.method) to narrow them`;
   let more = false;
-  let using = 0; // files read that use the name, this page and those before it
+  let using = 0; // files that use the name, counted up to REFERENCE_FILES_COUNTED
   if (references) {
-    // one file past the page says whether more exist, without reading every file that uses a common name
-    const refs = await project.references(name, { limit: offset + limit + 1 });
-    using = refs.length;
+    // the whole list, so that every page says how many files and lines there are in all (issue 65)
+    const refs = await project.references(name, { limit: REFERENCE_FILES_COUNTED + 1 });
+    const counted = refs.slice(0, REFERENCE_FILES_COUNTED);
+    using = counted.length;
     more = refs.length > offset + limit;
     out.references = refs.slice(offset, offset + limit).map(({ path, lines }) => ({ path, lines }));
+    out.referenceFiles = using;
+    out.referenceLines = counted.reduce((n, r) => n + r.lines.length, 0);
+    if (refs.length > counted.length) out.referenceFilesOver = true; // more than were counted
     if (more) out.next = `call again with offset ${offset + limit} for more`;
-    else out.referenceFiles = refs.length;
   }
   if (!definitions.length && !using) out.note = `nothing named ${name} in the index: try search_code`;
   const defs = out.definitions as Definition[];
@@ -66,11 +71,14 @@ export async function findSymbol(
   if (out.moreDefinitions) lines.push(String(out.moreDefinitions));
   if (references) {
     const refs = out.references as Array<{ path: string; lines: number[] }>;
-    const span = refs.length ? `files ${offset + 1}-${offset + refs.length}` : `none from offset ${offset}`;
+    const span = refs.length
+      ? `files ${offset + 1}-${offset + refs.length} shown`
+      : `none from offset ${offset}`;
+    const files = out.referenceFiles as number;
+    const uses = out.referenceLines as number;
+    const total = `${out.referenceFilesOver ? 'over ' : ''}${files} file${files === 1 ? '' : 's'}, ${uses} line${uses === 1 ? '' : 's'} in all`;
     lines.push(
-      more
-        ? `references: ${span} of more`
-        : `references: ${out.referenceFiles} file${out.referenceFiles === 1 ? '' : 's'}${offset > 0 || refs.length < (out.referenceFiles as number) ? ` (${span} shown)` : ''}`,
+      `references: ${total}${offset > 0 || refs.length < files ? ` (${span})` : ''}`,
       ...refs.map((r) => `${r.path}: ${r.lines.join(', ')}`),
     );
     if (out.next) lines.push(String(out.next));
