@@ -2,19 +2,21 @@
 // against the edge-by-edge definition it replaced; and the reference counts read without JSON.parse.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { GENERIC, GROUND } from '../src/context/map-rank.ts';
 import { rankDefinitions } from '../src/context/repomap.ts';
 import { eachRefCount } from '../src/store/rows.ts';
 import type { ReferenceGraph } from '../src/store/types.ts';
 import { seededRandom } from './helpers.ts';
 
-const GENERIC = new Set(['get', 'run', 'init', 'parse', 'value']);
-
-/** The map's ranking as Aider defines it, one edge per (use, definer); code files only, so every role weighs 1. */
+/**
+ * The map's ranking as defined, one edge per (use, definer): Aider's weights, a use's weight shared among the
+ * name's definers, a file's uses passing on its rank against GROUND, the restart at the focused files; code files
+ * only, so every role weighs 1. A definition's rank is what its edges bring, less the ×10 of a long compound name.
+ */
 function byEdges(
   graph: ReferenceGraph,
-  mentions: string[],
+  focus: string[],
 ): Map<string, { rank: number; defs: Map<string, number> }> {
-  const mentioned = new Set(mentions.map((m) => m.toLowerCase()));
   const definers = new Map<string, Set<string>>();
   for (const d of graph.defs) definers.set(d.name, (definers.get(d.name) ?? new Set()).add(d.path));
   const paths = [...new Set([...graph.defs.map((d) => d.path), ...graph.refs.map((r) => r.path)])];
@@ -22,32 +24,31 @@ function byEdges(
   const n = paths.length;
   const edges: Array<{ from: number; to: number; w: number; name: string }> = [];
   const out = new Float64Array(n);
+  const compound = (name: string) => name.length >= 8 && /[a-z][A-Z]|_[a-z]/.test(name);
   for (const r of graph.refs) {
     const defs = definers.get(r.name);
     if (!defs || defs.size > 50) continue;
     let mul = 1;
-    if (r.name.length >= 8 && /[a-z][A-Z]|_[a-z]/.test(r.name)) mul *= 10;
+    if (compound(r.name)) mul *= 10;
     if (r.name.startsWith('_')) mul *= 0.1;
     if (defs.size > 5) mul *= 0.1;
     if (r.name.length <= 2 || GENERIC.has(r.name.toLowerCase())) mul *= 0.1;
-    if (mentioned.has(r.name.toLowerCase())) mul *= 10;
-    for (const to of defs) {
-      if (to === r.path) continue;
-      const w = mul * Math.sqrt(r.count);
-      edges.push({ from: id.get(r.path)!, to: id.get(to)!, w, name: r.name });
-      out[id.get(r.path)!]! += w;
-    }
+    const targets = [...defs].filter((to) => to !== r.path);
+    if (!targets.length) continue;
+    const w = mul * Math.sqrt(r.count);
+    for (const to of targets)
+      edges.push({ from: id.get(r.path)!, to: id.get(to)!, w: w / targets.length, name: r.name });
+    out[id.get(r.path)!]! += w;
   }
-  const focused = new Set<string>();
-  for (const d of graph.defs) if (mentioned.has(d.name.toLowerCase())) focused.add(d.path);
+  const focused = new Set(focus.filter((p) => id.has(p)));
   const personal = new Float64Array(n).fill(focused.size ? 0 : 1 / n);
   for (const p of focused) personal[id.get(p)!] = 1 / focused.size;
   let rank = new Float64Array(n).fill(1 / n);
   for (let it = 0; it < 40; it++) {
     const next = new Float64Array(n);
     let dangling = 0;
-    for (let i = 0; i < n; i++) if (out[i] === 0) dangling += rank[i]!;
-    for (const e of edges) next[e.to]! += (0.85 * rank[e.from]! * e.w) / out[e.from]!;
+    for (let i = 0; i < n; i++) dangling += (rank[i]! * GROUND) / (out[i]! + GROUND);
+    for (const e of edges) next[e.to]! += (0.85 * rank[e.from]! * e.w) / (out[e.from]! + GROUND);
     for (let i = 0; i < n; i++) next[i]! += (0.85 * dangling + 0.15) * personal[i]!;
     rank = next;
   }
@@ -59,12 +60,13 @@ function byEdges(
   }
   for (const e of edges) {
     const defs = result.get(paths[e.to]!)!.defs;
-    defs.set(e.name, defs.get(e.name)! + (rank[e.from]! * e.w) / out[e.from]!);
+    const brought = (rank[e.from]! * e.w) / (out[e.from]! + GROUND) / (compound(e.name) ? 10 : 1);
+    defs.set(e.name, defs.get(e.name)! + brought);
   }
   return result;
 }
 
-function randomGraph(seed: number): { graph: ReferenceGraph; mentions: string[] } {
+function randomGraph(seed: number): { graph: ReferenceGraph; focus: string[] } {
   const random = seededRandom(seed);
   const pick = <T>(xs: T[]) => xs[Math.floor(random() * xs.length)]!;
   const files = Array.from({ length: 40 + Math.floor(random() * 80) }, (_, i) => `src/m${i}/file${i}.ts`);
@@ -73,7 +75,7 @@ function randomGraph(seed: number): { graph: ReferenceGraph; mentions: string[] 
     ...Array.from({ length: 30 }, (_, i) => `parseConfig${i}`),
     ...Array.from({ length: 10 }, (_, i) => `_hidden${i}`),
     ...Array.from({ length: 5 }, (_, i) => `x${i}`),
-    ...GENERIC,
+    ...['get', 'run', 'init', 'parse', 'value'],
     ...Array.from({ length: 30 }, (_, i) => `widget${i}`),
   ];
   const defs: ReferenceGraph['defs'] = [];
@@ -90,15 +92,15 @@ function randomGraph(seed: number): { graph: ReferenceGraph; mentions: string[] 
       refs.push({ name, path, count: 1 + Math.floor(random() * 9) });
   // a file that only uses names (no definitions), and one whose every use is of its own names
   refs.push({ name: 'widget1', path: 'src/only-uses.ts', count: 2 });
-  return { graph: { defs, refs }, mentions: random() < 0.5 ? [pick(names), 'nothing'] : [] };
+  return { graph: { defs, refs }, focus: random() < 0.5 ? [pick(files), pick(files), 'src/nowhere.ts'] : [] };
 }
 
 describe('the repository map ranks by names, as by edges', () => {
   it('gives every file and definition the rank the edge-by-edge PageRank gives, on random graphs', () => {
     for (let seed = 1; seed <= 30; seed++) {
-      const { graph, mentions } = randomGraph(seed);
-      const want = byEdges(graph, mentions);
-      const got = rankDefinitions(graph, [], mentions);
+      const { graph, focus } = randomGraph(seed);
+      const want = byEdges(graph, focus);
+      const got = rankDefinitions(graph, focus);
       assert.equal(got.length, want.size, `seed ${seed}`);
       const close = (a: number, b: number, what: string) =>
         assert.ok(

@@ -2,7 +2,15 @@ import { redactSecrets } from '../chunk/redact.ts';
 import { countTokens } from '../llm/tokens.ts';
 import type { MapEntry, RepoMap } from '../project/types.ts';
 import type { CompactGraph, ReferenceGraph, Store } from '../store/types.ts';
-import { type FileRole, fileRole } from '../workspace/roles.ts';
+import { fileRole } from '../workspace/roles.ts';
+import { type Ranked, rankGraph } from './map-rank.ts';
+import {
+  SIGNATURE_SCAN,
+  SIGNATURE_SPAN,
+  type Signature,
+  type SignatureRow,
+  signatureAt,
+} from './signatures.ts';
 
 export type { MapEntry, RepoMap } from '../project/types.ts';
 export type { CompactGraph } from '../store/types.ts';
@@ -10,7 +18,7 @@ export type { CompactGraph } from '../store/types.ts';
 export interface RepoMapOptions {
   /** Tokens the map may use. */
   budget: number;
-  /** Files the ranking leans towards (named in the question, in the context): Aider's personalisation. */
+  /** Files the ranking leans towards (those already in the context): the random surfer restarts at them too. */
   focus?: string[];
   /**
    * Definitions listed per file. Default 3: measured on the practice sets, a 1,000-token map showed a gold file for
@@ -18,8 +26,8 @@ export interface RepoMapOptions {
    */
   defsPerFile?: number;
   /**
-   * Words of the question (`questionMentions`): a definition whose name the question spells, and the files that
-   * define it or whose path holds it, lead the ranking (Aider's personalisation by mentioned identifiers).
+   * Words of the question (`questionMentions`): the files whose path or definitions hold them lead the ranking
+   * (Aider's personalisation, weighed by how rare each word is), and so do a file's definitions that spell them.
    */
   mentions?: string[];
   /** Each definition's signature line with its enclosing scope (default), or only `line: kind name`. */
@@ -35,45 +43,6 @@ export function questionMentions(question: string): string[] {
   for (const w of question.split(/[^A-Za-z0-9_$]+/)) if (w.length >= 3 && !/^\d/.test(w)) out.add(w);
   return [...out];
 }
-
-const DAMPING = 0.85;
-/**
- * How much a file counts in the map by what it is for: a map shows where the code lives, so tests, examples, docs
- * and data are kept (a question may be about them) but rank below the code they exercise. Their uses of the code's
- * names still count, at a third: a large test suite otherwise decides which code looks central.
- */
-const MAP_ROLE: Record<FileRole | 'aside', number> = {
-  code: 1,
-  test: 0.15,
-  docs: 0.2,
-  data: 0.2,
-  aside: 0.2,
-};
-const FROM_ROLE: Record<FileRole | 'aside', number> = {
-  code: 1,
-  test: 0.33,
-  docs: 0.33,
-  data: 0.33,
-  aside: 0.33,
-};
-/** Names too generic to say which definition a use means (on top of Aider's "defined in more than 5 files"). */
-const GENERIC = new Set(
-  'get set run init main new create update delete remove add handle handler call apply process start stop open close read write load save parse render build make value data name key type id item items list map options config index test setup default self this window document global globalthis console require module exports'.split(
-    ' ',
-  ),
-);
-/** Examples, demos, benchmarks and fixtures (vite's playground/), and generated code (protobuf, gRPC stubs). */
-const EXAMPLE_DIR = /(^|\/)(examples?|samples?|demos?|playground|benchmarks?|bench)\//i;
-const GENERATED =
-  /(\.pb\.go|_pb2(_grpc)?\.py|\.pb\.(cc|h)|_grpc\.pb\.go|\.generated\.[a-z]+|\.g\.dart|_gen\.go)$/i;
-
-/** What a file is for, as the map sees it: the search's roles, with examples and generated code set apart. */
-function mapRole(path: string): FileRole | 'aside' {
-  if (EXAMPLE_DIR.test(path) || GENERATED.test(path)) return 'aside';
-  return fileRole(path);
-}
-const ITERATIONS = 40;
-const MAX_DEFINERS = 50;
 
 /** A ReferenceGraph (objects, from any store) in columns. */
 export function compactGraph(graph: ReferenceGraph): CompactGraph {
@@ -115,158 +84,37 @@ export function compactGraph(graph: ReferenceGraph): CompactGraph {
   };
 }
 
-/** Each file's rank (weighed by what the file is for), and what a file's definition of a name receives. */
-interface Ranked {
-  fileRank: Float64Array;
-  defRank(file: number, name: number): number;
-}
-
 /**
- * PageRank over the graph whose edges run from a file that uses a name to the files that define it (Aider's
- * repository map). Edge weights follow Aider: √(uses), ×10 for long compound names, ×0.1 for private names and for
- * names defined in more than 5 files.
- *
- * The edges are never listed one by one: a use of a name sends the same weight to each of the name's definers (all
- * but the using file itself), so each iteration sums what every use of a name sends (`sent`, one pass over the uses)
- * and hands each definer that sum, less its own use. The work is the uses plus the definitions, not their product:
- * 1.7 million uses of names defined in up to 50 files each took 35 s and 1.6 GB as edge objects at 100,000 files.
+ * The map's entries, ranked: a group of build-tag or platform twins is one entry, its leader's, which the graph
+ * ranked as one file and which lists the others (`twins`).
  */
-function rankGraph(g: CompactGraph, focus: string[], mentions: string[]): Ranked {
-  const mentioned = new Set(mentions.map((m) => m.toLowerCase()));
-  const n = g.paths.length;
-  const roles = g.paths.map(mapRole);
-  const nameCount = g.names.length;
-  // each name's definers, once each (a file may define a name twice: a class and its constructor), by name
-  const definerSets: Array<Set<number>> = Array.from({ length: nameCount }, () => new Set());
-  for (let i = 0; i < g.defFile.length; i++) definerSets[g.defName[i]!]!.add(g.defFile[i]!);
-  // names that link files: defined by at most MAX_DEFINERS files; what the name alone does to a use's weight
-  const linking = new Uint8Array(nameCount);
-  const nameMul = new Float64Array(nameCount);
-  for (let k = 0; k < nameCount; k++) {
-    const name = g.names[k]!;
-    const definers = definerSets[k]!.size;
-    if (!definers || definers > MAX_DEFINERS) continue;
-    linking[k] = 1;
-    let mul = 1;
-    if (name.length >= 8 && /[a-z][A-Z]|_[a-z]/.test(name)) mul *= 10;
-    if (name.startsWith('_')) mul *= 0.1;
-    if (definers > 5) mul *= 0.1;
-    if (name.length <= 2 || GENERIC.has(name.toLowerCase())) mul *= 0.1;
-    if (mentioned.has(name.toLowerCase())) mul *= 10;
-    nameMul[k] = mul;
-  }
-  // definer slots of each linking name, flattened, and the use (or -1) each slot's own file makes of the name
-  const slotStart = new Int32Array(nameCount + 1);
-  for (let k = 0; k < nameCount; k++)
-    slotStart[k + 1] = slotStart[k]! + (linking[k] ? definerSets[k]!.size : 0);
-  const slotFile = new Int32Array(slotStart[nameCount]!);
-  for (let k = 0; k < nameCount; k++) if (linking[k]) slotFile.set([...definerSets[k]!], slotStart[k]!);
-  const slotOwn = new Int32Array(slotFile.length).fill(-1);
-  const slotOf = (file: number, k: number) => {
-    for (let slot = slotStart[k]!; slot < slotStart[k + 1]!; slot++) if (slotFile[slot] === file) return slot;
-    return -1;
-  };
-
-  // the uses that carry rank: from a file, of a name, with a weight, to every definer of the name but the file itself
-  const uses: number[] = [];
-  const outWeight = new Float64Array(n);
-  const weight = new Float64Array(g.useFile.length);
-  for (let i = 0; i < g.useFile.length; i++) {
-    const k = g.useName[i]!;
-    if (!linking[k]) continue;
-    const from = g.useFile[i]!;
-    const own = slotOf(from, k);
-    const targets = slotStart[k + 1]! - slotStart[k]! - (own >= 0 ? 1 : 0);
-    if (!targets) continue;
-    const w = FROM_ROLE[roles[from]!] * nameMul[k]! * Math.sqrt(g.useCount[i]!);
-    if (own >= 0) slotOwn[own] = i;
-    uses.push(i);
-    weight[i] = w;
-    outWeight[from]! += w * targets;
-  }
-  // what one unit of a file's rank sends along each of its uses
-  const share = new Float64Array(g.useFile.length);
-  for (const i of uses) share[i] = weight[i]! / outWeight[g.useFile[i]!]!;
-
-  // the random surfer restarts at the question's files when there are any (Aider's personalisation), else anywhere,
-  // leaning toward code
-  const personal = new Float64Array(n);
-  const ids = new Map(g.paths.map((p, i) => [p, i]));
-  const focused = new Set(focus.flatMap((p) => (ids.has(p) ? [ids.get(p)!] : [])));
-  // files that define a name the question spells, or whose path holds one of its words, are the question's too
-  if (mentioned.size) {
-    for (let i = 0; i < g.defFile.length; i++)
-      if (mentioned.has(g.names[g.defName[i]!]!.toLowerCase())) focused.add(g.defFile[i]!);
-    g.paths.forEach((p, i) => {
-      if (
-        p
-          .toLowerCase()
-          .split(/[^a-z0-9_$]+/)
-          .some((part) => part.length >= 3 && mentioned.has(part))
-      )
-        focused.add(i);
-    });
-  }
-  if (focused.size) for (const i of focused) personal[i] = 1 / focused.size;
-  else {
-    let total = 0;
-    for (let i = 0; i < n; i++) total += personal[i] = MAP_ROLE[roles[i]!];
-    for (let i = 0; i < n; i++) personal[i]! /= total;
-  }
-
-  /** What each name's uses send, given the files' ranks, into `sentBy` (per use) and `sent` (per name). */
-  const sentBy = new Float64Array(g.useFile.length);
-  const sent = new Float64Array(nameCount);
-  const send = (rank: Float64Array) => {
-    sent.fill(0);
-    for (const i of uses) {
-      const v = rank[g.useFile[i]!]! * share[i]!;
-      sentBy[i] = v;
-      sent[g.useName[i]!]! += v;
-    }
-  };
-  /** What the definer in `slot` receives: every use of the name but its own. */
-  const received = (slot: number, k: number) => {
-    const own = slotOwn[slot]!;
-    return own < 0 ? sent[k]! : Math.max(0, sent[k]! - sentBy[own]!);
-  };
-
-  let rank = new Float64Array(n).fill(1 / n);
-  for (let it = 0; it < ITERATIONS; it++) {
-    const next = new Float64Array(n);
-    let dangling = 0;
-    for (let i = 0; i < n; i++) if (outWeight[i] === 0) dangling += rank[i]!;
-    send(rank);
-    for (let k = 0; k < nameCount; k++)
-      for (let slot = slotStart[k]!; slot < slotStart[k + 1]!; slot++)
-        next[slotFile[slot]!]! += DAMPING * received(slot, k);
-    for (let i = 0; i < n; i++) next[i]! += (DAMPING * dangling + (1 - DAMPING)) * personal[i]!;
-    rank = next;
-  }
-
-  // a file's rank flows to the definitions it uses, in proportion to the edge weights
-  send(rank);
-  const fileRank = new Float64Array(n);
-  for (let i = 0; i < n; i++) fileRank[i] = sure(rank[i]! * MAP_ROLE[roles[i]!]);
-  return {
-    fileRank,
-    defRank: (file, k) => {
-      const slot = linking[k] ? slotOf(file, k) : -1;
-      return slot < 0 ? 0 : sure(received(slot, k));
-    },
-  };
+interface Groups {
+  /** Leaders and files with no twin, best first; equal ranks by path. */
+  order: number[];
+  twins: (file: number) => string[];
 }
 
-/** Files best first; equal ranks by path. */
-function byRank(g: CompactGraph, ranked: Ranked, files: Iterable<number>): number[] {
-  return [...files].sort(
-    (a, b) => ranked.fileRank[b]! - ranked.fileRank[a]! || g.paths[a]!.localeCompare(g.paths[b]!),
+function grouped(g: CompactGraph, ranked: Ranked, files: Iterable<number>): Groups {
+  const { leader, fileRank } = ranked;
+  const members = new Map<number, string[]>();
+  const entries = new Set<number>();
+  for (const f of files) {
+    const l = leader[f]! < 0 ? f : leader[f]!;
+    entries.add(l);
+    if (l === f) continue;
+    const list = members.get(l);
+    if (list) list.push(g.paths[f]!);
+    else members.set(l, [g.paths[f]!]);
+  }
+  const order = [...entries].sort(
+    (a, b) => fileRank[b]! - fileRank[a]! || g.paths[a]!.localeCompare(g.paths[b]!),
   );
+  return { order, twins: (f) => (members.get(f) ?? []).sort() };
 }
 
 /**
  * Ranks files and their definitions by how much the rest of the code refers to them (`rankGraph`): every file that
- * defines something, with all its definitions, best first.
+ * defines something, with all its definitions, best first; twins folded into one entry (`twins`).
  */
 export function rankDefinitions(
   graph: ReferenceGraph,
@@ -275,87 +123,97 @@ export function rankDefinitions(
 ): MapEntry[] {
   const g = compactGraph(graph);
   if (!g.paths.length) return [];
-  const ranked = rankGraph(g, focus, mentions);
+  const ranked = rankGraph(g, { focus, mentions });
   const names = new Map(g.names.map((name, k) => [name, k]));
   const ids = new Map(g.paths.map((p, i) => [p, i]));
-  const byFile = new Map<number, MapEntry>();
+  const defsOf = new Map<number, ReferenceGraph['defs']>();
   for (const d of graph.defs) {
     if (d.kind === 'variable') continue;
     const id = ids.get(d.path)!;
-    let entry = byFile.get(id);
-    if (!entry) {
-      entry = { path: d.path, rank: ranked.fileRank[id]!, defs: [] };
-      byFile.set(id, entry);
-    }
-    entry.defs.push({
+    const list = defsOf.get(id);
+    if (list) list.push(d);
+    else defsOf.set(id, [d]);
+  }
+  const groups = grouped(g, ranked, defsOf.keys());
+  return groups.order.map((id) => {
+    const twins = groups.twins(id);
+    const defs = defsOf.get(id)!.map((d) => ({
       name: d.name,
       kind: d.kind,
       line: d.line,
       container: d.container,
       rank: ranked.defRank(id, names.get(d.name)!),
-    });
-  }
-  return byRank(g, ranked, byFile.keys()).map((id) => {
-    const entry = byFile.get(id)!;
-    entry.defs.sort((a, b) => b.rank - a.rank || a.line - b.line);
-    return entry;
+    }));
+    defs.sort((a, b) => b.rank - a.rank || a.line - b.line);
+    return { path: g.paths[id]!, rank: ranked.fileRank[id]!, defs, ...(twins.length ? { twins } : {}) };
   });
 }
 
-/**
- * A rank to 12 significant digits: ranks equal but for the last digits of a float sum (a file and its copy, summed
- * in another order) are a tie, broken by line or path, whatever order the sums ran in.
- */
-function sure(x: number): number {
-  return x === 0 ? 0 : Number(x.toPrecision(12));
+/** The definitions a file's block shows: its best few, one per name and scope (a property's getter, not its setter). */
+function shownDefs(e: MapEntry, defsPerFile: number): MapEntry['defs'] {
+  const seen = new Set<string>();
+  const shown: MapEntry['defs'] = [];
+  for (const d of e.defs) {
+    if (shown.length >= defsPerFile) break;
+    const key = `${d.container ?? ''}\0${d.name}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    shown.push(d);
+  }
+  return shown;
+}
+
+/** A file's name in the map, with its twins': `codec/json/json.go (also in go_json.go, jsoniter.go, sonic.go)`. */
+function header(e: MapEntry): string {
+  if (!e.twins?.length) return e.path;
+  const names = e.twins.map((t) => t.slice(t.lastIndexOf('/') + 1));
+  const listed = names.length > 4 ? [...names.slice(0, 3), `${names.length - 3} more`] : names;
+  return `${e.path} (also in ${listed.join(', ')})`;
 }
 
 function renderEntry(e: MapEntry, defsPerFile: number): string {
-  const shown = e.defs.slice(0, defsPerFile).sort((a, b) => a.line - b.line);
+  const shown = shownDefs(e, defsPerFile).sort((a, b) => a.line - b.line);
   const lines = shown.map((d) => `  ${d.line}: ${d.kind} ${d.container ? `${d.container}.` : ''}${d.name}`);
   const more = e.defs.length - shown.length;
   if (more > 0) lines.push(`  … ${more} more`);
-  return `${e.path}\n${lines.join('\n')}\n`;
+  return `${header(e)}\n${lines.join('\n')}\n`;
 }
 
 /** Definitions a file shows in the map by default (more files, each with its best few, beat fewer files in full). */
 const DEFS_PER_FILE = 3;
 
-/** Longest signature line shown, in characters. */
-const SIGNATURE_CHARS = 160;
+type SignatureOf = (d: MapEntry['defs'][number]) => Signature | undefined;
 
 /**
- * A file's block as signatures (Aider's map, as a tree-sitter context view): each shown definition's first line as
- * written, numbered, after the line of its enclosing definition (the class of a method) when that is not shown
- * itself; `⋮` where lines are left out.
+ * A file's block as signatures (Aider's map, as a tree-sitter context view): each shown definition's signature,
+ * numbered, its decorators above it, after the signature of its enclosing definition (the class of a method) when
+ * that is not shown itself; `⋮` where lines are left out.
  */
-function renderSignatures(
-  e: MapEntry,
-  defsPerFile: number,
-  signatureOf: (line: number, name: string) => { line: number; text: string } | undefined,
-): string {
-  const shown = e.defs.slice(0, defsPerFile);
-  const rows = new Map<number, string>();
+function renderSignatures(e: MapEntry, defsPerFile: number, signatureOf: SignatureOf): string {
+  const shown = shownDefs(e, defsPerFile);
+  const rows = new Map<number, SignatureRow>();
+  const put = (sig: Signature) => {
+    for (const row of [...sig.decorators, sig]) if (!rows.has(row.line)) rows.set(row.line, row);
+  };
   for (const d of shown) {
-    const sig = signatureOf(d.line, d.name);
+    const sig = signatureOf(d);
     if (sig === undefined) continue;
-    rows.set(sig.line, sig.text);
+    put(sig);
     // the enclosing scope: the nearest definition above that contains this one, by name
     const scope = d.container ? e.defs.find((o) => o.name === d.container && o.line < d.line) : undefined;
-    const outer = scope ? signatureOf(scope.line, scope.name) : undefined;
-    if (outer && !rows.has(outer.line)) rows.set(outer.line, outer.text);
+    const outer = scope ? signatureOf(scope) : undefined;
+    if (outer && !rows.has(outer.line)) put({ ...outer, decorators: [] });
   }
   if (!rows.size) return renderEntry(e, defsPerFile);
   const width = String(Math.max(...rows.keys())).length;
-  const out: string[] = [`${e.path}:`];
+  const out: string[] = [`${header(e)}:`];
   let last = 0;
   for (const line of [...rows.keys()].sort((a, b) => a - b)) {
+    const row = rows.get(line)!;
+    if (line <= last) continue; // inside a signature joined from several lines
     if (last && line > last + 1) out.push(`${' '.repeat(width)}⋮`);
-    const text = rows.get(line)!.trimEnd();
-    out.push(
-      `${String(line).padStart(width)}│${text.length > SIGNATURE_CHARS ? `${text.slice(0, SIGNATURE_CHARS)}…` : text}`,
-    );
-    last = line;
+    out.push(`${String(line).padStart(width)}│${row.text.trimEnd()}`);
+    last = row.end;
   }
   const more = e.defs.length - shown.length;
   if (more > 0) out.push(`${' '.repeat(width)}⋮ ${more} more`);
@@ -382,16 +240,8 @@ export async function referenceGraph(store: Store): Promise<ReferenceGraph> {
   return { defs, refs: await store.references.useCounts([...new Set(defs.map((d) => d.name))]) };
 }
 
-/**
- * The repository map within a token budget: the best-ranked files first, each with its top definitions. The graph is
- * ranked in columns; a file's definitions are read (with their kinds and lines) only when its turn comes.
- */
-export async function buildRepoMap(store: Store, options: RepoMapOptions): Promise<RepoMap> {
-  const g = store.references?.compactGraph
-    ? await store.references.compactGraph()
-    : compactGraph(await referenceGraph(store));
-  const ranked = rankGraph(g, options.focus ?? [], options.mentions ?? []);
-  // files with a definition worth a map's tokens (worthShowing, from the columns: a name, and no test constants)
+/** Files with a definition worth a map's tokens (worthShowing, from the columns: a name, and no test constants). */
+function worthFiles(g: CompactGraph): Set<number> {
   const worth = new Set<number>();
   const test = new Int8Array(g.paths.length).fill(-1); // a file's role, asked once: 1 for a test file
   for (let i = 0; i < g.defFile.length; i++) {
@@ -400,9 +250,21 @@ export async function buildRepoMap(store: Store, options: RepoMapOptions): Promi
     if (g.defConstant[i] && test[file] === -1) test[file] = fileRole(g.paths[file]!) === 'test' ? 1 : 0;
     if (!g.defConstant[i] || test[file] === 0) worth.add(file);
   }
-  const order = byRank(g, ranked, worth);
+  return worth;
+}
+
+/**
+ * The repository map within a token budget: the best-ranked files first, each with its top definitions. The graph is
+ * ranked in columns; a file's definitions are read (with their kinds and lines) only when its turn comes.
+ */
+export async function buildRepoMap(store: Store, options: RepoMapOptions): Promise<RepoMap> {
+  const g = store.references?.compactGraph
+    ? await store.references.compactGraph()
+    : compactGraph(await referenceGraph(store));
+  const ranked = rankGraph(g, { focus: options.focus ?? [], mentions: options.mentions ?? [] });
+  const groups = grouped(g, ranked, worthFiles(g));
+  const { order } = groups;
   const names = new Map(g.names.map((name, k) => [name, k]));
-  const ids = new Map(order.map((id) => [g.paths[id]!, id]));
   /** A file's entry: its definitions (variables left out) from the store, ranked as the graph ranks them. */
   const entriesOf = async (files: number[]): Promise<MapEntry[]> => {
     const symbols = await store.listSymbols(files.map((id) => g.paths[id]!));
@@ -415,10 +277,16 @@ export async function buildRepoMap(store: Store, options: RepoMapOptions): Promi
           kind: s.kind,
           line: s.startLine,
           container: s.container,
-          rank: names.has(s.name) ? ranked.defRank(ids.get(path)!, names.get(s.name)!) : 0,
+          rank: names.has(s.name) ? ranked.defRank(id, names.get(s.name)!) : 0,
         }))
         .sort((a, b) => b.rank - a.rank || a.line - b.line);
-      const entry = worthShowing({ path, rank: ranked.fileRank[id]!, defs });
+      const twins = groups.twins(id);
+      const entry = worthShowing({
+        path,
+        rank: ranked.fileRank[id]!,
+        defs,
+        ...(twins.length ? { twins } : {}),
+      });
       return entry ? [entry] : [];
     });
   };
@@ -441,7 +309,7 @@ export async function buildRepoMap(store: Store, options: RepoMapOptions): Promi
       const block = lines
         ? (
             await redactSecrets(
-              renderSignatures(e, per, (n, name) => signatureLine(lines.get(e.path), n, name)),
+              renderSignatures(e, per, (d) => signatureAt(lines.get(e.path), d.line, d.name, d.kind, e.path)),
               { path: e.path },
             )
           ).text
@@ -460,43 +328,6 @@ export async function buildRepoMap(store: Store, options: RepoMapOptions): Promi
   return { entries: kept, text, tokens, omitted: omitted - kept.length };
 }
 
-/** Lines after a definition's first that may hold its name (a doc comment, a template or attribute line above it). */
-const SIGNATURE_SCAN = 24;
-
-/** A line that is only a comment, or a comment's continuation (`//`, `#`, `--`, `/*`, ` * `, a docstring's quotes). */
-const COMMENT_LINE = /^\s*(?:\/\/|\/\*|\*(?!\w)|#(?![[!]|include|define|if|pragma)|--|"""|'''|<!--)/;
-
-/**
- * A definition's signature line: a definition's first line may be the doc comment the chunker joined to it (C++'s
- * `// Specifies whether…` above `template <typename S>` and `struct is_string`), so the first line within a few
- * that names the definition and is not a comment, else its first line that is not a comment, else its first line.
- */
-function signatureLine(
-  lines: Map<number, string> | undefined,
-  start: number,
-  name: string,
-): { line: number; text: string } | undefined {
-  const first = lines?.get(start);
-  if (!lines || first === undefined) return undefined;
-  let code: { line: number; text: string } | undefined;
-  for (let n = start; n <= start + SIGNATURE_SCAN; n++) {
-    const text = lines.get(n);
-    if (text === undefined) break;
-    if (!text.trim() || COMMENT_LINE.test(text)) continue;
-    code ??= { line: n, text };
-    if (!name || namesWord(text, name)) return { line: n, text };
-  }
-  return code ?? { line: start, text: first };
-}
-
-/** Does `text` hold `name` as a whole word (no identifier character on either side)? */
-function namesWord(text: string, name: string): boolean {
-  const word = (c: string | undefined) => c !== undefined && /[\w$]/.test(c);
-  for (let at = text.indexOf(name); at >= 0; at = text.indexOf(name, at + 1))
-    if (!word(text[at - 1]) && !word(text[at + name.length])) return true;
-  return false;
-}
-
 /** The text of each entry's definition lines, from the index's chunks (by line number, per path). */
 async function definitionLines(
   store: Store,
@@ -508,11 +339,11 @@ async function definitionLines(
   for (const e of entries) {
     // the lines from each shown definition's first (and its enclosing scope's) to where its signature may be
     const wanted = new Set<number>();
-    const shown = e.defs.slice(0, defsPerFile);
+    const shown = shownDefs(e, defsPerFile);
     const containers = new Set(shown.map((d) => d.container).filter(Boolean));
     for (const d of e.defs)
       if (shown.includes(d) || containers.has(d.name))
-        for (let n = d.line; n <= d.line + SIGNATURE_SCAN; n++) wanted.add(n);
+        for (let n = d.line; n <= d.line + SIGNATURE_SCAN + SIGNATURE_SPAN; n++) wanted.add(n);
     const got = new Map<number, string>();
     for (const c of chunks.get(e.path) ?? []) {
       const text = c.text.split('\n');
