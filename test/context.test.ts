@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ask } from '../src/answer/ask.ts';
 import { routeQuestion } from '../src/answer/router.ts';
-import { assembleContext, mergeRanges, renderBlock } from '../src/context/assemble.ts';
+import { assembleContext, completeDefinitions, mergeRanges, renderBlock } from '../src/context/assemble.ts';
 import { buildRepoMap, questionMentions } from '../src/context/repomap.ts';
 import type { QuarryError } from '../src/errors.ts';
 import { openLlm } from '../src/llm/provider.ts';
 import { contextWindow, countTokens, outputBudget, safetyMargin } from '../src/llm/tokens.ts';
 import { indexProject, type LocalProject as Project } from '../src/project/local.ts';
+import type { SymbolHit } from '../src/store/types.ts';
 import { makeTree, openLexical, removeTree } from './helpers.ts';
 import { type LlmServer, startLlmServer } from './llm-server.ts';
 
@@ -385,6 +386,41 @@ describe('context where relevance falls off', () => {
     } finally {
       removeTree(root);
     }
+  });
+});
+
+describe('context around the code that answers', () => {
+  it('completes the functions the chosen ranges are part of, in rank order, with the room left', () => {
+    const lines = Array.from({ length: 300 }, (_, i) => `line ${i + 1}`);
+    const sym = (name: string, startLine: number, endLine: number, kind: SymbolHit['kind'] = 'function') =>
+      ({ name, kind, startLine, endLine, path: 'a.go', container: null, chunkId: null }) as SymbolHit;
+    const symbols = new Map([
+      [
+        'a.go',
+        [
+          sym('Router', 1, 290, 'struct'), // a type around everything: never sent whole for one range
+          sym('handleHTTPRequest', 10, 120), // the first window ranked; getValue's call is at its end
+          sym('huge', 130, 290), // 161 lines: within the rule, not within the room left after the first
+        ],
+      ],
+    ]);
+    const cost = (_p: string, rs: Array<[number, number]>) => rs.reduce((s, [a, b]) => s + (b - a + 1), 0);
+    const ranges = new Map<string, Array<[number, number]>>([
+      [
+        'a.go',
+        [
+          [10, 40],
+          [140, 150],
+        ],
+      ],
+    ]);
+    const fileLines = new Map([['a.go', lines]]);
+    const added = completeDefinitions(ranges, fileLines, symbols, 100, cost);
+    assert.deepEqual(ranges.get('a.go'), [
+      [10, 120],
+      [140, 150],
+    ]);
+    assert.equal(added, 80, 'the rest of handleHTTPRequest; huge does not fit in the 20 lines left');
   });
 });
 

@@ -11,6 +11,7 @@ import type {
 } from '../project/types.ts';
 import { analyzeQuery } from '../search/query.ts';
 import type { SearchResponse } from '../search/search.ts';
+import type { SymbolHit } from '../store/types.ts';
 import { detectLanguage } from '../workspace/languages.ts';
 import { buildRepoMap, questionMentions } from './repomap.ts';
 
@@ -233,7 +234,8 @@ export async function assembleContext(
   if (packing === 'files') await packFiles(project, search, taken, { soft, used: () => used, add }, skipped);
   else {
     const paths = [...new Set(search.results.map((r) => r.path))].filter((p) => !taken.has(p));
-    packChunks(project, await project.readLines(paths), search, taken, hard - used, blocks, skipped);
+    const [texts, symbols] = await Promise.all([project.readLines(paths), project.store.listSymbols(paths)]);
+    packChunks(project, texts, symbols, search, taken, hard - used, blocks, skipped);
   }
   return finish(project, question, options, { packing, total, reserve, soft, blocks, skipped, search });
 }
@@ -272,6 +274,7 @@ async function packFiles(
 function packChunks(
   project: Project,
   texts: Map<string, string[]>,
+  symbols: Map<string, SymbolHit[]>,
   search: SearchResponse,
   taken: Set<string>,
   room: number,
@@ -329,6 +332,7 @@ function packChunks(
     ranges.set(r.path, merged);
     used += delta;
   }
+  if (!full) used += completeDefinitions(ranges, fileLines, symbols, room - used, costOf);
   for (const [path, rs] of ranges) {
     const lines = fileLines.get(path)!;
     for (const [a, b] of rs) {
@@ -347,6 +351,49 @@ function packChunks(
       });
     }
   }
+}
+
+/** A definition longer than this is not sent whole for one of its chunks: its other parts answer other questions. */
+const COMPLETE_MAX_LINES = 200;
+const CODE_KINDS = new Set(['function', 'method', 'macro']);
+
+/**
+ * The context is built around the code that answers: once the chunks above the relevance cut are in, the room left
+ * completes the functions they are part of, in rank order (the rest of `handleHTTPRequest` whose first window ranked,
+ * rather than a twentieth file that shares a word). Each range grows to the innermost function or method around it
+ * (at most COMPLETE_MAX_LINES) when the whole fits; what the first pass chose is never dropped. Returns the tokens
+ * added.
+ */
+export function completeDefinitions(
+  ranges: Map<string, Array<[number, number]>>,
+  fileLines: Map<string, string[] | null>,
+  symbols: Map<string, SymbolHit[]>,
+  room: number,
+  costOf: (path: string, rs: Array<[number, number]>, lines: string[]) => number,
+): number {
+  let added = 0;
+  for (const [path, rs] of ranges) {
+    const lines = fileLines.get(path);
+    const defs = (symbols.get(path) ?? []).filter(
+      (s) => CODE_KINDS.has(s.kind) && s.endLine - s.startLine < COMPLETE_MAX_LINES,
+    );
+    if (!lines || !defs.length) continue;
+    for (const [a, b] of [...rs]) {
+      // the innermost function around the range's middle that reaches past the range
+      const mid = Math.floor((a + b) / 2);
+      const around = defs
+        .filter((s) => s.startLine <= mid && s.endLine >= mid && (s.startLine < a || s.endLine > b))
+        .sort((x, y) => x.endLine - x.startLine - (y.endLine - y.startLine))[0];
+      if (!around) continue;
+      const current = ranges.get(path)!;
+      const widened = mergeRanges([...current, [around.startLine, Math.min(around.endLine, lines.length)]]);
+      const delta = costOf(path, widened, lines) - costOf(path, current, lines);
+      if (added + delta > room) continue;
+      ranges.set(path, widened);
+      added += delta;
+    }
+  }
+  return added;
 }
 
 /** Fewest lines a cut chunk keeps: less than this tells the model nothing, and the next chunk may fit whole. */
