@@ -106,7 +106,12 @@ describe('secrets (regression: secrets inside ordinary files were indexed and se
     );
     for (const s of SECRETS) assert.ok(!ctx.user.includes(s), `${s.slice(0, 8)}… reached the prompt`);
     // the repository map's signature lines too (regression: `AWS_ACCESS_KEY_ID = "AKIA…"` reached the prompt there)
-    assert.ok(ctx.map?.text.includes('AWS_ACCESS_KEY_ID'), 'the map shows the definition');
+    assert.ok(
+      ctx.map?.text.includes("const GITHUB_TOKEN = '[REDACTED GitHub token]'"),
+      `the map shows the definition, redacted: ${ctx.map?.text}`,
+    );
+    for (const secret of SECRETS)
+      assert.ok(!ctx.map?.text.includes(secret), `${secret.slice(0, 8)}… in the map`);
     assert.match(ctx.user, /AWS_ACCESS_KEY_ID = "\[REDACTED AWS access key\]"/);
     assert.match(ctx.user, /const GITHUB_TOKEN = '\[REDACTED GitHub token\]'/);
     assert.match(ctx.user, /"PASSWORD": "\[REDACTED secret\]"/);
