@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { openEmbedder } from '../src/embed/open.ts';
 import { embedPending } from '../src/indexing/embedding.ts';
 import { indexProject, indexStatus, openProject } from '../src/project/local.ts';
+import { loadFolderMemos } from '../src/workspace/walk-cache.ts';
 import {
   git,
   indexLexically,
@@ -271,5 +272,69 @@ describe('freshness an agent can see', () => {
     const def = runCli(['def', '_merge_queryparams', '--json'], { cwd: root, env: { QUARRY_EMBED: 'none' } });
     assert.equal(def.code, 0, def.stderr);
     assert.match(def.stdout, /pkg\/query\.py/);
+  });
+
+  it('a grep reads its candidates as written, and shows no secret of them nor confirms one', () => {
+    const key = 'AKIAZ7QX4RTPL2MNB8VW';
+    const root = makeTree({
+      'app/settings.py': `# billing\nAWS_ACCESS_KEY_ID = "${key}"\nREGION = "eu-west-1"\n`,
+      'app/other.py': 'def unrelated():\n    return "AWS_ACCESS_KEY_ID"\n',
+    });
+    trees.push(root);
+    const env = { QUARRY_EMBED: 'none' };
+    assert.equal(runCli(['index', '--quiet'], { cwd: root, env }).code, 0);
+    // the file is unchanged since the index: read from disk as written, redacted before a line of it is shown
+    const shown = runCli(['grep', '-C', '1', 'AWS_ACCESS_KEY_ID = "'], { cwd: root, env });
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, /AWS_ACCESS_KEY_ID = "\[REDACTED/);
+    assert.ok(!shown.stdout.includes(key));
+    // a pattern that only the value matches finds nothing, whatever reaches into it
+    for (const pattern of ['AKIAZ7QX', 'KEY_ID = "AKIA', 'KEY_ID = "[A-Z0-9]{20}"']) {
+      const r = runCli(['grep', pattern], { cwd: root, env });
+      assert.equal(r.code, 1, `${pattern}: ${r.stdout}`);
+      assert.ok(!r.stdout.includes(key));
+    }
+  });
+
+  it("a one-shot command's catch-up keeps the folders it read, and sees an edit in a folder whose times did not change, a nested new file and an ignore rule", async () => {
+    const root = makeTree({
+      '.gitignore': 'out/\n',
+      'src/app/deep/core.py': 'def alpha_handler():\n    return 1\n',
+      'src/app/other.py': 'def other():\n    return 2\n',
+      'docs/notes.py': 'def gamma_notes():\n    return 3\n',
+    });
+    trees.push(root);
+    git(root, 'init', '-q');
+    git(root, 'add', '-A');
+    git(root, 'commit', '-qm', 'one');
+    // folders changed in the 2 s before a walk are not remembered: let the new tree settle
+    await new Promise((done) => setTimeout(done, 2_200));
+    await indexLexically(root);
+    const memo = join(root, '.quarry', 'walk.json');
+    const env = { QUARRY_EMBED: 'none' };
+    const defined = (name: string) => {
+      const r = runCli(['def', name, '--json'], { cwd: root, env });
+      assert.ok(r.code === 0 || r.code === 1, r.stderr);
+      return r.stdout;
+    };
+    // rewritten in place, the same size: src/app/deep's times do not change
+    const before = statSync(join(root, 'src/app/deep')).mtimeMs;
+    writeFileSync(join(root, 'src/app/deep/core.py'), 'def omega_handler():\n    return 1\n');
+    assert.equal(statSync(join(root, 'src/app/deep')).mtimeMs, before);
+    assert.match(defined('omega_handler'), /src\/app\/deep\/core\.py/);
+    assert.doesNotMatch(defined('alpha_handler'), /core\.py/);
+    // a new folder two levels down, then a rule that leaves docs/ out
+    mkdirSync(join(root, 'src/app/deep/more/still'), { recursive: true });
+    writeFileSync(join(root, 'src/app/deep/more/still/added.py'), 'def beta_added():\n    return 4\n');
+    writeFileSync(join(root, '.gitignore'), 'out/\ndocs/\n');
+    assert.match(defined('beta_added'), /added\.py/);
+    assert.doesNotMatch(defined('gamma_notes'), /notes\.py/);
+    // the catch-up kept what it read: the new folders, once settled, are taken as they are by the next one
+    await new Promise((done) => setTimeout(done, 2_200));
+    writeFileSync(join(root, 'src/app/other.py'), 'def other():\n    return 22\n');
+    assert.match(defined('other'), /other\.py/);
+    const kept = loadFolderMemos(memo);
+    assert.ok(kept.last.has('src/app/deep/more/still'), [...kept.last.keys()].join(' '));
+    assert.ok(kept.lastChecked !== undefined, 'with the time it saw every file');
   });
 });

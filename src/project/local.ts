@@ -40,14 +40,14 @@ import type {
 
 export type { IndexStatus, LocalProject, Project } from './types.ts';
 
-import { type DeltaOptions, treeDelta } from '../workspace/delta.ts';
+import { type DeltaOptions, gitRecords, treeDelta } from '../workspace/delta.ts';
 import { languageIds } from '../workspace/languages.ts';
 import { findProjectRoot, gitHead, indexPaths, isDirectory } from '../workspace/root.ts';
 import type { WalkEntry } from '../workspace/walk.ts';
 import { folderMemoFile } from '../workspace/walk-cache.ts';
 
-/** A walk of the working tree with the folders the last index run remembered. */
-function memoOf(root: string, config: QuarryConfig): DeltaOptions {
+/** A walk of the working tree with the folders the last walk remembered. */
+function memoOf(root: string, config: QuarryConfig): Pick<DeltaOptions, 'memoFile'> {
   const memoFile = folderMemoFile(root, config);
   return memoFile ? { memoFile } : {};
 }
@@ -283,17 +283,19 @@ export function indexedPath(raw: string): string {
 /**
  * Files' lines: the text the store keeps, else the file on disk, redacted whole as the index holds it (with its path:
  * code or config) before any slice of it is taken, so a rule that needs the lines around a value (a key block,
- * `name:` / `value:`) holds for every slice.
+ * `name:` / `value:`) holds for every slice. `raw`: a file on disk as written, for a reader that redacts whole every
+ * file it shows (grep: most files it reads match nothing, and are shown nowhere).
  */
 async function readProjectLines(
   store: Store,
   config: QuarryConfig,
   diskRoot: string | null,
   paths: string[],
+  { raw = false }: { raw?: boolean } = {},
 ): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
   const stored = store.content ? await store.content.read(paths) : new Map<string, string>();
-  const redact = redactionOf(config) !== 'off';
+  const redact = !raw && redactionOf(config) !== 'off';
   for (const p of paths) {
     let text = stored.get(p) ?? (diskRoot ? readInside(diskRoot, p) : undefined);
     if (typeof text !== 'string') continue;
@@ -490,9 +492,16 @@ async function catchUpNow(project: LocalProject): Promise<{ note?: string } | un
   // the last full walk's count says it without listing 100,000 files (an index from before it was kept: listed)
   const treeFiles = Number((await store.getMeta('tree_files')) ?? 0);
   if (treeFiles > most) return unwalked(treeFiles);
+  const memo = memoOf(root, config);
+  // in a git checkout, git says which tracked files changed while the index's files are listed
+  const git = gitRecords(root, treeFiles, memo.memoFile);
   const files = await store.listFiles();
   if (files.length > most) return unwalked(files.length);
-  const { changed, gone } = treeDelta(root, config, files, memoOf(root, config));
+  const recorded = await (git ?? gitRecords(root, files.length, memo.memoFile));
+  const { changed, gone } = treeDelta(root, config, files, {
+    ...memo,
+    ...(recorded ? { git: recorded } : {}),
+  });
   const paths = [...changed.keys(), ...gone];
   if (!paths.length) return undefined;
   const pending = `${paths.length} file${paths.length === 1 ? '' : 's'} changed since the last index`;
@@ -593,17 +602,22 @@ async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepRes
   // a watcher with nothing pending has the index equal to the tree: no walk needed (unless --no-ignore asks for
   // files the index never holds)
   const walked = Boolean(root && (q.noIgnore || !(await watchedAndQuiet(project))));
-  // a grep under --path walks down to those paths alone
+  // a grep under --path walks down to those paths alone; a grep of the whole tree takes git's word where it can
   const under = prefixes?.length ? { under: prefixes } : {};
+  const memo = q.noIgnore || !root ? {} : memoOf(root, project.config);
+  const recorded =
+    walked && root && !prefixes?.length ? await gitRecords(root, files.length, memo.memoFile) : undefined;
   const delta =
     walked && root
       ? treeDelta(root, project.config, files, {
-          ...(q.noIgnore ? { noIgnore: true } : memoOf(root, project.config)),
+          ...(q.noIgnore ? { noIgnore: true } : memo),
           ...under,
+          ...(recorded ? { git: recorded } : {}),
         })
       : { changed: new Map<string, WalkEntry>(), gone: new Set<string>() };
   const { changed, gone } = delta;
   const stale = (p: string) => changed.has(p) || gone.has(p);
+  const redacts = redactionOf(project.config) !== 'off';
   // what a file's bytes are now: text is searched, the others are said (binary, minified, a secret inside); each
   // file is read once, its text kept for the search that follows
   type Verdict = 'text' | 'binary' | 'minified' | 'secret';
@@ -647,7 +661,15 @@ async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepRes
       },
       readLines: async (paths) => {
         const disk = paths.filter((p) => changed.has(p));
-        const out = await project.readLines(paths.filter((p) => !changed.has(p)));
+        // as written: grep redacts each file whole before it shows a line of it (its `redact`, set below), so the
+        // files that match nothing (most of what it reads) are not redacted for nothing
+        const out = await readProjectLines(
+          store,
+          project.config,
+          root ?? null,
+          paths.filter((p) => !changed.has(p)),
+          { raw: redacts },
+        );
         for (const p of disk) {
           // a changed text file was read for its verdict; a minified or binary one is read now
           const text = readNow(p)?.text ?? readInside(root!, p);
@@ -660,7 +682,7 @@ async function grepProject(project: LocalProject, q: GrepQuery): Promise<GrepRes
     },
     q,
     languageIds(),
-    { redact: redactionOf(project.config) !== 'off' },
+    { redact: redacts },
   );
   // the files under the filter's paths are listed already
   if (!(res.paths ?? res.counts ?? res.matches).length && q.filter)
@@ -765,9 +787,15 @@ async function rememberedSecrets(
 /** The index's state and what is pending on disk (a walk that stats every file). */
 export async function projectStatus(project: LocalProject): Promise<StatusReport> {
   const { store, root, config } = project;
+  const memo = memoOf(root, config);
+  const git = gitRecords(root, Number((await store.getMeta('tree_files')) ?? 0), memo.memoFile);
   const files = await store.listFiles();
   const known = new Set(files.map((f) => f.path));
-  const { changed, gone } = treeDelta(root, config, files, memoOf(root, config));
+  const recorded = await (git ?? gitRecords(root, files.length, memo.memoFile));
+  const { changed, gone } = treeDelta(root, config, files, {
+    ...memo,
+    ...(recorded ? { git: recorded } : {}),
+  });
   let added = 0;
   for (const p of changed.keys()) if (!known.has(p)) added++;
   const pending = { added, modified: changed.size - added, deleted: gone.size };

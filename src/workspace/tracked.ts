@@ -22,6 +22,10 @@ export function gitTracked(root: string, dirRel: string): Tracked {
   const seen = trackedCache.get(key);
   if (seen && performance.now() - seen.at < TRACKED_TTL_MS)
     return seen.files ? { files: seen.files } : { none: true };
+  // the whole tree's list, when it is known, answers for a folder of it (as `git ls-files -- dir` would)
+  const whole = dirRel ? trackedCache.get(`${root}\u0000`) : undefined;
+  if (whole?.files && performance.now() - whole.at < TRACKED_TTL_MS)
+    return { files: whole.files.filter((f) => f === dirRel || f.startsWith(`${dirRel}/`)) };
   if (!existsSync(join(root, '.git'))) {
     trackedCache.set(key, { at: performance.now(), files: undefined });
     return { none: true };
@@ -32,6 +36,14 @@ export function gitTracked(root: string, dirRel: string): Tracked {
   const files = read.ok.split('\0').filter(Boolean);
   trackedCache.set(key, { at: performance.now(), files });
   return { files };
+}
+
+/**
+ * What git tracks in the whole tree, read from its index by a caller that read it anyway (`git-index.ts`): taken as
+ * `git ls-files`' answer for TRACKED_TTL_MS, so that a walk's build folders need no git process of their own.
+ */
+export function knownTracked(root: string, files: string[]): void {
+  trackedCache.set(`${root}\u0000`, { at: performance.now(), files });
 }
 
 const FILE = 'tracked.json';

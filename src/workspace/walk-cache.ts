@@ -13,16 +13,19 @@ import type { Decision, FolderMemo, FolderMemos } from './walk.ts';
  *
  * A folder's entries are kept as one string, decoded only when the folder is used: entries joined by `/` (which no
  * name holds), each a kind and the name: `f` a file, `d<matchers>:` a folder, `s<reason>` a skip (`l` a link, `p`
- * special, `x` a secret), `i<0|1><source>:` an ignore (a folder or not, and the rule's source by number).
+ * special, `x` a secret), `i<0|1><source>:` an ignore (a folder or not, and the rule's source by number). A folder's
+ * stamp is its device, inode, mtime and ctime as numbers. With the folders: the time before which the walk that
+ * wrote the file saw every file's stat (`checked`), and the files their stat left out (`statSkips`), for git's
+ * records (`delta.ts`).
  */
-const FORMAT = 3;
+const FORMAT = 4;
 
 /** Where a project's walks keep their folders, or undefined when the config turns it off (`walk_cache`). */
 export function folderMemoFile(root: string, config: QuarryConfig): string | undefined {
   return config.walkCache ? join(indexPaths(root).dir, 'walk.json') : undefined;
 }
 
-type Row = [path: string, stamp: string, rules: string, ignoreFiles: string[], entries: string];
+type Row = [path: string, stamp: readonly number[], rules: string, ignoreFiles: string[], entries: string];
 
 const REASONS = { symlink: 'l', special: 'p', secret: 'x' } as const;
 const REASON_OF: Record<string, 'symlink' | 'special' | 'secret'> = {
@@ -60,40 +63,71 @@ function decode(text: string, sources: readonly string[]): Decision[] {
   });
 }
 
+/** A folder as the file keeps it: its entries decoded when a walk takes them (most folders' never are). */
+class Remembered implements FolderMemo {
+  #entries: Decision[] | undefined;
+  constructor(
+    readonly stamp: readonly number[],
+    readonly rules: string,
+    readonly ignoreFiles: string[],
+    private readonly text: string,
+    private readonly sources: readonly string[],
+  ) {}
+  get entries(): Decision[] {
+    this.#entries ??= decode(this.text, this.sources);
+    return this.#entries;
+  }
+}
+
 /** The folders a walk may take as they were: empty when there is no file or it cannot be read. */
 export function loadFolderMemos(file: string | undefined): FolderMemos {
   const last = new Map<string, FolderMemo>();
+  let checked: number | undefined;
+  let statSkips: Set<string> | undefined;
   if (file) {
     try {
       const data = JSON.parse(readFileSync(file, 'utf8')) as {
         format?: number;
+        checked?: unknown;
+        statSkips?: unknown;
         sources?: string[];
         folders?: Row[];
       };
       const sources = data.sources ?? [];
+      if (
+        data.format === FORMAT &&
+        typeof data.checked === 'number' &&
+        Array.isArray(data.statSkips) &&
+        data.statSkips.every((p) => typeof p === 'string')
+      ) {
+        checked = data.checked;
+        statSkips = new Set(data.statSkips as string[]);
+      }
       if (data.format === FORMAT && Array.isArray(data.folders))
-        for (const [path, stamp, rules, ignoreFiles, text] of data.folders) {
-          let entries: Decision[] | undefined;
-          last.set(path, {
-            stamp,
-            rules,
-            ignoreFiles,
-            get entries() {
-              entries ??= decode(text, sources);
-              return entries;
-            },
-          });
-        }
+        for (const [path, stamp, rules, ignoreFiles, text] of data.folders)
+          last.set(path, new Remembered(stamp, rules, ignoreFiles, text, sources));
     } catch {
       last.clear(); // no file yet, or not ours to trust: every folder is read
+      checked = undefined;
     }
   }
-  return { last, next: new Map(), reused: 0, read: 0 };
+  return {
+    last,
+    next: new Map(),
+    reused: 0,
+    read: 0,
+    ...(checked !== undefined && statSkips ? { lastChecked: checked, lastStatSkips: statSkips } : {}),
+  };
 }
+
+/** How old the kept check time may grow before a walk that found nothing new writes the file again (for it). */
+const CHECKED_REFRESH_MS = 3_600_000;
 
 /** Keeps what a walk found for the next one (written whole, then renamed over the last); best effort. */
 export function saveFolderMemos(file: string, memos: FolderMemos): void {
-  if (!memos.fresh && memos.next.size === memos.last.size) return; // nothing new: every folder kept was known
+  // nothing new (every folder kept was known), and the time every file was seen at not much later than the kept one
+  const stale = memos.checked !== undefined && (memos.lastChecked ?? 0) < memos.checked - CHECKED_REFRESH_MS;
+  if (!memos.fresh && memos.next.size === memos.last.size && !stale) return;
   const sources = new Map<string, number>();
   const folders: Row[] = [];
   for (const [path, m] of memos.next)
@@ -101,7 +135,17 @@ export function saveFolderMemos(file: string, memos: FolderMemos): void {
   // a name of its own: two index runs of one tree (the local index and a team's overlay) may save at once
   const tmp = `${file}.${process.pid}.tmp`;
   try {
-    writeFileSync(tmp, JSON.stringify({ format: FORMAT, sources: [...sources.keys()], folders }));
+    writeFileSync(
+      tmp,
+      JSON.stringify({
+        format: FORMAT,
+        ...(memos.checked !== undefined && memos.statSkips
+          ? { checked: memos.checked, statSkips: memos.statSkips }
+          : {}),
+        sources: [...sources.keys()],
+        folders,
+      }),
+    );
     renameSync(tmp, file);
   } catch {
     rmSync(tmp, { force: true }); // a read-only index folder: the next walk reads every folder, as this one did

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type Dirent, existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { type Dirent, existsSync, lstatSync, readdirSync, readFileSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import type { QuarryConfig } from '../config/config.ts';
@@ -256,6 +256,13 @@ function ignoreFile(dirRel: string, name: string, text: string): Matcher {
   return { base: dirRel, ig: ignore().add(text), source: dirRel ? `${dirRel}/${name}` : name };
 }
 
+/** Stats known without a stat (`WalkOptions.recorded`): each path's slot, and by slot its size and mtime. */
+export interface KnownStats {
+  readonly at: ReadonlyMap<string, number>;
+  readonly size: ArrayLike<number>;
+  readonly mtimeMs: ArrayLike<number>;
+}
+
 export interface WalkOptions {
   /** Called for every skipped path as the walk meets it. */
   onSkip?: (skip: WalkSkip) => void;
@@ -278,6 +285,13 @@ export interface WalkOptions {
    */
   under?: readonly string[];
   /**
+   * Files whose stat is known to be current without stat-ing them (repository-relative path → size and mtime): git's
+   * record of a tracked file that `git diff-files` does not name (`git-index.ts`). A file among them is taken as
+   * recorded; the others are stat-ed. A record does not say how many links the file has: the caller gives only files
+   * whose status has not changed since a walk saw them kept (`delta.ts`), as a link made since would change it.
+   */
+  recorded?: KnownStats;
+  /**
    * Told when a decision could not ask git (what git tracks in a build folder): the last verdict stands, and this
    * says so. Without it, the notice goes to stderr once per folder until git answers again.
    */
@@ -297,7 +311,8 @@ export type Decision =
 
 /** One folder as a walk found it: its stat, the rules in force in it, its ignore files, and its entries decided. */
 export interface FolderMemo {
-  stamp: string;
+  /** The folder's device, inode, mtime and ctime (ms with their fraction) when its entries were read. */
+  stamp: readonly number[];
   rules: string;
   ignoreFiles: string[];
   entries: Decision[];
@@ -315,6 +330,17 @@ export interface FolderMemos {
   fresh?: number;
   /** Folders changed at or after this time (ms) are not remembered; default: the walk's start less RACY_MS. */
   settledBefore?: number;
+  /**
+   * What the last walk that kept these folders knew of every file: a time before which it saw each file's stat (it
+   * stat-ed the file, or took a record git confirmed of a file unchanged since the walk before it), and the files
+   * that their stat left out (a hard link, too large, unreadable). A file kept then whose status (ctime) last changed
+   * before that time has the links it had then. Read with `last`; `checked` and `statSkips` are this walk's, kept
+   * with `next` (a walk of some paths sees some files, and sets neither).
+   */
+  lastChecked?: number;
+  lastStatSkips?: ReadonlySet<string>;
+  checked?: number;
+  statSkips?: string[];
 }
 
 const IGNORE_FILES = ['.gitignore', '.quarryignore'];
@@ -328,19 +354,41 @@ const WALK_RULES_VERSION = 2;
  */
 const RACY_MS = 2_000;
 
-/** A folder's identity and last change: its device and inode, and the times any change of its entries sets. */
-function folderStamp(dirAbs: string): { stamp: string; changedMs: number } | undefined {
+/**
+ * A folder's identity and last change: its device and inode, and the times any change of its entries sets. Times in
+ * milliseconds with their fraction (a double keeps a quarter of a microsecond at today's dates), not BigInt
+ * nanoseconds: a stat with BigInts costs about twice as much, and a change after a folder was remembered comes at
+ * least RACY_MS later.
+ */
+function folderStamp(dirAbs: string): { stamp: number[]; changedMs: number } | undefined {
   try {
-    const st = lstatSync(dirAbs, { bigint: true });
-    if (!st.isDirectory()) return undefined;
-    const changed = st.mtimeNs > st.ctimeNs ? st.mtimeNs : st.ctimeNs;
+    const st = lstatSync(dirAbs, { throwIfNoEntry: false });
+    if (!st?.isDirectory()) return undefined;
     return {
-      stamp: `${st.dev}:${st.ino}:${st.mtimeNs}:${st.ctimeNs}`,
-      changedMs: Number(changed / 1_000_000n),
+      stamp: [st.dev, st.ino, st.mtimeMs, st.ctimeMs],
+      changedMs: st.mtimeMs > st.ctimeMs ? st.mtimeMs : st.ctimeMs,
     };
   } catch {
     return undefined;
   }
+}
+
+/** Whether remembered rules (`<fingerprint>|<overridden>`, from a file: anything) are these, without joining them. */
+function sameRules(known: unknown, rules: string, overriddenAt: string): boolean {
+  return (
+    typeof known === 'string' &&
+    known.length === rules.length + 1 + overriddenAt.length &&
+    known.startsWith(rules) &&
+    known.charCodeAt(rules.length) === 124 && // '|'
+    known.endsWith(overriddenAt)
+  );
+}
+
+/** Whether a remembered stamp (read from a file: anything) is this one. */
+function sameStamp(known: unknown, now: readonly number[]): boolean {
+  if (!Array.isArray(known) || known.length !== now.length) return false;
+  for (let i = 0; i < now.length; i++) if (known[i] !== now[i]) return false;
+  return true;
 }
 
 const SKIPS = new Set(['symlink', 'special', 'secret']);
@@ -397,11 +445,20 @@ function baseFingerprint(
   config: QuarryConfig,
   exclude: string | undefined,
   noIgnore: boolean | undefined,
+  inGit: boolean,
 ): string {
   const rules = noIgnore ? 'none' : [config.ignore, exclude ?? null];
   return createHash('sha1')
     .update(
-      JSON.stringify([WALK_RULES_VERSION, rulesText(), [...BUILD_FOLDERS], rules, config.includeSecrets]),
+      JSON.stringify([
+        WALK_RULES_VERSION,
+        rulesText(),
+        [...BUILD_FOLDERS],
+        rules,
+        config.includeSecrets,
+        // outside a git checkout no build folder is walked: a `git init` decides them again
+        inGit,
+      ]),
     )
     .digest('hex');
 }
@@ -427,7 +484,7 @@ function withOwnRules(
 
 /**
  * A folder's entries, decided: what is ignored, skipped, walked into, or a file to stat. `volatile` when a decision
- * depends on more than the folder and its rules (what git tracks in a build folder).
+ * depends on more than the folder and its rules (what git tracks in a build folder of a git checkout, `inGit`).
  */
 function decide(
   root: string,
@@ -436,6 +493,7 @@ function decide(
   entries: readonly Dirent[],
   matchers: Matcher[],
   overridden: ReadonlySet<Matcher>,
+  inGit: boolean,
   onNotice?: (message: string) => void,
 ): { decisions: Decision[]; volatile: boolean } {
   const out: Decision[] = [];
@@ -447,7 +505,7 @@ function decide(
     if (entry.isDirectory() && !symlink) {
       const by = ignoredBy(matchers, rel, true, overridden);
       // whether a build folder is walked depends on what git tracks, which no folder's stamp shows
-      if (by?.source === DEFAULTS_SOURCE && BUILD_FOLDERS.has(name)) volatile = true;
+      if (inGit && by?.source === DEFAULTS_SOURCE && BUILD_FOLDERS.has(name)) volatile = true;
       const lifted = liftedBuildFolder(root, by, rel, onNotice);
       if (by && !lifted) {
         out.push([name, 'i', true, by.source]);
@@ -471,6 +529,11 @@ function decide(
   return { decisions: out, volatile };
 }
 
+/** The matchers (by index) whose say inside a folder is overridden; none in nearly every folder. */
+function overriddenOf(matchers: readonly Matcher[], at: readonly number[]): ReadonlySet<Matcher> {
+  return at.length ? new Set(at.map((i) => matchers[i]!)) : NONE;
+}
+
 /** A file the walk keeps, by its own stat, or the reason it skips it (undefined: gone, or no regular file now). */
 function statFile(
   config: QuarryConfig,
@@ -478,15 +541,17 @@ function statFile(
   abs: string,
   name: string,
 ): WalkEntry | WalkSkip | undefined {
-  let st: ReturnType<typeof lstatSync>;
+  let st: Stats | undefined;
   try {
-    st = lstatSync(abs);
+    // no exception for a file gone since the listing (a thrown error costs more than the stat)
+    st = lstatSync(abs, { throwIfNoEntry: false });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    // a name that is not UTF-8 comes back with U+FFFD in it, and no file has that name: say so, do not drop it
-    if (code === 'ENOENT' && name.includes('\uFFFD')) return { path: rel, reason: 'bad-name' };
     if (code !== 'ENOENT') return { path: rel, reason: 'unreadable', detail: code ?? String(err) };
-    return undefined;
+  }
+  if (!st) {
+    // a name that is not UTF-8 comes back with U+FFFD in it, and no file has that name: say so, do not drop it
+    return name.includes('\uFFFD') ? { path: rel, reason: 'bad-name' } : undefined;
   }
   if (!st.isFile()) return undefined;
   // git never makes hard links in a checkout; one may be another name of a file outside the root (/etc/passwd)
@@ -502,11 +567,16 @@ function statFile(
 export function walk(root: string, config: QuarryConfig, options: WalkOptions = {}): WalkResult {
   const files: WalkEntry[] = [];
   const skipped: WalkSkip[] = [];
-  const { onSkip, onIgnore, memo } = options;
+  const { onSkip, onIgnore, memo, recorded } = options;
   const inScope = underAny(options.under);
   // a folder above one of the paths: walked for the way down (and its ignore rules), its own files left out
   const leadsTo = (dirRel: string) => Boolean(options.under?.some((p) => p.startsWith(`${dirRel}/`)));
   const started = Date.now();
+  const rootDir = root.endsWith('/') ? root : `${root}/`;
+  // what git tracks decides a build folder's fate only in a git checkout (`gitTracked`)
+  const inGit = existsSync(join(root, '.git'));
+  // the files a stat left out, when this walk sees every file (kept with the folders)
+  const statSkips: string[] | undefined = memo && !options.under ? [] : undefined;
   // git's exclude file read once: the matchers and the fingerprint they are remembered under come from one text
   const exclude = options.noIgnore ? undefined : readPatterns(join(root, '.git', 'info', 'exclude'));
   const base: Matcher[] = options.noIgnore
@@ -529,16 +599,25 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
     for (const d of decisions) {
       const rel = dirRel ? `${dirRel}/${d[0]}` : d[0];
       if (inScope && !inScope(rel)) {
-        if (d[1] === 'd' && leadsTo(rel)) visit(rel, matchers, new Set(d[2].map((i) => matchers[i]!)), rules);
+        if (d[1] === 'd' && leadsTo(rel)) visit(rel, matchers, overriddenOf(matchers, d[2]), rules);
         continue;
       }
       if (d[1] === 'i') onIgnore?.({ path: rel, dir: d[2], rule: d[3] });
       else if (d[1] === 's') skip({ path: rel, reason: d[2] });
-      else if (d[1] === 'd') visit(rel, matchers, new Set(d[2].map((i) => matchers[i]!)), rules);
+      else if (d[1] === 'd') visit(rel, matchers, overriddenOf(matchers, d[2]), rules);
       else {
-        const found = statFile(config, rel, inDir + d[0], d[0]);
-        if (found && 'reason' in found) skip(found);
-        else if (found) files.push(found);
+        const k = recorded?.at.get(rel);
+        const size = k === undefined ? 0 : recorded!.size[k]!;
+        const found: WalkEntry | WalkSkip | undefined =
+          k === undefined
+            ? statFile(config, rel, inDir + d[0], d[0])
+            : size > config.maxFileBytes
+              ? { path: rel, reason: 'too-large', detail: `${size} bytes` }
+              : { path: rel, size, mtimeMs: recorded!.mtimeMs[k]! };
+        if (found && 'reason' in found) {
+          skip(found);
+          statSkips?.push(rel);
+        } else if (found) files.push(found);
       }
     }
   };
@@ -549,17 +628,18 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
     overridden: ReadonlySet<Matcher>,
     rules: string,
   ): void => {
-    const dirAbs = dirRel ? join(root, dirRel) : root;
-    // a name from readdir holds no separator: its path is the folder's and the name (path.join was 4% of a no-op)
-    const inDir = dirAbs.endsWith('/') ? dirAbs : `${dirAbs}/`;
+    // a name from readdir holds no separator: a path is the folder's and the name (path.join was 4% of a no-op)
+    const dirAbs = dirRel ? rootDir + dirRel : root;
+    const inDir = dirRel ? `${dirAbs}/` : rootDir;
     // the stamp before the listing: a change while it is read leaves the stamp remembered out of date
     const stamp = memo ? folderStamp(dirAbs) : undefined;
-    const overriddenAt = memo ? [...overridden].map((m) => inherited.indexOf(m)).join(',') : '';
+    const overriddenAt =
+      memo && overridden.size ? [...overridden].map((m) => inherited.indexOf(m)).join(',') : '';
     const known = stamp ? memo?.last.get(dirRel) : undefined;
-    if (known && known.stamp === stamp?.stamp && rememberedIgnoreFiles(known.ignoreFiles)) {
+    if (known && stamp && sameStamp(known.stamp, stamp.stamp) && rememberedIgnoreFiles(known.ignoreFiles)) {
       const own = withOwnRules(dirRel, dirAbs, known.ignoreFiles, inherited, rules);
       const decisions =
-        known.rules === `${own.rules}|${overriddenAt}` && rememberedDecisions(known, own.matchers.length);
+        sameRules(known.rules, own.rules, overriddenAt) && rememberedDecisions(known, own.matchers.length);
       if (decisions) {
         memo!.reused++;
         memo!.next.set(dirRel, known);
@@ -586,6 +666,7 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
       entries,
       own.matchers,
       overridden,
+      inGit,
       options.onNotice,
     );
     if (memo) {
@@ -603,7 +684,12 @@ export function walk(root: string, config: QuarryConfig, options: WalkOptions = 
     apply(dirRel, inDir, decisions, own.matchers, own.rules);
   };
   // without memos no fingerprint is kept ('')
-  visit('', base, NONE, memo ? baseFingerprint(config, exclude, options.noIgnore) : '');
+  visit('', base, NONE, memo ? baseFingerprint(config, exclude, options.noIgnore, inGit) : '');
+  // every file of the tree seen (a walk of some paths sees some)
+  if (memo && statSkips) {
+    memo.checked = memo.settledBefore ?? started - RACY_MS;
+    memo.statSkips = statSkips;
+  }
   return { files, skipped };
 }
 
