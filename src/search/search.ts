@@ -1118,9 +1118,10 @@ export async function search(
   const relevance = reranked.size
     ? new Map(ordered.map((c, i) => [c, 1 - i / ordered.length]))
     : new Map(ordered.map((c) => [c, c.final / (ordered[0]?.final || 1)]));
-  // a name asked for, not pasted code that calls it (`c.req.param(`: its verbatim holders come first)
-  const pasted = queryShape(q, false).code;
-  if (!pasted) leadWithDefinitions(ordered, relevance, gathered.definitionChunks);
+  // a name asked for, not pasted code that calls it (`c.req.param(`: its verbatim holders come first); a reranker
+  // the user configured has the last word, as over the stages below
+  const byName = !queryShape(q, false).code && !reranked.size;
+  if (byName) leadWithDefinitions(ordered, relevance, gathered.definitionChunks);
   if (config.search.graphHop > 0 && !reranked.size)
     files = await hopToCallees(store, files, config.search.graphHop);
   const { gitRecency, gitCochange } = config.search;
@@ -1128,7 +1129,7 @@ export async function search(
     const history = await options.history();
     if (history) files = applyHistory(files, history, gitRecency, gitCochange);
   }
-  if (!pasted) files = definitionsFirst(files, gathered.definitions);
+  if (byName) files = definitionsFirst(files, gathered.definitions);
   // one ranking: the chunks follow the files' order, each file led by its best chunk, so that `--files`, the chunk
   // list and the context agree on what comes first
   const led = await followFiles(store, ordered, files, relevance, q.terms, topK);
