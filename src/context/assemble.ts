@@ -378,20 +378,24 @@ export function completeDefinitions(
       (s) => CODE_KINDS.has(s.kind) && s.endLine - s.startLine < COMPLETE_MAX_LINES,
     );
     if (!lines || !defs.length) continue;
-    for (const [a, b] of [...rs]) {
+    // the file's ranges as sent so far, and what they cost: each widening tokenizes the file's ranges once
+    let current = rs;
+    let cost = costOf(path, current, lines);
+    for (const [a, b] of rs) {
       // the innermost function around the range's middle that reaches past the range
       const mid = Math.floor((a + b) / 2);
       const around = defs
         .filter((s) => s.startLine <= mid && s.endLine >= mid && (s.startLine < a || s.endLine > b))
         .sort((x, y) => x.endLine - x.startLine - (y.endLine - y.startLine))[0];
       if (!around) continue;
-      const current = ranges.get(path)!;
       const widened = mergeRanges([...current, [around.startLine, Math.min(around.endLine, lines.length)]]);
-      const delta = costOf(path, widened, lines) - costOf(path, current, lines);
-      if (added + delta > room) continue;
-      ranges.set(path, widened);
-      added += delta;
+      const widenedCost = costOf(path, widened, lines);
+      if (added + widenedCost - cost > room) continue;
+      added += widenedCost - cost;
+      current = widened;
+      cost = widenedCost;
     }
+    ranges.set(path, current);
   }
   return added;
 }
