@@ -28,6 +28,7 @@ describe('learned ranker', () => {
     const model = shippedRanker();
     assert.equal(model.features.join(','), FEATURE_NAMES.join(','));
     assert.ok(model.trees.length > 50);
+    // the model's own vectors are in its training order, which FEATURE_NAMES begins with
     assert.equal(CHECK.vectors.length, CHECK.scores.length);
     for (const [i, x] of CHECK.vectors.entries())
       assert.ok(Math.abs(scoreRanker(model, x) - CHECK.scores[i]!) < 1e-9, `vector ${i}`);
@@ -42,10 +43,20 @@ describe('learned ranker', () => {
       assert.ok(loadRanker(copy, SHIPPED_RANKER_SHA256));
       writeFileSync(copy, `${readFileSync(shipped, 'utf8')} `);
       assert.throws(() => loadRanker(copy, SHIPPED_RANKER_SHA256), /not the one quarry shipped: reinstall/);
+      // a model reads its features by name: one trained on a name quarry does not compute is refused
       const other = JSON.parse(readFileSync(shipped, 'utf8'));
-      other.features = [...other.features].reverse();
+      other.features = [...other.features.slice(0, -1), 'no_such_feature'];
       writeFileSync(copy, JSON.stringify(other));
       assert.throws(() => loadRanker(copy), /trained on other features/);
+      // … and one whose names come in another order scores as the shipped one does
+      const permuted = JSON.parse(readFileSync(shipped, 'utf8'));
+      const order = permuted.features.map((_: string, i: number) => i).reverse();
+      permuted.features = order.map((i: number) => permuted.features[i]);
+      for (const t of permuted.trees) t.feature = t.feature.map((f: number) => order.indexOf(f));
+      writeFileSync(copy, JSON.stringify(permuted));
+      const reread = loadRanker(copy);
+      for (const [i, x] of CHECK.vectors.entries())
+        assert.ok(Math.abs(scoreRanker(reread, x) - CHECK.scores[i]!) < 1e-9, `permuted, vector ${i}`);
       assert.throws(() => loadRanker(join(dir, 'none.json')), /no ranker model/);
     } finally {
       removeTree(dir);

@@ -51,6 +51,11 @@ export const FEATURE_NAMES = [
   'dense', // its dense score (best chunk, or coarse vector), over the query's best
   'dense_rank', // log2(1 + its rank in the dense file list), 10 when absent
   'fused_rank', // log2(1 + its rank in the fused list (reciprocal ranks; the lexical list in lexical mode))
+  // where its evidence sits in the file: a long module answers with one chunk deep inside it
+  'dense_chunks', // log2(1 + its chunks the dense list reached)
+  'top_chunks', // its chunks among the fused chunk list's first 20
+  'best_line', // log2(1 + the start line of its best chunk)
+  'span_lines', // log2(1 + the last line any of its candidate chunks reaches): a lower bound of its length
 ] as const;
 
 export type FeatureName = (typeof FEATURE_NAMES)[number];
@@ -76,6 +81,12 @@ export interface FileEvidence {
   /** It defines the name the whole query spells (and as a type). */
   defWhole: boolean;
   defType: boolean;
+  /** Its chunks the dense list reached; its chunks among the fused chunk list's first 20. */
+  denseChunks: number;
+  topChunks: number;
+  /** The start line of its best chunk, and the last line its candidate chunks reach. */
+  bestLine: number;
+  spanLines: number;
 }
 
 /** Where the query's type shows: its words, and whether it pastes code. */
@@ -241,6 +252,10 @@ export function fileFeatures(
       dense: e.dense / maxDense,
       dense_rank: e.denseRank === undefined ? 10 : Math.log2(1 + e.denseRank),
       fused_rank: e.fusedRank === undefined ? 10 : Math.log2(1 + e.fusedRank),
+      dense_chunks: Math.log2(1 + e.denseChunks),
+      top_chunks: e.topChunks,
+      best_line: Math.log2(1 + e.bestLine),
+      span_lines: Math.log2(1 + e.spanLines),
     };
     out.set(
       path,

@@ -66,12 +66,18 @@ export function loadRanker(path: string, sha256?: string): RankerModel {
       `the ranker model ${path} is not the one quarry shipped: reinstall quarry`,
     );
   const model = JSON.parse(bytes.toString('utf8')) as RankerModel;
-  if (model.features.join(',') !== FEATURE_NAMES.join(','))
+  // a model reads the features it was trained on, by name: features added since leave an older model's order as it was
+  const at = model.features.map((name) => (FEATURE_NAMES as readonly string[]).indexOf(name));
+  if (at.some((i) => i < 0))
     throw new QuarryError(
       'BAD_CONFIG',
       `the ranker model ${path} was trained on other features: retrain it (train/train_ranker.py) or set search.ranker = "rrf"`,
     );
-  return model;
+  return {
+    ...model,
+    features: [...FEATURE_NAMES],
+    trees: model.trees.map((t) => ({ ...t, feature: t.feature.map((f) => at[f]!) })),
+  };
 }
 
 let shipped: RankerModel | undefined;

@@ -644,7 +644,7 @@ export function fuse(
   let fileScores = fuseFileScores(lexFileScore, denseFileScore, g.namedFiles, fusion);
   // the learned ranker: one model over every list's evidence orders the fused list's first files
   if (options.analyzed && mode !== 'dense' && (options.onFeatures || config.search.ranker === 'learned')) {
-    const evidence = fileEvidence(g, cands, fileLex, { lexFileScore, denseFileScore, fileScores }, fusion);
+    const evidence = fileEvidence(g, cands, fileLex, { lexFileScore, denseFileScore, fileScores, ordered }, fusion);
     const features = fileFeatures(
       evidence,
       options.analyzed,
@@ -725,6 +725,9 @@ function lexicalFileScores(
   return new Map([...lexFiles].map(([path, scores]) => [path, spread(scores)]));
 }
 
+/** How far down the fused chunk list a file's chunks count as its share of the top (the top_chunks feature). */
+const TOP_CHUNKS = 20;
+
 /** What each candidate file brings to the ranker: its lexical scores, hints and chunks. */
 function fileEvidence(
   g: Gathered,
@@ -734,10 +737,11 @@ function fileEvidence(
     lexFileScore: Map<string, number>;
     denseFileScore: Map<string, number>;
     fileScores: Map<string, number>;
+    ordered: Candidate[];
   },
   fusion: Fusion,
 ): Map<string, FileEvidence> {
-  const { lexFileScore, denseFileScore, fileScores } = lists;
+  const { lexFileScore, denseFileScore, fileScores, ordered } = lists;
   // tied scores share a rank (gather ordered them by place)
   const coarseRank = new Map<string, number>();
   g.fileLexical.forEach((h, i) => {
@@ -771,7 +775,15 @@ function fileEvidence(
         (g.fileHints.has(path) ? 1 : 0),
       defWhole: def !== undefined,
       defType: def?.type ?? false,
+      denseChunks: 0,
+      topChunks: 0,
+      bestLine: 0,
+      spanLines: 0,
     });
+  }
+  for (const c of ordered.slice(0, TOP_CHUNKS)) {
+    const e = evidence.get(c.hit.path);
+    if (e) e.topChunks++;
   }
   const symbolic = new Set<string>();
   const verbatim = new Set<string>();
@@ -783,9 +795,12 @@ function fileEvidence(
     e.exact = Math.max(e.exact, c.exact);
     if (c.symbolHint > 0 || e.defWhole) symbolic.add(c.hit.path);
     if (c.exact > 0) verbatim.add(c.hit.path);
+    if (c.dense > 0) e.denseChunks++;
+    e.spanLines = Math.max(e.spanLines, c.hit.endLine);
     if (total(c) > (best.get(c.hit.path) ?? -1)) {
       best.set(c.hit.path, total(c));
       e.defChunk = c.hit.symbol !== null;
+      e.bestLine = c.hit.startLine;
     }
   }
   for (const path of symbolic) evidence.get(path)!.lists++;
