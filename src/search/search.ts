@@ -644,7 +644,13 @@ export function fuse(
   let fileScores = fuseFileScores(lexFileScore, denseFileScore, g.namedFiles, fusion);
   // the learned ranker: one model over every list's evidence orders the fused list's first files
   if (options.analyzed && mode !== 'dense' && (options.onFeatures || config.search.ranker === 'learned')) {
-    const evidence = fileEvidence(g, cands, fileLex, { lexFileScore, denseFileScore, fileScores, ordered }, fusion);
+    const evidence = fileEvidence(
+      g,
+      cands,
+      fileLex,
+      { lexFileScore, denseFileScore, fileScores, ordered },
+      fusion,
+    );
     const features = fileFeatures(
       evidence,
       options.analyzed,
