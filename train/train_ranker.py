@@ -131,6 +131,26 @@ def flatten(tree):
     return {"feature": feature, "threshold": threshold, "left": left, "right": right, "leaf": leaf}
 
 
+def exported_scorer(path, names):
+    """Scores a row with an exported model (flat trees over its own feature names), as src/search/ranker.ts does."""
+    model = json.load(open(path))
+    at = [names.index(n) for n in model["features"]]
+
+    def tree_score(t, x):
+        if not t["feature"]:
+            return t["leaf"][0] if t["leaf"] else 0.0
+        node = 0
+        while True:
+            f = at[t["feature"][node]]
+            v = x[f] if f < len(x) else 0.0
+            nxt = t["left"][node] if v <= t["threshold"][node] else t["right"][node]
+            if nxt < 0:
+                return t["leaf"][~nxt]
+            node = nxt
+
+    return lambda row: [sum(tree_score(t, x) for t in model["trees"]) for x in row["X"]]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("features")
@@ -143,6 +163,10 @@ def main():
     ap.add_argument("--only-features", type=int,
                     help="train on the first N features only (23: the lexical-v1 recipe, for comparison)")
     ap.add_argument("--modes", default="lexical,hybrid", help="which rows to train and report on")
+    ap.add_argument("--extra-train", nargs="*", default=[],
+                    help="feature files whose rows are only trained on: in every fold's training set, never held out")
+    ap.add_argument("--compare", help="an exported model (models/ranker/ranker-v3.json) scored on the same held-out "
+                    "rows, by its feature names")
     a = ap.parse_args()
     names = json.load(open(a.features + ".features.json"))
     modes = set(a.modes.split(","))
@@ -158,12 +182,16 @@ def main():
 
     rows = rows_of(a.features)
     print(f"{len(rows)} queries, {len({r['repo'] for r in rows})} repositories", file=sys.stderr)
+    extra = [r for f in a.extra_train for r in rows_of(f)]
+    if extra:
+        print(f"+ {len(extra)} training-only queries, {len({r['repo'] for r in extra})} repositories", file=sys.stderr)
+    compare = exported_scorer(a.compare, names) if a.compare else None
 
     baseline = lambda r: r["files"]  # noqa: E731
     cv_scores = {}
     fold_reports = []
     for i, held in enumerate(folds_by_repo(rows, a.folds)):
-        model = train([r for r in rows if r["repo"] not in held])
+        model = train([r for r in rows if r["repo"] not in held] + extra)
         test = [r for r in rows if r["repo"] in held]
         for r in test:
             cv_scores[key(r)] = predict(model, r)
@@ -172,6 +200,8 @@ def main():
             "baseline": metrics([(baseline(r), set(r["gold"])) for r in test]),
             "learned": metrics([(order(r, cv_scores[key(r)]), set(r["gold"])) for r in test]),
         })
+        if compare:
+            fold_reports[-1]["compare"] = metrics([(order(r, compare(r)), set(r["gold"])) for r in test])
         print(f"fold {i}: {fold_reports[-1]['baseline']['mrr']:.3f} -> {fold_reports[-1]['learned']['mrr']:.3f}",
               file=sys.stderr)
     result = {"features": names, "params": {**PARAMS, "rounds": ROUNDS}, "folds": fold_reports}
@@ -188,15 +218,19 @@ def main():
                 for repo in sorted({r["repo"] for r in rows})
             },
         })
+        if compare:
+            result["compare"] = report(rows, lambda r: order(r, compare(r)))
         b, l = result["baseline"]["all"], result["learned"]["all"]
-        print("cross-validated by repository (all queries):", file=sys.stderr)
+        c = result["compare"]["all"] if compare else None
+        print("cross-validated by repository (all queries): today's order" + (" | compared model" if c else "")
+              + " -> learned", file=sys.stderr)
         for k in ("hit@1", "hit@5", "hit@10", "mrr"):
-            print(f"  {k:6} {b[k]:.3f} -> {l[k]:.3f}", file=sys.stderr)
+            print(f"  {k:6} {b[k]:.3f}" + (f" | {c[k]:.3f}" if c else "") + f" -> {l[k]:.3f}", file=sys.stderr)
     if a.report:
         json.dump(result, open(a.report, "w"), indent=1)
 
     if a.export:
-        model = train(rows)
+        model = train(rows + extra)
         dump = model.dump_model()
         trees = [flatten(t) for t in dump["tree_info"]]
         out = {"name": a.export.rsplit("/", 1)[-1].removesuffix(".json"), "features": names,

@@ -164,6 +164,11 @@ export const ConfigSchema = z.object({
         .describe(
           'how files are ordered: learned (the shipped ranker model, default) or rrf (hand-set weights)',
         ),
+      /** A ranker model of one's own (train/train_ranker.py --export) instead of the shipped one; read by feature name. */
+      rankerModel: z
+        .string()
+        .describe('a ranker model file (train/train_ranker.py --export) used instead of the shipped one')
+        .optional(),
       /** RRF's k. Measured on the practice sets (docs/retrieval.md): a flat optimum around k = 20 and dense weight
        * 0.5–1. */
       rrfK: weight.default(20),

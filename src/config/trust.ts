@@ -26,6 +26,7 @@ const GUARDED: ReadonlyArray<readonly [string, ((value: unknown) => boolean)?]> 
   ['llm.base_url'],
   ['llm.api_key_env'],
   ['llm.api_key'],
+  ['search.ranker_model'], // a model file the repository chose decides what is shown first
   ['search.rerank.protocol', (v) => String(v) !== 'none'],
   ['search.rerank.url'],
   ['search.rerank.model'],

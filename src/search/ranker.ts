@@ -81,9 +81,18 @@ export function loadRanker(path: string, sha256?: string): RankerModel {
 }
 
 let shipped: RankerModel | undefined;
+const ownModels = new Map<string, RankerModel>();
 
 /** The shipped model, loaded once. */
 export function shippedRanker(): RankerModel {
   shipped ??= loadRanker(join(rankerDir(), SHIPPED_RANKER), SHIPPED_RANKER_SHA256 || undefined);
   return shipped;
+}
+
+/** The model search orders files with: the user's own (`search.ranker_model`), or the shipped one; each loaded once. */
+export function rankerFor(path: string | undefined): RankerModel {
+  if (!path) return shippedRanker();
+  let model = ownModels.get(path);
+  if (!model) ownModels.set(path, (model = loadRanker(path)));
+  return model;
 }

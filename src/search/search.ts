@@ -10,7 +10,7 @@ import { type FileEvidence, fileFeatures, queryShape, symbolNames } from './feat
 import type { ChangeHistory } from './history.ts';
 import type { SearchMode, SearchResult } from './modes.ts';
 import { type AnalyzedQuery, analyzeQuery } from './query.ts';
-import { scoreRanker, shippedRanker } from './ranker.ts';
+import { type RankerModel, rankerFor, scoreRanker } from './ranker.ts';
 
 export {
   resultJson,
@@ -657,7 +657,8 @@ export function fuse(
       queryShape(options.analyzed, mode !== 'lexical'),
     );
     options.onFeatures?.(features);
-    if (config.search.ranker === 'learned') fileScores = learnedFileScores(fileScores, features);
+    if (config.search.ranker === 'learned')
+      fileScores = learnedFileScores(fileScores, features, rankerFor(config.search.rankerModel));
   }
   // tests → source: a strong hit on a test file lends most of its score to the file it tests (when that file is a
   // candidate too), unless the question is about tests: questions about behaviour name what tests exercise
@@ -824,8 +825,8 @@ const LEARNED_TOP = 100;
 function learnedFileScores(
   fileScores: Map<string, number>,
   features: Map<string, number[]>,
+  model: RankerModel,
 ): Map<string, number> {
-  const model = shippedRanker();
   const byScore = [...fileScores.entries()]
     .filter(([, score]) => score > 0)
     .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
