@@ -271,7 +271,9 @@ describe('redaction generalises by class, and runs in linear time (issue 63)', (
       const small = `mysql ${unit.repeat(Math.ceil(50_000 / unit.length))}`;
       const large = `mysql ${unit.repeat(Math.ceil(500_000 / unit.length))}`;
       await timed(small); // warm
-      const ratio = (await timed(large)) / Math.max(1, await timed(small));
+      // the fastest of three runs each: a busy machine only ever adds time, and one slow run is not the rule's cost
+      const best = async (text: string) => Math.min(await timed(text), await timed(text), await timed(text));
+      const ratio = (await best(large)) / Math.max(1, await best(small));
       // linear: ~10x for 10x the text; the quadratic rule this replaced took ~100x
       assert.ok(ratio < 40, `${unit}: 10x the text took ${ratio.toFixed(1)}x the time`);
     }
