@@ -4,8 +4,8 @@ import { visible } from '../format.ts';
 import { projectPath, withProject } from '../open.ts';
 import { positiveInt } from '../options.ts';
 
-/** The router's formatters load with tree-sitter's tables: when a command needs them, not every time quarry starts. */
-const lazyRouter = () => import('../../host/answers.ts');
+/** The symbol lists' formatters: a light module, loaded when a command prints one. */
+const lazyRouter = () => import('../../host/symbols.ts');
 
 export function registerSymbolCommands(program: Command, cli: CliContext): void {
   program

@@ -1,0 +1,9 @@
+// The symbol lists as the faces print them. Its own module (not host/answers.ts, which brings the AI SDK, the
+// tokenizer's tables and tree-sitter): `quarry def` starts as fast as `quarry search`.
+export {
+  DEFINITIONS_SHOWN,
+  formatDefinitions,
+  formatReferences,
+  formatSymbols,
+  REFERENCE_FILES_SHOWN,
+} from '../answer/format.ts';
