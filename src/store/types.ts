@@ -394,8 +394,8 @@ export interface VectorLedger {
   /** Files (neither skipped nor without chunks) that lack this phase's vectors, in a stable order. */
   pendingFiles(phase: 1 | 2, limit: number): Promise<PendingFile[]>;
   /**
-   * Marks files as having this phase's vectors, only those whose content is still `hash` (a phase is never lowered),
-   * and says which files it found so.
+   * Marks files as having this phase's vectors (a phase is never lowered), only those whose content is still `hash`
+   * (the others changed since they were read: the next run embeds them again); returns the paths of those.
    */
   markVectors(items: Array<{ path: string; hash: string }>, phase: 1 | 2): Promise<Set<string>>;
   /** Every chunk and every file with its file's vector phase, for the engine to check its vectors against. */
