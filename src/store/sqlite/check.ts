@@ -52,31 +52,35 @@ export async function check(ctx: SqliteContext): Promise<string[]> {
       }
     }
   }
-  if (ctx.state.vectorTables) {
-    const orphans = count(`SELECT count(*) FROM chunk_vectors WHERE chunk_id NOT IN (SELECT id FROM chunks)`);
-    if (orphans) problems.push(`${orphans} chunk vectors belong to no chunk`);
-    const fileOrphans = count(
-      `SELECT count(*) FROM file_vectors WHERE file_id NOT IN (SELECT id FROM files)`,
-    );
-    if (fileOrphans) problems.push(`${fileOrphans} file vectors belong to no file`);
-    const codes = count(`SELECT count(*) FROM chunk_codes`);
-    const vectors = count(`SELECT count(*) FROM chunk_vectors`);
-    if (codes !== vectors) problems.push(`${codes} chunk codes for ${vectors} chunk vectors`);
-    // a data file's tail has no vectors by design (chunkGetsVector): only a chunk that should have one counts
-    const lacking = ctx.db
-      .prepare(
-        `SELECT f.path, c.ordinal FROM chunks c JOIN files f ON f.id = c.file_id
-           WHERE f.vec_phase = 2 AND c.id NOT IN (SELECT chunk_id FROM chunk_vectors)`,
-      )
-      .all() as Array<{ path: string; ordinal: number }>;
-    const unrefined = new Set(lacking.filter((r) => chunkGetsVector(r.path, r.ordinal)).map((r) => r.path))
-      .size;
-    if (unrefined) problems.push(`${unrefined} files are marked embedded but lack chunk vectors`);
-    const coarse = count(
-      `SELECT count(*) FROM files WHERE vec_phase >= 1 AND id NOT IN (SELECT file_id FROM file_vectors)`,
-    );
-    if (coarse) problems.push(`${coarse} files are marked with a file vector they lack`);
-  }
+  if (ctx.state.vectorTables) problems.push(...vectorProblems(ctx));
+  return problems;
+}
+
+/** The vectors against the files marked embedded (while the vector tables exist). */
+function vectorProblems(ctx: SqliteContext): string[] {
+  const problems: string[] = [];
+  const count = (sql: string) => Number(ctx.db.prepare(sql).pluck().get());
+  const orphans = count(`SELECT count(*) FROM chunk_vectors WHERE chunk_id NOT IN (SELECT id FROM chunks)`);
+  if (orphans) problems.push(`${orphans} chunk vectors belong to no chunk`);
+  const fileOrphans = count(`SELECT count(*) FROM file_vectors WHERE file_id NOT IN (SELECT id FROM files)`);
+  if (fileOrphans) problems.push(`${fileOrphans} file vectors belong to no file`);
+  const codes = count(`SELECT count(*) FROM chunk_codes`);
+  const vectors = count(`SELECT count(*) FROM chunk_vectors`);
+  if (codes !== vectors) problems.push(`${codes} chunk codes for ${vectors} chunk vectors`);
+  // a data file's tail has no vectors by design (chunkGetsVector): only a chunk that should have one counts
+  const lacking = ctx.db
+    .prepare(
+      `SELECT f.path, c.ordinal FROM chunks c JOIN files f ON f.id = c.file_id
+         WHERE f.vec_phase = 2 AND c.id NOT IN (SELECT chunk_id FROM chunk_vectors)`,
+    )
+    .all() as Array<{ path: string; ordinal: number }>;
+  const unrefined = new Set(lacking.filter((r) => chunkGetsVector(r.path, r.ordinal)).map((r) => r.path))
+    .size;
+  if (unrefined) problems.push(`${unrefined} files are marked embedded but lack chunk vectors`);
+  const coarse = count(
+    `SELECT count(*) FROM files WHERE vec_phase >= 1 AND id NOT IN (SELECT file_id FROM file_vectors)`,
+  );
+  if (coarse) problems.push(`${coarse} files are marked with a file vector they lack`);
   return problems;
 }
 
