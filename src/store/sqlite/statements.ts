@@ -1,10 +1,61 @@
 import type Database from 'better-sqlite3';
 
+/** Every statement by name (written out: a declaration file cannot name the types better-sqlite3 infers). */
+export type Statements = Readonly<Record<StatementName, Database.Statement>>;
+
+type StatementName =
+  | 'getMeta'
+  | 'setMeta'
+  | 'addMeta'
+  | 'listFiles'
+  | 'getFile'
+  | 'fileId'
+  | 'deleteFts'
+  | 'chunkDocSizes'
+  | 'fileDocSizes'
+  | 'refDocSizes'
+  | 'deleteChunks'
+  | 'deleteSymbols'
+  | 'deleteFile'
+  | 'deleteFileFts'
+  | 'insertFileFts'
+  | 'insertFile'
+  | 'updateFile'
+  | 'chunkIdsOf'
+  | 'fileIdWithHash'
+  | 'setVecPhase'
+  | 'cacheGet'
+  | 'cachePut'
+  | 'chunkVocab'
+  | 'totalChanges'
+  | 'chunkRanksAmong'
+  | 'chunkRanksAt'
+  | 'filePaths'
+  | 'chunkHitRows'
+  | 'fileVocab'
+  | 'chunkFtsRows'
+  | 'countChunks'
+  | 'countFts'
+  | 'touchFile'
+  | 'insertChunk'
+  | 'insertFts'
+  | 'insertSymbol'
+  | 'insertRefs'
+  | 'insertRefsFts'
+  | 'deleteRefs'
+  | 'deleteRefsFts'
+  | 'insertTrigrams'
+  | 'deleteTrigrams'
+  | 'filesChunks'
+  | 'filesSymbols'
+  | 'chunkSymbols'
+  | 'chunkStartsOf';
+
 /**
  * The statements a store prepares once, as it opens: every table they read is in every schema it opens (the vector
  * tables are not, until an embedder is chosen: `vectorStatements`).
  */
-export function prepareStatements(db: Database.Database) {
+export function prepareStatements(db: Database.Database): Statements {
   return {
     getMeta: db.prepare(`SELECT value FROM meta WHERE key = ?`).pluck(),
     setMeta: db.prepare(`INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)`),
@@ -112,8 +163,6 @@ export function prepareStatements(db: Database.Database) {
     ),
   };
 }
-
-export type Statements = ReturnType<typeof prepareStatements>;
 
 export const VECTOR_SQL = {
   deleteChunkVector: `DELETE FROM chunk_vectors WHERE chunk_id = ?`,
