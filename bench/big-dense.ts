@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openProject, searchProject } from '../src/project/local.ts';
-import { openSqliteStore } from '../src/store/sqlite.ts';
+import { openSqliteStore } from '../src/store/sqlite/index.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

@@ -16,7 +16,7 @@ import { DEFAULT_CONFIG } from '../src/config/config.ts';
 import { createLocalEmbedder } from '../src/embed/local.ts';
 import { findWeights } from '../src/embed/models.ts';
 import { search } from '../src/search/search.ts';
-import { openSqliteStore } from '../src/store/sqlite.ts';
+import { openSqliteStore } from '../src/store/sqlite/index.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

@@ -48,7 +48,7 @@ export {
   search,
 } from './search/search.ts';
 export { defaultRepoKey, type OpenStoreOptions, openStore, storeTarget } from './store/open.ts';
-export { openSqliteStore, SCHEMA_VERSION, SqliteStore } from './store/sqlite.ts';
+export { openSqliteStore, SCHEMA_VERSION, SqliteStore } from './store/sqlite/index.ts';
 export type * from './store/types.ts';
 export { capabilities, embeddingStatusOf } from './store/types.ts';
 export { detectLanguage, parsedLanguages } from './workspace/languages.ts';

@@ -11,7 +11,7 @@ import { openEmbedder } from '../src/embed/open.ts';
 import { embedPending } from '../src/indexing/embedding.ts';
 import { indexRepository } from '../src/indexing/indexer.ts';
 import { indexProject, openProject, projectStatus, searchProject } from '../src/project/local.ts';
-import { openSqliteStore } from '../src/store/sqlite.ts';
+import { openSqliteStore } from '../src/store/sqlite/index.ts';
 import { DATA_CHUNK_VECTORS } from '../src/workspace/roles.ts';
 import { indexPaths } from '../src/workspace/root.ts';
 import { copyPolyglot, removeTree, testConfig } from './helpers.ts';

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { indexRepository } from '../src/indexing/indexer.ts';
 import { processFile } from '../src/indexing/process-file.ts';
 import { acquireWriterLock } from '../src/store/lock.ts';
-import { openSqliteStore } from '../src/store/sqlite.ts';
+import { openSqliteStore } from '../src/store/sqlite/index.ts';
 import { indexPaths } from '../src/workspace/root.ts';
 import { copyPolyglot, dumpIndex, ftsRowCount, makeTree, removeTree, runCli, testConfig } from './helpers.ts';
 

@@ -547,6 +547,91 @@ export function storeContract(open: () => Promise<Store>): void {
     await s.close();
   });
 
+  it('keeps the vector ledger: the embedder record, and phases marked only while a file’s content is the one embedded', async () => {
+    const s = await open();
+    const ledger = s.ledger;
+    if (!ledger) return void (await s.close());
+    const skipped = update('bin/blob.dat', []);
+    await s.replaceFiles([
+      update('a.ts', [
+        ['alpha', 'alpha'],
+        ['beta', null],
+      ]),
+      update('b.ts', [['gamma', null]]),
+      { ...skipped, file: { ...skipped.file, method: 'skipped' } },
+    ]);
+    assert.equal(await ledger.recordedEmbedder(), undefined);
+    await ledger.recordEmbedder('test-embedder', 3);
+    assert.deepEqual(await ledger.recordedEmbedder(), { id: 'test-embedder', dimension: 3 });
+
+    const pending = await ledger.pendingFiles(1, 10);
+    assert.deepEqual(
+      pending.map((p) => p.path).sort(),
+      ['a.ts', 'b.ts'],
+      'a skipped file (or one without chunks) waits for no vector',
+    );
+    assert.deepEqual(await ledger.pendingFiles(1, 1), [pending[0]], 'in a stable order');
+    const hashOf = new Map(pending.map((p) => [p.path, p.hash]));
+    assert.deepEqual(await ledger.phaseCounts(), { files: 2, coarse: 0, refined: 0 });
+
+    const marked = await ledger.markVectors(
+      [
+        { path: 'a.ts', hash: hashOf.get('a.ts')! },
+        { path: 'b.ts', hash: 'stale-hash' },
+        { path: 'gone.ts', hash: 'h' },
+      ],
+      1,
+    );
+    assert.deepEqual([...marked], ['a.ts'], 'only a file whose content is still the one embedded is marked');
+    assert.deepEqual(
+      (await ledger.pendingFiles(1, 10)).map((p) => p.path),
+      ['b.ts'],
+    );
+    assert.deepEqual((await ledger.pendingFiles(2, 10)).map((p) => p.path).sort(), ['a.ts', 'b.ts']);
+    await ledger.markVectors([{ path: 'a.ts', hash: hashOf.get('a.ts')! }], 2);
+    await ledger.markVectors([{ path: 'a.ts', hash: hashOf.get('a.ts')! }], 1);
+    assert.deepEqual(
+      await ledger.phaseCounts(),
+      { files: 2, coarse: 1, refined: 1 },
+      'a phase is never lowered',
+    );
+
+    const files = await ledger.filesByPath(['a.ts', 'b.ts', 'none.ts']);
+    assert.deepEqual([...files].sort(), [
+      ['a.ts', { hash: hashOf.get('a.ts'), language: 'typescript', phase: 2 }],
+      ['b.ts', { hash: hashOf.get('b.ts'), language: 'typescript', phase: 0 }],
+    ]);
+    const rows = await ledger.phaseRows();
+    assert.deepEqual([...rows.files].sort(), [
+      ['a.ts', 2],
+      ['b.ts', 0],
+      ['bin/blob.dat', 0],
+    ]);
+    const chunks = await s.getFilesChunks(['a.ts', 'b.ts']);
+    const expected = [...chunks.values()]
+      .flat()
+      .map((c) => [
+        String(c.chunkId),
+        { path: c.path, ordinal: c.ordinal, phase: c.path === 'a.ts' ? 2 : 0 },
+      ]);
+    assert.deepEqual([...rows.chunks].sort(), expected.sort());
+
+    // a file whose content changes loses its marks; a reset forgets every file's
+    await s.replaceFiles([update('a.ts', [['alpha changed', 'alpha']], 'h-new')]);
+    assert.deepEqual(await ledger.phaseCounts(), { files: 2, coarse: 0, refined: 0 });
+    await ledger.markVectors([{ path: 'a.ts', hash: 'h-new' }], 2);
+    assert.equal((await ledger.filesByPath(['a.ts'])).get('a.ts')?.phase, 2);
+    await ledger.resetVectorPhases();
+    assert.deepEqual(await ledger.phaseCounts(), { files: 2, coarse: 0, refined: 0 });
+    assert.deepEqual((await ledger.pendingFiles(2, 10)).map((p) => p.path).sort(), ['a.ts', 'b.ts']);
+    assert.deepEqual(
+      await ledger.recordedEmbedder(),
+      { id: 'test-embedder', dimension: 3 },
+      'the record stays',
+    );
+    await s.close();
+  });
+
   it('caches vectors by embedder and text hash', async () => {
     const s = await open();
     const cache = s.cache;

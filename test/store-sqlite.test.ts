@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { indexProject } from '../src/project/local.ts';
 import { readVarints } from '../src/store/pruned.ts';
-import { openSqliteStore, SCHEMA_VERSION } from '../src/store/sqlite.ts';
+import { openSqliteStore, SCHEMA_VERSION } from '../src/store/sqlite/index.ts';
 import {
   copyPolyglot,
   indexLexically,

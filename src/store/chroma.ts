@@ -3,7 +3,8 @@ import { ChromaClient, type Collection, type Metadata, type Where } from 'chroma
 import { QuarryError } from '../errors.ts';
 import { chunkGetsVector } from '../workspace/roles.ts';
 import { underPrefix } from '../workspace/scope.ts';
-import { openSqliteStore, type SqliteStore, sqliteIndexExists } from './sqlite.ts';
+import { forward } from './shared/compose.ts';
+import { openSqliteStore, sqliteIndexExists } from './sqlite/index.ts';
 import type {
   ChunkHit,
   EmbeddingStatus,
@@ -13,6 +14,7 @@ import type {
   Store,
   StoreCore,
   VectorIndex,
+  VectorLedger,
 } from './types.ts';
 
 /**
@@ -103,6 +105,8 @@ function collectionName(repo: string, indexId: string, kind: 'chunks' | 'files')
 
 const EMBEDDER_KEY = 'quarry_embedder';
 const DIMENSION_KEY = 'quarry_dimension';
+/** Meta key (in the SQLite file): the local index's id, which names its collections. */
+const INDEX_ID_KEY = 'chroma_index_id';
 
 /** Chroma filters what it can (`$in`, `$nin` on path and language); path prefixes are checked here. */
 function chromaWhere(filter: SearchFilter | undefined): Where | undefined {
@@ -119,15 +123,20 @@ function prefixOk(filter: SearchFilter | undefined, path: string): boolean {
   return !filter?.pathPrefixes?.length || filter.pathPrefixes.some((p) => underPrefix(path, p));
 }
 
-export class ChromaStore {
+/** What the Chroma side reads of the store that keeps the rest: its meta values and chunks, and its vector ledger. */
+export type ChromaLocal = Pick<StoreCore, 'getMeta' | 'setMeta' | 'getChunks'> & { ledger: VectorLedger };
+
+export class ChromaStore implements VectorIndex {
   private readonly client: ChromaClient;
   private cols: { chunks: Collection; files: Collection } | undefined;
+  private readonly ledger: VectorLedger;
 
   constructor(
-    private readonly sqlite: SqliteStore,
+    private readonly local: ChromaLocal,
     private readonly url: string,
     private readonly repo: string,
   ) {
+    this.ledger = local.ledger;
     const a = chromaAddress(url);
     this.client = new ChromaClient({
       host: a.host,
@@ -147,10 +156,10 @@ export class ChromaStore {
   }
 
   private async indexId(): Promise<string> {
-    let id = await this.sqlite.getMeta('chroma_index_id');
+    let id = await this.local.getMeta(INDEX_ID_KEY);
     if (!id) {
       id = randomUUID();
-      await this.sqlite.setMeta('chroma_index_id', id);
+      await this.local.setMeta(INDEX_ID_KEY, id);
     }
     return id;
   }
@@ -166,7 +175,7 @@ export class ChromaStore {
     const cols = await this.collections();
     if (!cols) return [];
     const problems: string[] = [];
-    const rows = this.sqlite.phaseRows();
+    const rows = await this.ledger.phaseRows();
     const all = async (col: Collection) => {
       const out = new Map<string, string>();
       for (let offset = 0; ; offset += 1000) {
@@ -203,8 +212,8 @@ export class ChromaStore {
   /** The collections of the recorded embedder, checked against it; undefined when there are none yet. */
   private async collections(): Promise<typeof this.cols> {
     if (this.cols) return this.cols;
-    const id = await this.sqlite.getMeta('embedder_id');
-    if (!id) return undefined;
+    const recorded = await this.ledger.recordedEmbedder();
+    if (!recorded) return undefined;
     const indexId = await this.indexId();
     const get = async (kind: 'chunks' | 'files') => {
       const name = collectionName(this.repo, indexId, kind);
@@ -217,8 +226,7 @@ export class ChromaStore {
     };
     const [chunks, files] = await Promise.all([get('chunks'), get('files')]);
     if (!chunks || !files) return undefined;
-    for (const c of [chunks, files])
-      this.checkOwner(c, id, Number(await this.sqlite.getMeta('embedder_dim')));
+    for (const c of [chunks, files]) this.checkOwner(c, recorded.id, recorded.dimension);
     this.cols = { chunks, files };
     return this.cols;
   }
@@ -241,18 +249,14 @@ export class ChromaStore {
   async embedder(): Promise<{ id: string; dimension: number } | undefined> {
     const cols = await this.collections();
     if (!cols) return undefined;
-    return {
-      id: (await this.sqlite.getMeta('embedder_id'))!,
-      dimension: Number(await this.sqlite.getMeta('embedder_dim')),
-    };
+    return this.ledger.recordedEmbedder();
   }
 
   async useEmbedder(id: string, dimension: number): Promise<{ reset: boolean }> {
     const dim = Math.floor(dimension);
     if (!(dim > 0))
       throw new QuarryError('BAD_INPUT', `embedding dimension must be positive, got ${dimension}`);
-    const recorded = await this.sqlite.getMeta('embedder_id');
-    const recordedDim = Number(await this.sqlite.getMeta('embedder_dim'));
+    const recorded = await this.ledger.recordedEmbedder();
     let existing: typeof this.cols;
     try {
       existing = await this.collections();
@@ -260,7 +264,7 @@ export class ChromaStore {
       // collections of another embedder are replaced below, as in every driver; another program's are refused
       if (!(err instanceof QuarryError && /holds vectors of/.test(err.message))) throw err;
     }
-    if (existing && recorded === id && recordedDim === dim) return { reset: false };
+    if (existing && recorded?.id === id && recorded.dimension === dim) return { reset: false };
     const indexId = await this.indexId();
     const reset = Boolean(recorded);
     await this.call('preparing the collections', async () => {
@@ -280,9 +284,8 @@ export class ChromaStore {
       }
     });
     this.cols = undefined;
-    this.sqlite.resetVectorPhases();
-    await this.sqlite.setMeta('embedder_id', id);
-    await this.sqlite.setMeta('embedder_dim', String(dim));
+    await this.ledger.resetVectorPhases();
+    await this.ledger.recordEmbedder(id, dim);
     await this.call('creating the collections', async () => {
       const make = (kind: 'chunks' | 'files') =>
         this.client.createCollection({
@@ -305,7 +308,7 @@ export class ChromaStore {
   async putFileVectors(items: Array<{ path: string; hash: string; vector: Float32Array }>): Promise<void> {
     if (!items.length) return;
     const { files } = await this.requireCollections();
-    const current = this.sqlite.filesByPath(items.map((i) => i.path));
+    const current = await this.ledger.filesByPath(items.map((i) => i.path));
     const kept = items.filter((i) => current.get(i.path)?.hash === i.hash);
     if (!kept.length) return;
     await this.call('storing vectors', () =>
@@ -315,7 +318,7 @@ export class ChromaStore {
         metadatas: kept.map((i) => ({ path: i.path, hash: i.hash, language: current.get(i.path)!.language })),
       }),
     );
-    this.sqlite.markVectors(kept, 1);
+    await this.ledger.markVectors(kept, 1);
   }
 
   async putChunkVectors(
@@ -323,7 +326,7 @@ export class ChromaStore {
   ): Promise<void> {
     if (!items.length) return;
     const { chunks } = await this.requireCollections();
-    const current = this.sqlite.filesByPath(items.map((i) => i.path));
+    const current = await this.ledger.filesByPath(items.map((i) => i.path));
     const kept = items.filter((i) => current.get(i.path)?.hash === i.hash);
     if (!kept.length) return;
     const rows = kept.flatMap((i) =>
@@ -343,7 +346,7 @@ export class ChromaStore {
         }),
       );
     }
-    this.sqlite.markVectors(kept, 2);
+    await this.ledger.markVectors(kept, 2);
   }
 
   /** Deletes the vectors of these files (before their rows change in SQLite). */
@@ -386,9 +389,9 @@ export class ChromaStore {
     const over = filter?.pathPrefixes?.length ? limit * 4 : limit + 20;
     const raw = await this.query(cols.chunks, vector, Math.min(4096, over), filter);
     const chunks = new Map(
-      (await this.sqlite.getChunks(raw.map((r) => Number(r.id)))).map((c) => [c.chunkId, c]),
+      (await this.local.getChunks(raw.map((r) => Number(r.id)))).map((c) => [c.chunkId, c]),
     );
-    const files = this.sqlite.filesByPath([...new Set(raw.map((r) => r.meta.path ?? ''))]);
+    const files = await this.ledger.filesByPath([...new Set(raw.map((r) => r.meta.path ?? ''))]);
     const out: ChunkHit[] = [];
     for (const r of raw) {
       const c = chunks.get(Number(r.id));
@@ -417,7 +420,7 @@ export class ChromaStore {
     if (!cols || limit <= 0) return [];
     const over = filter?.pathPrefixes?.length ? limit * 4 : limit;
     const raw = await this.query(cols.files, vector, Math.min(4096, over), filter);
-    const files = this.sqlite.filesByPath(raw.map((r) => r.id));
+    const files = await this.ledger.filesByPath(raw.map((r) => r.id));
     const out: Array<FileHit & { refined: boolean }> = [];
     for (const r of raw) {
       const f = files.get(r.id);
@@ -429,15 +432,52 @@ export class ChromaStore {
 
   async status(): Promise<EmbeddingStatus> {
     const cols = await this.collections();
-    const counts = this.sqlite.phaseCounts();
+    const counts = await this.ledger.phaseCounts();
     const chunkVectors = cols ? await this.call('counting vectors', () => cols.chunks.count()) : 0;
     return { embedder: (await this.embedder()) ?? null, ...counts, chunkVectors };
   }
 
   pendingFiles(phase: 1 | 2, limit: number): Promise<PendingFile[]> {
-    return this.sqlite.pendingFiles(phase, limit);
+    return this.ledger.pendingFiles(phase, limit);
   }
 }
+
+/**
+ * The core methods the composite takes from its SQLite store as they are. Not these: replaceFiles and deleteFiles
+ * (Chroma forgets the files' vectors first), settle and check (Chroma's own check joins SQLite's), and writeBehind
+ * (its thread would write past Chroma's forget; without it, the indexer writes through replaceFiles).
+ */
+const CORE_AS_IT_IS = [
+  'acquireWriter',
+  'activeWriter',
+  'getMeta',
+  'setMeta',
+  'listFiles',
+  'getFile',
+  'touchFiles',
+  'getChunks',
+  'getFilesChunks',
+  'findFilesByName',
+  'findSymbols',
+  'countSymbolFiles',
+  'listSymbols',
+  'chunkSymbols',
+  'allDefinitions',
+  'stats',
+  'close',
+] as const satisfies ReadonlyArray<keyof StoreCore>;
+
+/** Every method of VectorIndex, answered by ChromaStore. */
+const VECTOR_METHODS = [
+  'embedder',
+  'useEmbedder',
+  'pendingFiles',
+  'putFileVectors',
+  'putChunkVectors',
+  'searchChunks',
+  'searchFiles',
+  'status',
+] as const satisfies ReadonlyArray<keyof VectorIndex>;
 
 /** The composite store: the SQLite store's core and capabilities, with Chroma's vectors. */
 export async function openChromaStore(options: ChromaStoreOptions): Promise<Store> {
@@ -451,53 +491,28 @@ export async function openChromaStore(options: ChromaStoreOptions): Promise<Stor
     await sqlite.close();
     throw err;
   }
-  const vectors: VectorIndex = {
-    embedder: () => chroma.embedder(),
-    useEmbedder: (id, dim) => chroma.useEmbedder(id, dim),
-    pendingFiles: (phase, limit) => chroma.pendingFiles(phase, limit),
-    putFileVectors: (items) => chroma.putFileVectors(items),
-    putChunkVectors: (items) => chroma.putChunkVectors(items),
-    searchChunks: (v, limit, filter) => chroma.searchChunks(v, limit, filter),
-    searchFiles: (v, limit, filter) => chroma.searchFiles(v, limit, filter),
-    status: () => chroma.status(),
-  };
   const core: StoreCore = sqlite;
   return {
+    ...forward(core, CORE_AS_IT_IS),
     kind: 'chroma',
     location: `${options.url} (vectors) + ${options.sqlitePath}`,
     lexical: sqlite.lexical,
     cache: sqlite.cache,
     references: sqlite.references,
     exact: sqlite.exact,
-    vectors,
-    acquireWriter: (o) => core.acquireWriter(o),
-    activeWriter: () => core.activeWriter(),
-    getMeta: (k) => core.getMeta(k),
-    setMeta: (k, v) => core.setMeta(k, v),
-    listFiles: (filter) => core.listFiles(filter),
-    getFile: (p) => core.getFile(p),
+    ledger: sqlite.ledger,
+    vectors: forward(chroma, VECTOR_METHODS),
     replaceFiles: async (updates) => {
       await chroma.forget(updates.map((u) => u.file.path));
       await core.replaceFiles(updates);
     },
-    touchFiles: (files) => core.touchFiles(files),
     deleteFiles: async (paths) => {
       await chroma.forget(paths);
       await core.deleteFiles(paths);
     },
-    getChunks: (ids) => core.getChunks(ids),
-    getFilesChunks: (paths) => core.getFilesChunks(paths),
-    findFilesByName: (q) => core.findFilesByName(q),
-    findSymbols: (names, o) => core.findSymbols(names, o),
-    countSymbolFiles: (names) => core.countSymbolFiles(names),
-    listSymbols: (paths) => core.listSymbols(paths),
-    chunkSymbols: (ids) => core.chunkSymbols(ids),
-    allDefinitions: () => core.allDefinitions(),
-    stats: () => core.stats(),
     settle: async () => {
       await core.settle?.();
     },
     check: async () => [...(await core.check()), ...(await chroma.check())],
-    close: () => core.close(),
   };
 }

@@ -4,7 +4,8 @@ import * as sqliteVec from 'sqlite-vec';
 import { CodeScan, int8Cosine, readCodePage } from './codes.ts';
 import { loadQuarryBm25 } from './native-rank.ts';
 import { ftsRows, ftsSource, prunedTopK } from './pruned.ts';
-import type { ReaderRequest } from './sqlite.ts';
+import { CODES_GEN, EMBEDDER_DIM, EMBEDDER_ID } from './sqlite/meta.ts';
+import type { ReaderRequest } from './sqlite/reader.ts';
 
 /**
  * A second, read-only connection that runs the dense searches, so that on a large index they proceed on another core
@@ -60,8 +61,8 @@ let due: ReturnType<typeof setTimeout> | undefined;
 
 const meta = (key: string) =>
   prepare(`SELECT value FROM meta WHERE key = ?`).pluck().get(key) as string | undefined;
-const generation = () => meta('codes_gen') ?? '0';
-const embedderNow = () => `${meta('embedder_id') ?? ''}/${meta('embedder_dim') ?? ''}`;
+const generation = () => meta(CODES_GEN) ?? '0';
+const embedderNow = () => `${meta(EMBEDDER_ID) ?? ''}/${meta(EMBEDDER_DIM) ?? ''}`;
 
 function readAll(): void {
   if (reading) return;
@@ -69,7 +70,7 @@ function readAll(): void {
   const at = Date.now();
   const gen = generation();
   const embedder = embedderNow();
-  const dim = Number(meta('embedder_dim'));
+  const dim = Number(meta(EMBEDDER_DIM));
   const total = prepare(`SELECT COUNT(*) FROM chunk_codes`).pluck().get() as number;
   const scan = new CodeScan(dim, Math.max(1024, total));
   let after = 0;

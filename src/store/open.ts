@@ -153,7 +153,7 @@ export async function openStore(
   if (options.create) ensureIndexDir(root);
   switch (target.driver) {
     case 'sqlite': {
-      const { openSqliteStore, sqliteIndexExists, sqliteIndexSize } = await import('./sqlite.ts');
+      const { openSqliteStore, sqliteIndexExists, sqliteIndexSize } = await import('./sqlite/index.ts');
       if (!options.create && !sqliteIndexExists(target.url))
         throw new QuarryError('NO_INDEX', `no index in ${root}: run \`quarry index\` there first`);
       // a file quarry made is never empty (its schema is written with it): 0 bytes is a truncated index, not an

@@ -380,6 +380,49 @@ export interface VectorIndex {
   status(): Promise<EmbeddingStatus>;
 }
 
+/**
+ * The vector bookkeeping a driver keeps beside its files: the embedder record, and each file's vector phase (0 none,
+ * 1 its coarse vector, 2 every chunk's), marked only while the file's content is still the one embedded. An engine
+ * that keeps the vectors themselves elsewhere borrows it (the Chroma driver, from its SQLite file): it writes the
+ * vectors there first and marks them here, and checks its hits against the files' rows.
+ */
+export interface VectorLedger {
+  /** The embedder recorded for the vectors (its id and dimension), or undefined while none is. */
+  recordedEmbedder(): Promise<{ id: string; dimension: number } | undefined>;
+  /** Records the embedder whose vectors are kept from now on. */
+  recordEmbedder(id: string, dimension: number): Promise<void>;
+  /** Files (neither skipped nor without chunks) that lack this phase's vectors, in a stable order. */
+  pendingFiles(phase: 1 | 2, limit: number): Promise<PendingFile[]>;
+  /**
+   * Marks files as having this phase's vectors (a phase is never lowered), only those whose content is still `hash`
+   * (the others changed since they were read: the next run embeds them again); returns the paths of those.
+   */
+  markVectors(items: Array<{ path: string; hash: string }>, phase: 1 | 2): Promise<Set<string>>;
+  /** Every chunk and every file with its file's vector phase, for the engine to check its vectors against. */
+  phaseRows(): Promise<VectorPhaseRows>;
+  /** Embedding progress from the phase marks alone. */
+  phaseCounts(): Promise<Pick<EmbeddingStatus, 'files' | 'coarse' | 'refined'>>;
+  /** Forgets every file's vector phase (the vectors' engine was reset). */
+  resetVectorPhases(): Promise<void>;
+  /** Files by path (those the index holds), with their content hash, language and vector phase. */
+  filesByPath(paths: string[]): Promise<Map<string, LedgerFile>>;
+}
+
+/** See VectorLedger.phaseRows. */
+export interface VectorPhaseRows {
+  /** Every chunk by its id (as a string): its file, its place in the file, and its file's phase. */
+  chunks: Map<string, { path: string; ordinal: number; phase: number }>;
+  /** Every file's phase, by path. */
+  files: Map<string, number>;
+}
+
+/** See VectorLedger.filesByPath. */
+export interface LedgerFile {
+  hash: string;
+  language: string;
+  phase: number;
+}
+
 /** Vectors by (embedder, text hash): moved, renamed and reverted files re-embed nothing. */
 export interface EmbeddingCache {
   get(embedder: string, hashes: string[]): Promise<Map<string, Float32Array>>;
@@ -471,7 +514,7 @@ export interface RepositoryRegistry {
 /**
  * The storage seam: a required core plus optional capabilities, each present or not (the flags). A composite
  * driver pairs one engine's capability with another's core: the Chroma driver keeps files, lexical rows and
- * references in SQLite and vectors in Chroma. Drivers: `store/sqlite.ts` (FTS5 + sqlite-vec, the embedded
+ * references in SQLite and vectors in Chroma. Drivers: `store/sqlite/` (FTS5 + sqlite-vec, the embedded
  * default), `store/postgres.ts` (BM25 over weighted tsvectors + pgvector HNSW), `store/chroma.ts`. Every one passes
  * `test/store-contract.ts`. Every method is async so that network stores fit.
  */
@@ -479,6 +522,8 @@ export interface Store extends StoreCore {
   readonly lexical?: LexicalIndex;
   readonly vectors?: VectorIndex;
   readonly cache?: EmbeddingCache;
+  /** The vector bookkeeping, for an engine that keeps the vectors themselves elsewhere (see VectorLedger). */
+  readonly ledger?: VectorLedger;
   readonly references?: ReferenceIndex;
   readonly content?: ContentStore;
   readonly exact?: ExactIndex;

@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { unpackUpdate } from './packed.ts';
-import { SqliteStore } from './sqlite.ts';
+import { SqliteStore } from './sqlite/index.ts';
 import type { WriteRequest } from './write-behind.ts';
 
 /**
