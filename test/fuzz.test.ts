@@ -168,17 +168,25 @@ describe('fuzzing', () => {
           const unit = units.join('');
           const small = unit.repeat(times * 50);
           const large = unit.repeat(times * 500);
-          const t0 = performance.now();
           const a = await redactSecrets(small);
-          const t1 = performance.now();
           const b = await redactSecrets(large);
-          const t2 = performance.now();
           assert.equal(a.text.split('\n').length, small.split('\n').length);
           assert.equal(b.text.split('\n').length, large.split('\n').length);
+          // the fastest of three runs: a busy machine (the suite runs files two at a time) only ever adds time
+          const fastest = async (text: string) => {
+            let best = Number.POSITIVE_INFINITY;
+            for (let i = 0; i < 3; i++) {
+              const t = performance.now();
+              await redactSecrets(text);
+              best = Math.min(best, performance.now() - t);
+            }
+            return best;
+          };
+          const [smallMs, largeMs] = [await fastest(small), await fastest(large)];
           // 10x the text: linear takes ~10x; the rule this replaced took ~100x (a floor keeps tiny inputs out)
           assert.ok(
-            t2 - t1 < Math.max(200, 40 * (t1 - t0)),
-            `${JSON.stringify(unit).slice(0, 60)}: ${(t1 - t0).toFixed(0)} ms, then ${(t2 - t1).toFixed(0)} ms`,
+            largeMs < Math.max(200, 40 * smallMs),
+            `${JSON.stringify(unit).slice(0, 60)}: ${smallMs.toFixed(0)} ms, then ${largeMs.toFixed(0)} ms`,
           );
         },
       ),
