@@ -132,23 +132,55 @@ def flatten(tree):
 
 
 def exported_scorer(path, names):
-    """Scores a row with an exported model (flat trees over its own feature names), as src/search/ranker.ts does."""
+    """Scores rows with an exported model (flat trees over its own feature names), as src/search/ranker.ts does:
+    every tree walked for all of a row's files at once (numpy), the scores cached by row."""
     model = json.load(open(path))
-    at = [names.index(n) for n in model["features"]]
+    at = np.array([names.index(n) for n in model["features"]], dtype=np.int64)
+    trees = [{k: np.array(v) for k, v in t.items()} for t in model["trees"]]
+    cache = {}
 
-    def tree_score(t, x):
-        if not t["feature"]:
-            return t["leaf"][0] if t["leaf"] else 0.0
-        node = 0
-        while True:
-            f = at[t["feature"][node]]
-            v = x[f] if f < len(x) else 0.0
-            nxt = t["left"][node] if v <= t["threshold"][node] else t["right"][node]
-            if nxt < 0:
-                return t["leaf"][~nxt]
-            node = nxt
+    def score_matrix(X):
+        out = np.zeros(len(X))
+        rows = np.arange(len(X))
+        for t in trees:
+            if not len(t["feature"]):
+                out += t["leaf"][0] if len(t["leaf"]) else 0.0
+                continue
+            node = np.zeros(len(X), dtype=np.int64)
+            leaf = np.full(len(X), -1, dtype=np.int64)
+            active = np.ones(len(X), dtype=bool)
+            while active.any():
+                n = node[active]
+                x = X[rows[active], at[t["feature"][n]]]
+                nxt = np.where(x <= t["threshold"][n], t["left"][n], t["right"][n])
+                done = nxt < 0
+                idx = rows[active]
+                leaf[idx[done]] = ~nxt[done]
+                node[idx[~done]] = nxt[~done]
+                active[idx[done]] = False
+            out += t["leaf"][leaf]
+        return out
 
-    return lambda row: [sum(tree_score(t, x) for t in model["trees"]) for x in row["X"]]
+    def score(row):
+        k = key(row)
+        if k not in cache:
+            X = np.array(row["X"], dtype=np.float64) if row["X"] else np.zeros((0, len(names)))
+            cache[k] = score_matrix(X).tolist() if len(X) else []
+        return cache[k]
+
+    def prime(rows):
+        """Scores many rows in one pass (one matrix), filling the cache."""
+        rows = [r for r in rows if r["X"]]
+        if not rows:
+            return
+        scores = score_matrix(np.array([x for r in rows for x in r["X"]], dtype=np.float64))
+        at_row = 0
+        for r in rows:
+            cache[key(r)] = scores[at_row:at_row + len(r["X"])].tolist()
+            at_row += len(r["X"])
+
+    score.prime = prime
+    return score
 
 
 def main():
@@ -186,6 +218,8 @@ def main():
     if extra:
         print(f"+ {len(extra)} training-only queries, {len({r['repo'] for r in extra})} repositories", file=sys.stderr)
     compare = exported_scorer(a.compare, names) if a.compare else None
+    if compare:
+        compare.prime(rows)
 
     baseline = lambda r: r["files"]  # noqa: E731
     cv_scores = {}
