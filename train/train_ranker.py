@@ -72,8 +72,11 @@ def matrices(rows):
     return np.array(X, dtype=np.float64), np.array(y), groups
 
 
+SKIP_KINDS = set()
+
+
 def train(rows):
-    rows = [r for r in rows if r["files"]]
+    rows = [r for r in rows if r["files"] and r.get("kind") not in SKIP_KINDS]
     X, y, groups = matrices(rows)
     return lgb.train(PARAMS, lgb.Dataset(X, y, group=groups), num_boost_round=ROUNDS)
 
@@ -197,11 +200,14 @@ def main():
     ap.add_argument("--modes", default="lexical,hybrid", help="which rows to train and report on")
     ap.add_argument("--extra-train", nargs="*", default=[],
                     help="feature files whose rows are only trained on: in every fold's training set, never held out")
+    ap.add_argument("--skip-kinds", default="",
+                    help="query kinds left out of training (still reported): e.g. symbol,test, the v2 corpus's own")
     ap.add_argument("--compare", help="an exported model (models/ranker/ranker-v3.json) scored on the same held-out "
                     "rows, by its feature names")
     a = ap.parse_args()
     names = json.load(open(a.features + ".features.json"))
     modes = set(a.modes.split(","))
+    SKIP_KINDS.update(k for k in a.skip_kinds.split(",") if k)
     if a.only_features:
         names = names[:a.only_features]
 
