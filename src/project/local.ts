@@ -8,8 +8,7 @@ import { type Embedder, openEmbedder } from '../embed/open.ts';
 import { QuarryError } from '../errors.ts';
 import { type IndexOptions, type IndexReport, indexRepository } from '../indexing/indexer.ts';
 import { contentVerdict, decodeText, redactionOf } from '../indexing/process-file.ts';
-import type { LlmProvider } from '../llm/provider.ts';
-import { createHttpReranker, type Reranker } from '../rerank/rerank.ts';
+import { openReranker, type RerankerKeep } from '../rerank/open.ts';
 import { type GrepQuery, type GrepResponse, grep } from '../search/grep.ts';
 import { readHistory } from '../search/history.ts';
 import {
@@ -365,7 +364,7 @@ export interface SearchProjectOptions extends Omit<SearchOptions, 'queryVector'>
   onNotice?: (message: string) => void;
 }
 
-const llmRerankers = new WeakMap<LocalProject, { spec: string | undefined; llm: LlmProvider }>();
+const rerankerKeeps = new WeakMap<LocalProject, RerankerKeep>();
 
 /** Searches a project: hybrid when its index has vectors from the installed model, lexical otherwise. */
 export async function searchProject(
@@ -393,29 +392,12 @@ export async function searchProject(
       );
   }
   const rr = project.config.search.rerank;
-  let reranker: Reranker | undefined;
-  if (rr.protocol === 'llm') {
-    // the configured chat model (or search.rerank.model) ranks the first candidates listwise; opened once per
-    // project (an in-process model loads its weights once)
-    const spec = rr.model ?? project.config.llm.model;
-    let cached = llmRerankers.get(project);
-    if (!cached || cached.spec !== spec) {
-      const { openLlm } = await import('../llm/provider.ts');
-      cached = { spec, llm: await openLlm(project.config.llm, spec) };
-      llmRerankers.set(project, cached);
-    }
-    const { createLlmReranker } = await import('../rerank/llm.ts');
-    reranker = createLlmReranker(cached.llm, {
-      ...(rr.budget ? { budget: rr.budget } : {}),
-      ...(rr.timeoutMs ? { timeoutMs: rr.timeoutMs } : {}),
-      ...(onNotice ? { onFallback: onNotice } : {}),
-    });
-  } else if (rr.protocol !== 'none' && rr.url)
-    reranker = createHttpReranker({
-      protocol: rr.protocol,
-      baseUrl: rr.url,
-      ...(rr.model ? { model: rr.model } : {}),
-    });
+  const keep = rerankerKeeps.get(project) ?? {};
+  rerankerKeeps.set(project, keep);
+  const reranker = await openReranker(project.config, {
+    keep,
+    ...(onNotice ? { onFallback: onNotice } : {}),
+  });
   const res = await search(project.store, project.config, query, {
     ...rest,
     history: () => readHistory(project.root),
