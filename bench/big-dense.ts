@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openProject, searchProject } from '../src/project/local.ts';
+import { openProject, searchProject } from '../src/project/local/index.ts';
 import { openSqliteStore } from '../src/store/sqlite/index.ts';
 
 const { values, positionals } = parseArgs({

@@ -10,7 +10,7 @@
 import { parseArgs } from 'node:util';
 import { ChromaClient } from 'chromadb';
 import { readQueries, score, treeFor } from '../src/eval/eval.ts';
-import { openProject, searchProject } from '../src/project/local.ts';
+import { openProject, searchProject } from '../src/project/local/index.ts';
 import { analyzeQuery } from '../src/search/query.ts';
 import { informativeTerms } from '../src/search/search.ts';
 import { chromaAddress } from '../src/store/chroma.ts';

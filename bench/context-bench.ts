@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import type { Packing } from '../src/config/config.ts';
 import { assembleContext } from '../src/context/assemble.ts';
 import { readQueries, treeFor } from '../src/eval/eval.ts';
-import { openProject, type LocalProject as Project } from '../src/project/local.ts';
+import { openProject, type LocalProject as Project } from '../src/project/local/index.ts';
 import type { SearchMode } from '../src/search/search.ts';
 
 const { values, positionals } = parseArgs({

@@ -16,7 +16,7 @@ import * as sqliteVec from 'sqlite-vec';
 import { type EvalQuery, readQueries, score, treeFor } from '../src/eval/eval.ts';
 import { chunksToEmbed } from '../src/indexing/embedding.ts';
 import { byPriority, centralityOf } from '../src/indexing/priority.ts';
-import { embedQuery, type LocalProject, openProject } from '../src/project/local.ts';
+import { embedQuery, type LocalProject, openProject } from '../src/project/local/index.ts';
 import { readHistory } from '../src/search/history.ts';
 import { denseShare, passesFilter, search } from '../src/search/search.ts';
 import type { ChunkHit, FileHit, SearchFilter, Store, VectorIndex } from '../src/store/types.ts';

@@ -35,7 +35,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { isQuarryError } from '../src/errors.ts';
-import { openProject } from '../src/project/local.ts';
+import { openProject } from '../src/project/local/index.ts';
 import { CLI, dumpIndex } from '../test/helpers.ts';
 import { snapshot } from '../test/store-guarantees.ts';
 import { startServer, type TestServer } from '../test/store-servers.ts';

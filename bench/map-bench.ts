@@ -17,7 +17,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildRepoMap, questionMentions } from '../src/context/repomap.ts';
-import { openProject } from '../src/project/local.ts';
+import { openProject } from '../src/project/local/index.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

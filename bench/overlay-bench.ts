@@ -18,7 +18,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { indexProject, openProject } from '../src/project/local.ts';
+import { indexProject, openProject } from '../src/project/local/index.ts';
 import { openOverlay } from '../src/project/overlay.ts';
 import { openRemoteProject } from '../src/project/remote.ts';
 import type { Project } from '../src/project/types.ts';

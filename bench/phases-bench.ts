@@ -9,7 +9,7 @@
  */
 import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { indexProject, openProject } from '../src/project/local.ts';
+import { indexProject, openProject } from '../src/project/local/index.ts';
 import { embeddingStatusOf } from '../src/store/types.ts';
 
 const corpus = resolve(process.argv[2] ?? '.');

@@ -1,4 +1,4 @@
-import type { LocalProject } from '../src/project/local.ts';
+import type { LocalProject } from '../src/project/local/index.ts';
 import type { FileRecord } from '../src/store/types.ts';
 
 /**

@@ -19,7 +19,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { assembleContext } from '../src/context/assemble.ts';
 import { treeFor } from '../src/eval/eval.ts';
-import { type LocalProject, openProject } from '../src/project/local.ts';
+import { type LocalProject, openProject } from '../src/project/local/index.ts';
 import type { SearchMode } from '../src/search/search.ts';
 
 interface Span {

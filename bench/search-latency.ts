@@ -11,7 +11,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openProject, searchProject } from '../src/project/local.ts';
+import { openProject, searchProject } from '../src/project/local/index.ts';
 import type { SearchMode } from '../src/search/search.ts';
 import { benchQueries } from './queries.ts';
 

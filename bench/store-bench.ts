@@ -9,7 +9,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { readQueries, runEval, treeFor } from '../src/eval/eval.ts';
-import { indexProject, openProject, searchProject } from '../src/project/local.ts';
+import { indexProject, openProject, searchProject } from '../src/project/local/index.ts';
 import type { SearchMode } from '../src/search/search.ts';
 
 const { values } = parseArgs({

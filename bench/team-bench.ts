@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { readQueries } from '../src/eval/eval.ts';
-import { indexProject, openProject } from '../src/project/local.ts';
+import { indexProject, openProject } from '../src/project/local/index.ts';
 import { openRemoteProject } from '../src/project/remote.ts';
 import type { Project } from '../src/project/types.ts';
 import { walk } from '../src/workspace/walk.ts';

@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openProject, searchProject } from '../src/project/local.ts';
+import { openProject, searchProject } from '../src/project/local/index.ts';
 import { CLI, makeTree } from '../test/helpers.ts';
 
 const args = process.argv.slice(2);

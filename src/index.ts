@@ -31,7 +31,7 @@ export {
   projectStatus,
   type StatusReport,
   searchProject,
-} from './project/local.ts';
+} from './project/local/index.ts';
 export { openRemoteProject, RemoteClient, type RemoteOptions } from './project/remote.ts';
 export type { FileSlice, Outline, ProjectSearchOptions } from './project/types.ts';
 export { analyzeQuery } from './search/query.ts';

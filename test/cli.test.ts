@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
-import { openProject, searchProject } from '../src/project/local.ts';
+import { openProject, searchProject } from '../src/project/local/index.ts';
 import { indexPaths } from '../src/workspace/root.ts';
 import {
   copyPolyglot,

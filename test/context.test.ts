@@ -9,7 +9,7 @@ import { buildRepoMap, questionMentions } from '../src/context/repomap.ts';
 import type { QuarryError } from '../src/errors.ts';
 import { openLlm } from '../src/llm/provider.ts';
 import { contextWindow, countTokens, outputBudget, safetyMargin } from '../src/llm/tokens.ts';
-import { indexProject, type LocalProject as Project } from '../src/project/local.ts';
+import { indexProject, type LocalProject as Project } from '../src/project/local/index.ts';
 import type { SymbolHit } from '../src/store/types.ts';
 import { makeTree, openLexical, removeTree } from './helpers.ts';
 import { type LlmServer, startLlmServer } from './llm-server.ts';
@@ -361,7 +361,7 @@ describe('context where relevance falls off', () => {
         ]),
       ),
     });
-    const { openProject } = await import('../src/project/local.ts');
+    const { openProject } = await import('../src/project/local/index.ts');
     try {
       const paths = async (minRelevance: number) => {
         const p = await openProject({

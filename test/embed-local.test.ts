@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { resolveConfig } from '../src/config/config.ts';
 import { createLocalEmbedder, cudaProvider } from '../src/embed/local.ts';
 import { findWeights } from '../src/embed/models.ts';
-import { embedQuery } from '../src/project/local.ts';
+import { embedQuery } from '../src/project/local/index.ts';
 import { embedderContract } from './embedder-contract.ts';
 import { REPO } from './helpers.ts';
 

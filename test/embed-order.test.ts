@@ -4,7 +4,7 @@ import { after, describe, it } from 'node:test';
 import { openEmbedder } from '../src/embed/open.ts';
 import { embedPending } from '../src/indexing/embedding.ts';
 import { byPriority, centralityOf, embedPriority } from '../src/indexing/priority.ts';
-import { indexProject, openProject } from '../src/project/local.ts';
+import { indexProject, openProject } from '../src/project/local/index.ts';
 import { denseShare } from '../src/search/search.ts';
 import { git, makeTree, removeTree, testConfig } from './helpers.ts';
 

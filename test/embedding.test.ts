@@ -10,7 +10,7 @@ import { findWeights } from '../src/embed/models.ts';
 import { openEmbedder } from '../src/embed/open.ts';
 import { embedPending } from '../src/indexing/embedding.ts';
 import { indexRepository } from '../src/indexing/indexer.ts';
-import { indexProject, openProject, projectStatus, searchProject } from '../src/project/local.ts';
+import { indexProject, openProject, projectStatus, searchProject } from '../src/project/local/index.ts';
 import { openSqliteStore } from '../src/store/sqlite/index.ts';
 import { DATA_CHUNK_VECTORS } from '../src/workspace/roles.ts';
 import { indexPaths } from '../src/workspace/root.ts';

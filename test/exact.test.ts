@@ -8,7 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { openedSet } from '../src/host/set.ts';
 import { createMcpServer } from '../src/mcp/server.ts';
-import { indexProject, type LocalProject } from '../src/project/local.ts';
+import { indexProject, type LocalProject } from '../src/project/local/index.ts';
 import { codeFragment } from '../src/search/query.ts';
 import { planTrigrams } from '../src/search/trigrams.ts';
 import { startServer } from '../src/server/http.ts';

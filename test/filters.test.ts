@@ -7,7 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { openedSet } from '../src/host/set.ts';
 import { createMcpServer } from '../src/mcp/server.ts';
-import { indexProject, type LocalProject, searchProject } from '../src/project/local.ts';
+import { indexProject, type LocalProject, searchProject } from '../src/project/local/index.ts';
 import { startServer } from '../src/server/http.ts';
 import { copyPolyglot, indexLexically, makeTree, openLexical, removeTree, runCli } from './helpers.ts';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { openEmbedder } from '../src/embed/open.ts';
 import { embedPending } from '../src/indexing/embedding.ts';
-import { indexProject, indexStatus, openProject } from '../src/project/local.ts';
+import { indexProject, indexStatus, openProject } from '../src/project/local/index.ts';
 import { loadFolderMemos } from '../src/workspace/walk-cache.ts';
 import {
   git,

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { main } from '../src/cli/main.ts';
 import { resolveConfig } from '../src/config/config.ts';
 import { isQuarryError } from '../src/errors.ts';
-import { indexProject, openProject } from '../src/project/local.ts';
+import { indexProject, openProject } from '../src/project/local/index.ts';
 import { indexPaths } from '../src/workspace/root.ts';
 import { walk } from '../src/workspace/walk.ts';
 import { makeTree, removeTree } from './helpers.ts';

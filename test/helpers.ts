@@ -11,7 +11,7 @@ import {
   openProject,
   type LocalProject as Project,
   searchProject,
-} from '../src/project/local.ts';
+} from '../src/project/local/index.ts';
 import type { SearchResponse } from '../src/search/search.ts';
 import type { FileUpdate } from '../src/store/types.ts';
 

@@ -5,7 +5,7 @@ import { cpSync, mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { indexProject, openProject } from '../src/project/local.ts';
+import { indexProject, openProject } from '../src/project/local/index.ts';
 import { analyzeQuery } from '../src/search/query.ts';
 import { gather } from '../src/search/search.ts';
 import { makeTree, openLexical, removeTree } from './helpers.ts';

@@ -1,5 +1,5 @@
 // Takes the writer lock of the project in argv[2] (its store from the environment) and holds it until killed.
-import { openProject } from '../src/project/local.ts';
+import { openProject } from '../src/project/local/index.ts';
 
 const project = await openProject({ root: process.argv[2]!, create: true, userConfig: false });
 await project.store.acquireWriter({ waitMs: 0 });

@@ -498,7 +498,7 @@ describe('read_file pages a long file by lines and by characters', () => {
     const { InMemoryTransport } = await import('@modelcontextprotocol/sdk/inMemory.js');
     const { openedSet } = await import('../src/host/set.ts');
     const { createMcpServer } = await import('../src/mcp/server.ts');
-    const { indexProject } = await import('../src/project/local.ts');
+    const { indexProject } = await import('../src/project/local/index.ts');
     const { openLexical } = await import('./helpers.ts');
     const line = (i: number) => `export const value${String(i).padStart(4, '0')} = "${'x'.repeat(60)}";`;
     const root = makeTree({

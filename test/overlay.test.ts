@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { indexProject, openProject } from '../src/project/local.ts';
+import { indexProject, openProject } from '../src/project/local/index.ts';
 import { type OverlayProject, openOverlay } from '../src/project/overlay.ts';
 import { openRemoteProject } from '../src/project/remote.ts';
 import type { LocalProject, Project } from '../src/project/types.ts';

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { indexProject, type LocalProject, openProject, searchProject } from '../src/project/local.ts';
+import { indexProject, type LocalProject, openProject, searchProject } from '../src/project/local/index.ts';
 import { FEATURE_NAMES } from '../src/search/features.ts';
 import {
   loadRanker,

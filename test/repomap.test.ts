@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { buildRepoMap, questionMentions, rankDefinitions } from '../src/context/repomap.ts';
 import { signatureAt } from '../src/context/signatures.ts';
-import { indexProject, type LocalProject as Project } from '../src/project/local.ts';
+import { indexProject, type LocalProject as Project } from '../src/project/local/index.ts';
 import { makeTree, openLexical, removeTree } from './helpers.ts';
 
 /** A file's text as the lines the map reads (1-based). */

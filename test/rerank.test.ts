@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { indexProject, openProject, searchProject } from '../src/project/local.ts';
+import { indexProject, openProject, searchProject } from '../src/project/local/index.ts';
 import { parseRanking } from '../src/rerank/llm.ts';
 import { createHttpReranker } from '../src/rerank/rerank.ts';
 import { makeTree, openLexical, removeTree, runCliAsync, trustProjectFile } from './helpers.ts';

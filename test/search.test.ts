@@ -5,7 +5,7 @@ import {
   openProject,
   type LocalProject as Project,
   searchProject,
-} from '../src/project/local.ts';
+} from '../src/project/local/index.ts';
 import { resultJson, resultLabel } from '../src/search/modes.ts';
 import { analyzeQuery, frameFunctions } from '../src/search/query.ts';
 import { fileRole, testedBasename } from '../src/workspace/roles.ts';

@@ -10,7 +10,7 @@ import { redactSecrets } from '../src/chunk/redact.ts';
 import { assembleContext } from '../src/context/assemble.ts';
 import { openedSet } from '../src/host/set.ts';
 import { createMcpServer } from '../src/mcp/server.ts';
-import { indexProject, type LocalProject } from '../src/project/local.ts';
+import { indexProject, type LocalProject } from '../src/project/local/index.ts';
 import { startServer } from '../src/server/http.ts';
 import { makeTree, openLexical, removeTree, runCli, trustProjectFile } from './helpers.ts';
 

@@ -7,7 +7,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ChromaClient } from 'chromadb';
 import pg from 'pg';
 import { isQuarryError } from '../src/errors.ts';
-import { indexProject, openProject, searchProject } from '../src/project/local.ts';
+import { indexProject, openProject, searchProject } from '../src/project/local/index.ts';
 import { bigTree, CLI, copyPolyglot, makeTree, removeTree, runCli, spawnCli } from './helpers.ts';
 import { freshRepo, openFor, snapshot, storeEnv } from './store-guarantees.ts';
 import { freePort, startServer, type TestServer } from './store-servers.ts';

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { codeTokenText, pathTokenText } from '../src/chunk/tokens.ts';
 import { referenceGraph } from '../src/context/repomap.ts';
 import { isQuarryError } from '../src/errors.ts';
-import { openProject, type LocalProject as Project, searchProject } from '../src/project/local.ts';
+import { openProject, type LocalProject as Project, searchProject } from '../src/project/local/index.ts';
 import type { FileUpdate, Store } from '../src/store/types.ts';
 import { bigTree, copyPolyglot, makeTree, runCli, runCliAsync, spawnCli } from './helpers.ts';
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
-import { indexProject } from '../src/project/local.ts';
+import { indexProject } from '../src/project/local/index.ts';
 import { readVarints } from '../src/store/pruned.ts';
 import { openSqliteStore, SCHEMA_VERSION } from '../src/store/sqlite/index.ts';
 import {

@@ -8,7 +8,7 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import pg from 'pg';
 import { isQuarryError } from '../src/errors.ts';
-import { indexProject, openProject } from '../src/project/local.ts';
+import { indexProject, openProject } from '../src/project/local/index.ts';
 import { openRemoteProject } from '../src/project/remote.ts';
 import type { Project } from '../src/project/types.ts';
 import { copyPolyglot, makeTree, removeTree, runCli, runCliAsync, spawnCli } from './helpers.ts';

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { indexProject, type LocalProject as Project } from '../src/project/local.ts';
+import { indexProject, type LocalProject as Project } from '../src/project/local/index.ts';
 import { announceWatcher, watcherElsewhere } from '../src/store/lock.ts';
 import { type AutoSync, startAutoSync, watchFailure } from '../src/watch/autosync.ts';
 import { makeTree, openLexical, removeTree, until } from './helpers.ts';

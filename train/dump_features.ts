@@ -34,7 +34,7 @@ import { appendFileSync, createReadStream, existsSync, readFileSync, writeFileSy
 import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { indexProject, indexStatus, openProject, searchProject } from '../src/project/local.ts';
+import { indexProject, indexStatus, openProject, searchProject } from '../src/project/local/index.ts';
 import { codeFragment } from '../src/search/query.ts';
 import type { SearchMode } from '../src/search/search.ts';
 import type { ReferenceGraph } from '../src/store/types.ts';

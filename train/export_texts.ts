@@ -14,7 +14,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { openUserCache } from '../src/embed/shared-cache.ts';
 import { chunksToEmbed, chunkText, coarseText, textHash } from '../src/indexing/embedding.ts';
-import { openProject } from '../src/project/local.ts';
+import { openProject } from '../src/project/local/index.ts';
 import { openLocalEmbedder } from './local-embedder.ts';
 
 const { values: args, positionals: trees } = parseArgs({

@@ -13,7 +13,7 @@ import {
 } from '../host/answers.ts';
 import { projectDataFile } from '../host/checkout.ts';
 import { type AutoSync, startAutoSync } from '../host/serve.ts';
-import type { LocalProject, Project } from '../project/local.ts';
+import type { LocalProject, Project } from '../project/local/index.ts';
 import type { AssembledContext } from '../project/types.ts';
 import type { CliContext, Colors } from './context.ts';
 import { colorDiff, formatSources, safePath, visible } from './format.ts';

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { QuarryError } from '../errors.ts';
 import { mainWorktreeOf, projectRootFor } from '../host/checkout.ts';
-import type { LocalProject, OpenProjectOptions, Project } from '../project/local.ts';
+import type { LocalProject, OpenProjectOptions, Project } from '../project/local/index.ts';
 import type { RepoInfo } from '../store/types.ts';
 import type { Globals } from './context.ts';
 import { visible } from './format.ts';
@@ -12,7 +12,7 @@ import { visible } from './format.ts';
  * command that asks a running server never loads it (docs/benchmarks.md, "A search that loads only search").
  */
 async function openProject(options: OpenProjectOptions): Promise<LocalProject> {
-  return (await import('../project/local.ts')).openProject(options);
+  return (await import('../project/local/index.ts')).openProject(options);
 }
 
 /** The folder a project is a checkout of, when it is one here (not a remote, nor a repository read from a store). */

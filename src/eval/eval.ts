@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { QuarryError } from '../errors.ts';
-import { openProject, type LocalProject as Project, searchProject } from '../project/local.ts';
+import { openProject, type LocalProject as Project, searchProject } from '../project/local/index.ts';
 import type { SearchMode } from '../search/search.ts';
 import { indexPaths, isDirectory } from '../workspace/root.ts';
 

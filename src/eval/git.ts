@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { QuarryError } from '../errors.ts';
-import { indexProject, openProject } from '../project/local.ts';
+import { indexProject, openProject } from '../project/local/index.ts';
 import type { SearchMode } from '../search/search.ts';
 import { commitQuery, isSourceFile } from './commits.ts';
 import { type EvalQuery, type EvalResult, runEval } from './eval.ts';

@@ -11,7 +11,7 @@ import {
   weightsFileIn,
 } from '../embed/models.ts';
 import { pinnedSha256, presetDir, presetFor } from '../embed/presets.ts';
-import { openProject } from '../project/local.ts';
+import { openProject } from '../project/local/index.ts';
 import { loadQuarryBm25 } from '../store/native-rank.ts';
 import { storeTarget, storeTraits } from '../store/open.ts';
 import { indexPaths } from '../workspace/root.ts';

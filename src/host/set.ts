@@ -296,7 +296,7 @@ export async function openServedSet(options: ServedSetOptions): Promise<ProjectS
   }
 
   const { openRegistry } = await import('../store/open.ts');
-  const { openProject } = await import('../project/local.ts');
+  const { openProject } = await import('../project/local/index.ts');
   const registry = live ? undefined : await openRegistry(resolveConfig({ root: cwd }), cwd);
   if (!live && !registry)
     throw new QuarryError(

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { knownError, publicMessage } from '../errors.ts';
 import { allowedRoot, type RootPolicy } from '../host/roots.ts';
 import { type ProjectSet, redacting } from '../host/set.ts';
-import { openProject } from '../project/local.ts';
+import { openProject } from '../project/local/index.ts';
 import type { Project } from '../project/types.ts';
 
 /** Characters of one tool result before it is cut (with a note saying how to get the rest). */

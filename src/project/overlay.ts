@@ -13,7 +13,7 @@ import type {
   VectorIndex,
 } from '../store/types.ts';
 import { type GitChanges, gitChangesSince, indexPaths } from '../workspace/root.ts';
-import { openProject } from './local.ts';
+import { openProject } from './local/index.ts';
 import { type IndexStatus, type LocalProject, NEAREST_MAX, type NearestHit, type Project } from './types.ts';
 
 // A local overlay on a shared index (docs/team.md). A team's index was built at one commit; a developer's working

@@ -9,7 +9,7 @@ import {
   indexedMainWorktree,
   indexPaths,
 } from '../workspace/root.ts';
-import { openProject } from './local.ts';
+import { openProject } from './local/index.ts';
 import { type OverlayProject, openOverlay } from './overlay.ts';
 import type { Project } from './types.ts';
 

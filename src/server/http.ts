@@ -2,7 +2,7 @@ import { announceServer } from '../host/discovery.ts';
 import { type GuardOptions, isLoopback } from '../host/guard.ts';
 import { serverTokens } from '../host/server-tokens.ts';
 import type { ProjectSet } from '../host/set.ts';
-import type { LocalProject } from '../project/local.ts';
+import type { LocalProject } from '../project/local/index.ts';
 import type { AutoSync, SyncStatus } from '../watch/autosync.ts';
 import { createApp } from './app.ts';
 import type { LiveHooks } from './request.ts';

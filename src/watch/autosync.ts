@@ -7,7 +7,7 @@ import type { Embedder } from '../embed/types.ts';
 import { isQuarryError } from '../errors.ts';
 import { embedPending } from '../indexing/embedding.ts';
 import { indexRepository } from '../indexing/indexer.ts';
-import { keptFreshBy, type LocalProject as Project } from '../project/local.ts';
+import { keptFreshBy, type LocalProject as Project } from '../project/local/index.ts';
 import { announceWatcher } from '../store/lock.ts';
 import type { WriterLock } from '../store/types.ts';
 import { indexPaths } from '../workspace/root.ts';

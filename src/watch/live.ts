@@ -5,7 +5,7 @@ import {
   type LocalProject,
   openProject,
   projectStatus,
-} from '../project/local.ts';
+} from '../project/local/index.ts';
 import { type AutoSync, type SyncStatus, startAutoSync } from './autosync.ts';
 
 /** What long-running interfaces (serve, mcp) report: the index, its freshness, and a re-index in progress. */

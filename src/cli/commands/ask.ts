@@ -1,7 +1,7 @@
 import { type Command, Option } from 'commander';
 import type { Packing } from '../../config/config.ts';
 import { SEARCH_MODES, type SearchMode } from '../../host/vocabulary.ts';
-import type { Project } from '../../project/local.ts';
+import type { Project } from '../../project/local/index.ts';
 import type { CliContext } from '../context.ts';
 import { formatSources, sources, visible } from '../format.ts';
 import { withProject } from '../open.ts';

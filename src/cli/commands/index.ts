@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { UserConfig } from '../../config/config.ts';
 import { mainWorktreeOf, projectRootFor } from '../../host/checkout.ts';
 import { SKIP_REASONS } from '../../host/vocabulary.ts';
-import { indexProject, type LocalProject, openProject } from '../../project/local.ts';
+import { indexProject, type LocalProject, openProject } from '../../project/local/index.ts';
 import type { OverlayProject } from '../../project/overlay.ts';
 import { spawnBackgroundIndex } from '../background.ts';
 import type { CliContext, Colors } from '../context.ts';

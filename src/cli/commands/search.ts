@@ -8,7 +8,7 @@ import {
   SEARCH_MODES,
   type SearchMode,
 } from '../../host/vocabulary.ts';
-import type { Project } from '../../project/local.ts';
+import type { Project } from '../../project/local/index.ts';
 import type { CliContext } from '../context.ts';
 import { highlightTerms, safePath, visible } from '../format.ts';
 import { openAnyProject, projectPath, remoteOf, repoList, shownPath, warmServerProject } from '../open.ts';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { DATA_CHUNK_VECTORS } from '../../host/vocabulary.ts';
-import { type LocalProject, projectStatus, type StatusReport } from '../../project/local.ts';
+import { type LocalProject, projectStatus, type StatusReport } from '../../project/local/index.ts';
 import type { OverlayProject } from '../../project/overlay.ts';
 import type { CliContext, Colors } from '../context.ts';
 import { safePath, visible } from '../format.ts';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { requireProject } from '../../host/listen.ts';
 import type { SyncStatus } from '../../host/serve.ts';
-import { openProject } from '../../project/local.ts';
+import { openProject } from '../../project/local/index.ts';
 import type { CliContext } from '../context.ts';
 import { visible } from '../format.ts';
 import { INIT_HELP, positiveInt, untilSignal } from '../options.ts';

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { readProjectSettings, resolveConfig, writeProjectSettings } from '../../config/config.ts';
 import { QuarryError } from '../../errors.ts';
-import type { LocalProject } from '../../project/local.ts';
+import type { LocalProject } from '../../project/local/index.ts';
 import { body, type Env } from '../request.ts';
 
 /** Settings are the checkout's own file: only for a grant that sees everything and may re-index. */
