@@ -4,8 +4,8 @@ import { vectorTables } from './vectors.ts';
 
 /**
  * The driver's consistency check, read-only: BM25's counters against the rows they count, every posting belonging
- * to a document and every document with text having its postings, files marked embedded having their vectors
- * (store/shared/check.ts, the rule every driver shares), and PostgreSQL's own check of the B-tree indexes.
+ * to a document and every chunk with tokens having postings, files marked embedded having their vectors
+ * (store/shared/check.ts, one rule with the SQLite driver), and PostgreSQL's own check of the B-tree indexes.
  */
 export async function check(ctx: PgContext): Promise<string[]> {
   const problems: string[] = [];
