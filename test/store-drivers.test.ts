@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { resolveConfig } from '../src/config/config.ts';
 import { openStore } from '../src/store/open.ts';
-import { openPostgresStore } from '../src/store/postgres.ts';
+import { openPostgresStore } from '../src/store/postgres/index.ts';
 import type { Store } from '../src/store/types.ts';
 import { lineFile, makeTree, removeTree } from './helpers.ts';
 import { prunedCorpus } from './pruned-corpus.ts';

@@ -110,7 +110,7 @@ function checkServerUrl<D extends StoreDriver>(url: string, driver: D): D {
  * digit and not ending with a dot, separated by `/` (`owner/name`), at most 100 characters. So `*` (every
  * repository, in a request) can never be a name, and neither can `..`, a space, an empty string or `acme/alpha.`
  * (a second key for `acme/alpha`). Names are also compared without regard to case: a store refuses a key that
- * differs from one it holds only in case (store/postgres.ts, where keys are made).
+ * differs from one it holds only in case (store/postgres/registry.ts, where keys are made).
  */
 const PART = '[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?';
 const REPO_NAME = new RegExp(`^${PART}(?:/${PART})*$`);

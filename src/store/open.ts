@@ -166,7 +166,7 @@ export async function openStore(
       return openSqliteStore(target.url);
     }
     case 'postgres': {
-      const { openPostgresStore } = await import('./postgres.ts');
+      const { openPostgresStore } = await import('./postgres/index.ts');
       return openPostgresStore({ url: target.url, repo: target.repo, create: options.create ?? false });
     }
     case 'chroma': {
@@ -204,6 +204,6 @@ export async function openRegistry(
 ): Promise<(RepositoryRegistry & { location: string; close(): Promise<void> }) | undefined> {
   const target = storeTarget(config, root);
   if (!storeTraits(target).registry) return undefined;
-  const { openPostgresRegistry } = await import('./postgres.ts');
+  const { openPostgresRegistry } = await import('./postgres/index.ts');
   return openPostgresRegistry(target.url);
 }

@@ -19,7 +19,7 @@
  * cost 0.3–0.9 s for chunks it never returned.
  *
  * Used by the SQLite store on its own connection, by its reader worker (store/dense-worker.ts) on another, and by the
- * PostgreSQL store (store/postgres.ts).
+ * PostgreSQL store (store/postgres/lexical.ts).
  */
 
 import type { Statement } from 'better-sqlite3';

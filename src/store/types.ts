@@ -515,7 +515,7 @@ export interface RepositoryRegistry {
  * The storage seam: a required core plus optional capabilities, each present or not (the flags). A composite
  * driver pairs one engine's capability with another's core: the Chroma driver keeps files, lexical rows and
  * references in SQLite and vectors in Chroma. Drivers: `store/sqlite/` (FTS5 + sqlite-vec, the embedded
- * default), `store/postgres.ts` (BM25 over weighted tsvectors + pgvector HNSW), `store/chroma.ts`. Every one passes
+ * default), `store/postgres/` (BM25 over its own postings table + pgvector HNSW), `store/chroma.ts`. Every one passes
  * `test/store-contract.ts`. Every method is async so that network stores fit.
  */
 export interface Store extends StoreCore {
