@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import { chunkGetsVector } from '../../workspace/roles.ts';
+import { vectorMarkProblems } from '../shared/check.ts';
 import type { StoreStats } from '../types.ts';
 import type { Row, SqliteContext } from './context.ts';
 import { averages, ftsColumns, ftsCountedRows, recounted } from './fts-upkeep.ts';
@@ -67,20 +67,17 @@ function vectorProblems(ctx: SqliteContext): string[] {
   const codes = count(`SELECT count(*) FROM chunk_codes`);
   const vectors = count(`SELECT count(*) FROM chunk_vectors`);
   if (codes !== vectors) problems.push(`${codes} chunk codes for ${vectors} chunk vectors`);
-  // a data file's tail has no vectors by design (chunkGetsVector): only a chunk that should have one counts
+  // the chunks of files marked refined that lack a vector (shared/check.ts judges them, as PostgreSQL's check does)
   const lacking = ctx.db
     .prepare(
       `SELECT f.path, c.ordinal FROM chunks c JOIN files f ON f.id = c.file_id
          WHERE f.vec_phase = 2 AND c.id NOT IN (SELECT chunk_id FROM chunk_vectors)`,
     )
     .all() as Array<{ path: string; ordinal: number }>;
-  const unrefined = new Set(lacking.filter((r) => chunkGetsVector(r.path, r.ordinal)).map((r) => r.path))
-    .size;
-  if (unrefined) problems.push(`${unrefined} files are marked embedded but lack chunk vectors`);
   const coarse = count(
     `SELECT count(*) FROM files WHERE vec_phase >= 1 AND id NOT IN (SELECT file_id FROM file_vectors)`,
   );
-  if (coarse) problems.push(`${coarse} files are marked with a file vector they lack`);
+  problems.push(...vectorMarkProblems(lacking, coarse));
   return problems;
 }
 
