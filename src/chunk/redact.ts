@@ -11,7 +11,6 @@ import {
   PLACEHOLDER,
   PRIVATE_KEY_BLOCK,
   RULES,
-  rule,
 } from './secret-rules.ts';
 import {
   looksLikeKey,

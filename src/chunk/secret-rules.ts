@@ -17,7 +17,7 @@ interface Rule {
   context?: RegExp;
 }
 
-export const rule = (name: string, source: string, groups: number[], more: Partial<Rule> = {}): Rule => ({
+const rule = (name: string, source: string, groups: number[], more: Partial<Rule> = {}): Rule => ({
   name,
   re: new RE2(source, 'gm'),
   groups,

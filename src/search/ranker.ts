@@ -93,6 +93,9 @@ export function shippedRanker(): RankerModel {
 export function rankerFor(path: string | undefined): RankerModel {
   if (!path) return shippedRanker();
   let model = ownModels.get(path);
-  if (!model) ownModels.set(path, (model = loadRanker(path)));
+  if (!model) {
+    model = loadRanker(path);
+    ownModels.set(path, model);
+  }
   return model;
 }
