@@ -4,14 +4,7 @@ import { lintSource } from '@secretlint/core';
 import { secretLintProfiler } from '@secretlint/profiler';
 import { creator as recommended } from '@secretlint/secretlint-rule-preset-recommend';
 import type RE2 from 're2';
-import {
-  DESCRIPTOR,
-  FORMAT_RE,
-  FORMATS,
-  PLACEHOLDER,
-  PRIVATE_KEY_BLOCK,
-  RULES,
-} from './secret-rules.ts';
+import { DESCRIPTOR, FORMAT_RE, FORMATS, PLACEHOLDER, PRIVATE_KEY_BLOCK, RULES } from './secret-rules.ts';
 import {
   looksLikeKey,
   looksSecret,
