@@ -20,6 +20,7 @@ import type {
   StoreStats,
   SymbolHit,
   VectorIndex,
+  VectorLedger,
   WriterInfo,
   WriterLock,
 } from '../types.ts';
@@ -29,6 +30,7 @@ import { type PgContext, query } from './context.ts';
 import { redactUrl } from './errors.ts';
 import { readTexts, trigramCandidates } from './exact.ts';
 import * as files from './files.ts';
+import { vectorLedger } from './ledger.ts';
 import { searchChunks, searchFileDocs, termStats } from './lexical.ts';
 import { acquireWriter, activeWriter } from './lock.ts';
 import { findReferences, useCounts } from './references.ts';
@@ -107,6 +109,8 @@ export class PostgresStore implements Store {
   readonly location: string;
   readonly lexical: LexicalIndex;
   readonly vectors: VectorIndex;
+  /** The vector bookkeeping (VectorLedger), as the SQLite store's: the same rows its own vectors keep. */
+  readonly ledger: VectorLedger;
   readonly cache: EmbeddingCache;
   readonly references: ReferenceIndex;
   readonly content: ContentStore;
@@ -150,6 +154,7 @@ export class PostgresStore implements Store {
       searchFiles: (v, limit, filter) => vectors.searchDenseFiles(ctx, v, limit, filter),
       status: () => vectors.embeddingStatus(ctx),
     };
+    this.ledger = vectorLedger(ctx);
   }
 
   /** Connects, migrates the schema (under the schema lock) and finds or creates the repository's row. */

@@ -88,7 +88,7 @@ export async function useEmbedder(
          ON CONFLICT (repo, key) DO UPDATE SET value = EXCLUDED.value`,
       [ctx.repoId, key],
     );
-    await c.query(`UPDATE quarry_files SET vec_phase = 0 WHERE repo = $1 AND vec_phase <> 0`, [ctx.repoId]);
+    await resetPhases(ctx, c);
   });
   ctx.vecTables = undefined;
   await vectorTables(ctx);
@@ -99,6 +99,32 @@ async function requireTables(ctx: PgContext) {
   const t = await vectorTables(ctx);
   if (!t) throw new QuarryError('INTERNAL', 'vectors written before useEmbedder() was called');
   return t;
+}
+
+/** Forgets every file's vector phase, on `c` (inside the caller's transaction) or on any pooled connection. */
+export async function resetPhases(ctx: PgContext, c?: pg.PoolClient): Promise<void> {
+  const sql = `UPDATE quarry_files SET vec_phase = 0 WHERE repo = $1 AND vec_phase <> 0`;
+  if (c) await c.query(sql, [ctx.repoId]);
+  else await query(ctx, sql, [ctx.repoId], 'resetting the vector phases');
+}
+
+/**
+ * Marks files as having this phase's vectors (a phase is never lowered), only those whose content is still the one
+ * that was read; returns the marked files' ids by path.
+ */
+export async function markPhase(
+  ctx: PgContext,
+  c: pg.PoolClient,
+  items: Array<{ path: string; hash: string }>,
+  phase: 1 | 2,
+): Promise<Map<string, number>> {
+  const r = await c.query(
+    `UPDATE quarry_files f SET vec_phase = greatest(vec_phase, $4)
+       FROM unnest($2::text[], $3::text[]) AS t(path, hash)
+       WHERE f.repo = $1 AND f.path = t.path AND f.hash = t.hash RETURNING f.id, f.path`,
+    [ctx.repoId, items.map((i) => i.path), items.map((i) => i.hash), phase],
+  );
+  return new Map(r.rows.map((x) => [x.path as string, Number(x.id)]));
 }
 
 export async function pendingFiles(ctx: PgContext, phase: 1 | 2, limit: number): Promise<PendingFile[]> {
@@ -120,13 +146,7 @@ export async function putFileVectors(
   const t = await requireTables(ctx);
   await tx(ctx, 'storing vectors', async (c) => {
     // only files whose content is still the one that was read
-    const r = await c.query(
-      `UPDATE quarry_files f SET vec_phase = greatest(vec_phase, 1)
-         FROM unnest($2::text[], $3::text[]) AS t(path, hash)
-         WHERE f.repo = $1 AND f.path = t.path AND f.hash = t.hash RETURNING f.id, f.path`,
-      [ctx.repoId, items.map((i) => i.path), items.map((i) => i.hash)],
-    );
-    const idOf = new Map(r.rows.map((x) => [x.path as string, Number(x.id)]));
+    const idOf = await markPhase(ctx, c, items, 1);
     const kept = items.filter((i) => idOf.has(i.path));
     if (!kept.length) return;
     await c.query(
@@ -145,13 +165,7 @@ export async function putChunkVectors(
   if (!items.length) return;
   const t = await requireTables(ctx);
   await tx(ctx, 'storing vectors', async (c) => {
-    const r = await c.query(
-      `UPDATE quarry_files f SET vec_phase = 2
-         FROM unnest($2::text[], $3::text[]) AS t(path, hash)
-         WHERE f.repo = $1 AND f.path = t.path AND f.hash = t.hash RETURNING f.path`,
-      [ctx.repoId, items.map((i) => i.path), items.map((i) => i.hash)],
-    );
-    const ok = new Set(r.rows.map((x) => x.path as string));
+    const ok = await markPhase(ctx, c, items, 2);
     const vs = items.filter((i) => ok.has(i.path)).flatMap((i) => i.vectors);
     for (let i = 0; i < vs.length; i += 1000) {
       const slice = vs.slice(i, i + 1000);
@@ -228,8 +242,10 @@ export async function searchDenseFiles(
   }));
 }
 
-export async function embeddingStatus(ctx: PgContext): Promise<EmbeddingStatus> {
-  const t = await vectorTables(ctx);
+/** Embedding progress from the phase marks alone. */
+export async function phaseCounts(
+  ctx: PgContext,
+): Promise<Pick<EmbeddingStatus, 'files' | 'coarse' | 'refined'>> {
   const r = (
     await query(
       ctx,
@@ -239,14 +255,18 @@ export async function embeddingStatus(ctx: PgContext): Promise<EmbeddingStatus> 
       [ctx.repoId],
     )
   )[0]!;
+  return { files: Number(r.files), coarse: Number(r.coarse), refined: Number(r.refined) };
+}
+
+export async function embeddingStatus(ctx: PgContext): Promise<EmbeddingStatus> {
+  const t = await vectorTables(ctx);
+  const r = await phaseCounts(ctx);
   const chunkVectors = t
     ? Number((await query(ctx, `SELECT count(*) AS n FROM ${t.chunks} WHERE repo = $1`, [ctx.repoId]))[0]!.n)
     : 0;
   return {
     embedder: t ? { id: t.id, dimension: t.dimension } : null,
-    files: Number(r.files),
-    coarse: Number(r.coarse),
-    refined: Number(r.refined),
+    ...r,
     chunkVectors,
   };
 }
