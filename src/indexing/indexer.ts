@@ -6,6 +6,7 @@ import type { Embedder } from '../embed/types.ts';
 import { QuarryError } from '../errors.ts';
 import { chunkCount } from '../store/packed.ts';
 import type { Store, WriteBehind } from '../store/types.ts';
+import { folderMemoFile, loadFolderMemos, saveFolderMemos } from '../workspace/ignore/index.ts';
 import { detectLanguage } from '../workspace/languages.ts';
 import { gitHead, gitRemote, isDirectory } from '../workspace/root.ts';
 import {
@@ -16,7 +17,6 @@ import {
   type WalkSkip,
   walk,
 } from '../workspace/walk.ts';
-import { folderMemoFile, loadFolderMemos, saveFolderMemos } from '../workspace/walk-cache.ts';
 import { BatchWriter } from './batch-writer.ts';
 import { type EmbedReport, embedPending } from './embedding.ts';
 import { createFilePool, GIVE_UP_AFTER } from './pool.ts';
