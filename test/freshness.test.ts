@@ -6,7 +6,7 @@ import { after, describe, it } from 'node:test';
 import { openEmbedder } from '../src/embed/open.ts';
 import { embedPending } from '../src/indexing/embedding.ts';
 import { indexProject, indexStatus, openProject } from '../src/project/local/index.ts';
-import { loadFolderMemos } from '../src/workspace/walk-cache.ts';
+import { loadFolderMemos } from '../src/workspace/ignore/index.ts';
 import {
   git,
   indexLexically,

@@ -17,9 +17,9 @@ import { after, describe, it } from 'node:test';
 import type { QuarryConfig } from '../src/config/config.ts';
 import { treeDelta } from '../src/workspace/delta.ts';
 import { gitCleanStats, parseIndex } from '../src/workspace/git-index.ts';
+import { folderMemoFile, loadFolderMemos, saveFolderMemos } from '../src/workspace/ignore/index.ts';
 import { gitTracked } from '../src/workspace/tracked.ts';
 import { type FolderMemos, type WalkIgnore, walk } from '../src/workspace/walk.ts';
-import { folderMemoFile, loadFolderMemos, saveFolderMemos } from '../src/workspace/walk-cache.ts';
 import { git, indexLexically, makeTree, openLexical, removeTree, runCli, testConfig } from './helpers.ts';
 
 const trees: string[] = [];

@@ -4,8 +4,9 @@ import type { QuarryConfig } from '../config/config.ts';
 import { cacheFor } from '../embed/shared-cache.ts';
 import type { Embedder } from '../embed/types.ts';
 import { QuarryError } from '../errors.ts';
-import { chunkCount, unpackUpdate } from '../store/packed.ts';
-import type { AnyUpdate, FileTouch, Store, WriteBehind } from '../store/types.ts';
+import { chunkCount } from '../store/packed.ts';
+import type { Store, WriteBehind } from '../store/types.ts';
+import { folderMemoFile, loadFolderMemos, saveFolderMemos } from '../workspace/ignore/index.ts';
 import { detectLanguage } from '../workspace/languages.ts';
 import { gitHead, gitRemote, isDirectory } from '../workspace/root.ts';
 import {
@@ -16,7 +17,7 @@ import {
   type WalkSkip,
   walk,
 } from '../workspace/walk.ts';
-import { folderMemoFile, loadFolderMemos, saveFolderMemos } from '../workspace/walk-cache.ts';
+import { BatchWriter } from './batch-writer.ts';
 import { type EmbedReport, embedPending } from './embedding.ts';
 import { createFilePool, GIVE_UP_AFTER } from './pool.ts';
 import { CHUNKING_REVISION, type FileTask, redactionOf } from './process-file.ts';
@@ -154,14 +155,7 @@ async function checkSource(store: Store, now: Source, replace: boolean | undefin
   );
 }
 
-const COMMIT_FILES = 256;
-/** A batch also commits once its files hold this many bytes (of text read): large files weigh on memory, not count. */
-const COMMIT_BYTES = 16 * 2 ** 20;
-const COMMIT_MS = 500;
 const IN_FLIGHT_PER_WORKER = 16;
-/** With a writer behind, a batch grows to this many files while the one before is written. */
-const BEHIND_MAX_FILES = 512;
-const BEHIND_MAX_BYTES = 2 * COMMIT_BYTES;
 const IN_THREAD_MAX_FILES = 24;
 
 type KnownFiles = Map<string, Awaited<ReturnType<Store['listFiles']>>[number]>;
@@ -415,113 +409,6 @@ function lexicalProgress(
 }
 
 /**
- * Gathers file updates and touches, and writes them to the store a batch at a time. With a writer behind (a long run
- * on SQLite), a batch is handed to its thread and this one goes on handing out files: one batch is written at a time,
- * and the next grows meanwhile, up to BEHIND_MAX_FILES or BEHIND_MAX_BYTES, past which a commit waits for the write.
- */
-function batchWriter(store: Store, behind?: WriteBehind) {
-  let batch: AnyUpdate[] = [];
-  let touches: FileTouch[] = [];
-  /** How much text the batch holds: its files' sizes in bytes, the touches' texts in characters. */
-  let bytes = 0;
-  let lastCommit = performance.now();
-  let writing: Promise<void> | undefined;
-  // read through a function: a write ends while a commit awaits another
-  const busy = () => writing !== undefined;
-  /** Writes running on this thread (alone()): no batch is handed over until they end. */
-  let writingHere = 0;
-  /** Settles once every write begun on this thread has ended (flush waits for them). */
-  let hereDone: Promise<unknown> = Promise.resolve();
-  let failed: { error: unknown } | undefined;
-  const check = () => {
-    if (failed) throw failed.error;
-  };
-  const take = () => {
-    // take the batch first: outcomes that arrive while it is written go to the next one
-    const taken = { updates: batch, touched: touches };
-    batch = [];
-    touches = [];
-    bytes = 0;
-    lastCommit = performance.now();
-    return taken;
-  };
-  const writer = {
-    update(u: AnyUpdate) {
-      batch.push(u);
-      bytes += u.file.size;
-    },
-    touch(t: FileTouch) {
-      touches.push(t);
-      bytes += (t.trigrams ?? t.text)?.length ?? 0;
-    },
-    due: () => {
-      const files = batch.length + touches.length;
-      if (files < COMMIT_FILES && bytes < COMMIT_BYTES && performance.now() - lastCommit <= COMMIT_MS)
-        return false;
-      // behind a write, a batch waits for it until it reaches its bound
-      return !writing || files >= BEHIND_MAX_FILES || bytes >= BEHIND_MAX_BYTES;
-    },
-    async commit() {
-      check();
-      if (!behind) {
-        const { updates, touched } = take();
-        if (updates.length) await store.replaceFiles(updates.map(unpackUpdate));
-        if (touched.length) await store.touchFiles(touched);
-        return;
-      }
-      if (writingHere) return;
-      if (writing) {
-        if (batch.length + touches.length < BEHIND_MAX_FILES && bytes < BEHIND_MAX_BYTES) return;
-        await writing;
-        check();
-        // another commit may have handed a batch over while this one waited, or a write on this thread begun
-        if (busy() || writingHere) return;
-      }
-      const { updates, touched } = take();
-      if (!updates.length && !touched.length) return;
-      writing = behind.write(updates, touched).then(
-        () => {
-          writing = undefined;
-        },
-        (error: unknown) => {
-          failed = { error };
-          writing = undefined;
-        },
-      );
-    },
-    /**
-     * Runs a write on this thread (its own transaction) once the batch handed over is written; none is handed over
-     * until it ends, so the two connections never wait on each other.
-     */
-    async alone<T>(write: () => Promise<T>): Promise<T> {
-      writingHere++;
-      const run = (async () => {
-        while (writing) await writing;
-        check();
-        return write();
-      })();
-      hereDone = Promise.all([hereDone, run.catch(() => {})]);
-      try {
-        return await run;
-      } finally {
-        writingHere--;
-      }
-    },
-    /** Writes everything gathered, and waits for it: what follows may read it, or write on this thread. */
-    async flush() {
-      await hereDone;
-      while (writing) await writing;
-      await writer.commit();
-      while (writing) await writing;
-      check();
-    },
-  };
-  return writer;
-}
-
-type BatchWriter = ReturnType<typeof batchWriter>;
-
-/**
  * The lexical phase: reads and parses the changed files on the pool, committing the results in batches. When many
  * files are to be parsed, it runs in two passes: the first makes every file searchable (line windows, no parse, no
  * trigram text), the second parses the files that have a grammar and replaces their windows, file by file, and gives
@@ -547,7 +434,7 @@ async function indexFiles(
     await pool.close();
     throw err;
   }
-  const writer = batchWriter(store, behind);
+  const writer = new BatchWriter(store, behind);
   const record = (task: FileTask, outcome: FileOutcomeOf) =>
     recordOutcome(task, outcome, store, report, writer, warn);
   try {

@@ -7,7 +7,7 @@ import { codeTokenText, pathTokenText } from '../chunk/tokens.ts';
 import type { QuarryConfig } from '../config/config.ts';
 import { trigramTerms } from '../store/trigram-terms.ts';
 import { type AnyUpdate, encodeRefs, type FileUpdate } from '../store/types.ts';
-import { containsPrivateKey } from '../workspace/ignore-rules.ts';
+import { containsPrivateKey } from '../workspace/ignore/rules.ts';
 import { detectLanguage, grammarFor, languageOf } from '../workspace/languages.ts';
 
 export interface FileTask {

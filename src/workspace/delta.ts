@@ -1,8 +1,8 @@
 import type { QuarryConfig } from '../config/config.ts';
 import { type GitRecords, gitCleanStats } from './git-index.ts';
+import { loadFolderMemos, saveFolderMemos } from './ignore/index.ts';
 import { underAny } from './scope.ts';
 import { type FolderMemos, type WalkEntry, walk } from './walk.ts';
-import { loadFolderMemos, saveFolderMemos } from './walk-cache.ts';
 
 /** An indexed file as the delta needs it: where, how big and when written, when it was indexed. */
 export interface IndexedFile {
@@ -28,7 +28,7 @@ export interface DeltaOptions {
   /** Walk past every ignore rule (ripgrep's --no-ignore): the index's files are still compared by size and time. */
   noIgnore?: boolean;
   /**
-   * The folders the last walk remembered (`walk-cache.ts`): only folders whose stat changed since are listed. A
+   * The folders the last walk remembered (`ignore/memo.ts`): only folders whose stat changed since are listed. A
    * walk of the whole tree that read folders anew keeps them there for the next one (as `quarry index` does).
    */
   memoFile?: string;

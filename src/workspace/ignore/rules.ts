@@ -200,7 +200,7 @@ export function containsPrivateKey(text: string): boolean {
 }
 
 /**
- * The rules above as one text: a walk's remembered folders (walk-cache.ts) are kept under it, so that a quarry whose
+ * The rules above as one text: a walk's remembered folders (memo.ts) are kept under it, so that a quarry whose
  * defaults or secret names changed lists every folder again instead of trusting decisions made under the old ones.
  */
 export function rulesText(): string {
