@@ -89,7 +89,7 @@ for (const kind of ['postgres', 'chroma'] as const) {
             const drawn = corpus.draw();
             const { limit, fileLimit, weights } = corpus.shape(i);
             for (const scope of ['chunks', 'files'] as const) {
-              // as a search asks: without the terms in more than half the documents (search/search.ts)
+              // as a search asks: without the terms in more than half the documents (search/gather.ts)
               const stats = await plain.lexical.termStats(drawn, scope);
               const terms = drawn.filter((t) => (stats.df.get(t) ?? 0) <= stats.total / 2);
               if (!terms.length) continue;

@@ -602,7 +602,7 @@ describe('the pruned chunk search (exact MaxScore)', () => {
     try {
       for (let i = 0; i < queries; i++) {
         const drawn = corpus.draw();
-        // as a search asks: without the terms in more than half the chunks (search/search.ts informativeTerms)
+        // as a search asks: without the terms in more than half the chunks (search/gather.ts informativeTerms)
         const stats = await plain.lexical.termStats(drawn, 'chunks');
         const terms = drawn.filter((t) => (stats.df.get(t) ?? 0) <= stats.total / 2);
         if (!terms.length) continue;

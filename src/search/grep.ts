@@ -4,6 +4,7 @@ import { QuarryError } from '../errors.ts';
 import { foldCase } from '../store/trigram-terms.ts';
 import type { SearchFilter } from '../store/types.ts';
 import { typeLanguages } from '../workspace/languages.ts';
+import { passesFilter } from './filter.ts';
 import {
   GREP_LIMITS,
   type GrepLine,
@@ -12,7 +13,6 @@ import {
   type GrepResponse,
 } from './grep-rows.ts';
 import { compilePattern, type LinePattern } from './regex.ts';
-import { passesFilter } from './search.ts';
 import { planTrigrams, type TrigramPlan } from './trigrams.ts';
 
 export {
