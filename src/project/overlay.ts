@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Embedder } from '../embed/types.ts';
 import { indexRepository } from '../indexing/indexer.ts';
 import type { SearchResponse } from '../search/search.ts';
+import { forward } from '../store/shared/compose.ts';
 import type {
   ChunkHit,
   EmbeddingStatus,
@@ -374,11 +375,10 @@ function overlayVectors(
       filter: shared(filter),
     });
   return {
+    // the checkout's own vectors are written as its own index writes them
+    ...forward(own, ['useEmbedder', 'putFileVectors', 'putChunkVectors']),
     embedder: async () => embedder,
-    useEmbedder: (id, dimension) => own.useEmbedder(id, dimension),
     pendingFiles: async (phase, limit) => (await pending(phase)).slice(0, limit),
-    putFileVectors: (items) => own.putFileVectors(items),
-    putChunkVectors: (items) => own.putChunkVectors(items),
     async searchChunks(vector, limit, filter) {
       const scope = mine(filter);
       const [theirs, ours] = await Promise.all([
