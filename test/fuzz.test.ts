@@ -14,7 +14,7 @@ import { isQuarryError } from '../src/errors.ts';
 import { indexProject, openProject } from '../src/project/local/index.ts';
 import { indexPaths } from '../src/workspace/root.ts';
 import { walk } from '../src/workspace/walk.ts';
-import { makeTree, removeTree } from './helpers.ts';
+import { fastestMs, makeTree, removeTree } from './helpers.ts';
 
 const RUNS = Number(process.env.QUARRY_FUZZ_RUNS ?? 1);
 const trees: string[] = [];
@@ -172,17 +172,8 @@ describe('fuzzing', () => {
           const b = await redactSecrets(large);
           assert.equal(a.text.split('\n').length, small.split('\n').length);
           assert.equal(b.text.split('\n').length, large.split('\n').length);
-          // the fastest of three runs: a busy machine (the suite runs files two at a time) only ever adds time
-          const fastest = async (text: string) => {
-            let best = Number.POSITIVE_INFINITY;
-            for (let i = 0; i < 3; i++) {
-              const t = performance.now();
-              await redactSecrets(text);
-              best = Math.min(best, performance.now() - t);
-            }
-            return best;
-          };
-          const [smallMs, largeMs] = [await fastest(small), await fastest(large)];
+          const smallMs = await fastestMs(() => redactSecrets(small));
+          const largeMs = await fastestMs(() => redactSecrets(large));
           // 10x the text: linear takes ~10x; the rule this replaced took ~100x (a floor keeps tiny inputs out)
           assert.ok(
             largeMs < Math.max(200, 40 * smallMs),

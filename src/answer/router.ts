@@ -12,13 +12,6 @@ import {
 } from './format.ts';
 
 export type { RoutedAnswer, RouteResult } from '../project/types.ts';
-export {
-  DEFINITIONS_SHOWN,
-  formatDefinitions,
-  formatReferences,
-  formatSymbols,
-  REFERENCE_FILES_SHOWN,
-} from './format.ts';
 
 const KIND_WORDS: Array<[RegExp, string[] | 'variables']> = [
   [/global variables?|globals|top-level variables?|variables?|constants?|consts?/, 'variables'],
